@@ -1,0 +1,24 @@
+# The two quick-start commands: `make demo` and `make test`. Each builds .venv and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/maximus demo
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q --timeout=300
+
+bench: $(STAMP)
+	$(VENV)/bin/python bench/sqlite_tpcc.py
+
+clean:
+	rm -rf $(VENV) maximus-work

@@ -1,0 +1,3 @@
+from maximus.cli.app import main
+
+main()

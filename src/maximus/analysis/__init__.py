@@ -1,0 +1,1 @@
+"""Pure functions from stored runs to the figures a user sees."""

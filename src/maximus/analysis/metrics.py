@@ -1,0 +1,89 @@
+"""Per-run figures: tpmC, NOPM, TPM, outcomes, latencies per transaction, throughput over time.
+
+Everything here is computed from the raw samples of the results store, so any figure can be
+recomputed (and checked) later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from maximus.analysis.stats import Histogram, LatencySummary, histogram, summarise
+from maximus.records import Outcome, TxnSample, Window
+
+COMPLETED = (Outcome.COMMITTED, Outcome.ROLLED_BACK)
+
+
+@dataclass(frozen=True)
+class TransactionFigures:
+    name: str
+    completed: int
+    latency: LatencySummary
+    histogram: Histogram
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    tpmc: int  # 5.4.1: completed New-Orders (rollbacks included) per minute, truncated to an integer
+    nopm: float  # committed New-Orders per minute (rollbacks excluded), HammerDB's NOPM
+    tpm: float  # every completed business transaction per minute (deferred completions not counted twice)
+    outcomes: Mapping[str, int]  # committed, rolled_back, retried, failed: in the window
+    transactions: tuple[TransactionFigures, ...]
+    counts: Mapping[str, int]  # completed per type, plus "new_order.rolled_back", for the validity bands
+    per_second: tuple[tuple[int, int, int], ...]  # (second from origin, headline done, all done)
+    window: Window
+
+
+def in_window(samples: Iterable[TxnSample], window: Window) -> list[TxnSample]:
+    return [s for s in samples if window.contains(s)]
+
+
+def outcome_counts(samples: Sequence[TxnSample]) -> dict[str, int]:
+    tally = Counter(s.outcome.value for s in samples)
+    return {"committed": tally["committed"], "rolled_back": tally["rolled_back"],
+            "retried": sum(1 for s in samples if s.attempts > 1), "failed": tally["failed"]}
+
+
+def per_second(samples: Sequence[TxnSample], headline: str, deferred_prefix: str = "deferred_"
+               ) -> tuple[tuple[int, int, int], ...]:
+    """Completions per second from the time origin (warm-up included: steady state shows in it)."""
+    headline_done: Counter = Counter()
+    all_done: Counter = Counter()
+    for sample in samples:
+        if sample.outcome in COMPLETED and not sample.transaction.startswith(deferred_prefix):
+            second = int(sample.start + sample.latency)
+            all_done[second] += 1
+            headline_done[second] += sample.transaction == headline
+    if not all_done:
+        return ()
+    return tuple((s, headline_done[s], all_done[s]) for s in range(0, max(all_done) + 1))
+
+
+def run_figures(samples: Sequence[TxnSample], window: Window, transaction_order: Sequence[str],
+                headline: str = "new_order") -> RunFigures:
+    measured = in_window(samples, window)
+    completed = [s for s in measured if s.outcome in COMPLETED]
+    minutes = window.minutes or math.nan
+    headline_done = [s for s in completed if s.transaction == headline]
+    interactive = [s for s in completed if not s.transaction.startswith("deferred_")]
+    counts = Counter(s.transaction for s in completed)
+    counts[f"{headline}.rolled_back"] = sum(1 for s in headline_done if s.outcome is Outcome.ROLLED_BACK)
+    return RunFigures(
+        tpmc=int(len(headline_done) / minutes) if window.minutes else 0,
+        nopm=sum(1 for s in headline_done if s.outcome is Outcome.COMMITTED) / minutes,
+        tpm=len(interactive) / minutes,
+        outcomes=outcome_counts(measured),
+        transactions=tuple(_figures(name, completed) for name in transaction_order),
+        counts=dict(counts),
+        per_second=per_second(samples, headline),
+        window=window,
+    )
+
+
+def _figures(name: str, completed: Sequence[TxnSample]) -> TransactionFigures:
+    latencies = [s.latency for s in completed if s.transaction == name]
+    summary = summarise(latencies)
+    return TransactionFigures(name, len(latencies), summary, histogram(latencies, summary.p90))

@@ -1,0 +1,207 @@
+"""The plain-Python verbs behind the CLI: load a database, run a benchmark, check it, read results."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Mapping, Protocol
+
+from maximus import environment
+from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
+from maximus.engines import Engine, engine_class
+from maximus.errors import UserError
+from maximus.records import RunSpec, RunStatus
+from maximus.store import ResultsStore, default_results_path
+from maximus.workloads import workload as workload_named
+from maximus.workloads.tpcc import loader
+from maximus.workloads.tpcc.emulator import TpccRunSettings
+from maximus.workloads.tpcc.mix import parse_mix
+from maximus.workloads.tpcc.random import NURandConstants
+
+
+def default_workdir() -> Path:
+    """``$MAXIMUS_WORKDIR``, else ``./maximus-work``: where databases are built (choose the disk under test)."""
+    return Path(os.environ.get("MAXIMUS_WORKDIR") or "maximus-work")
+
+
+@dataclass(frozen=True)
+class BenchmarkOptions:
+    engine: str = "sqlite"
+    knobs: Mapping[str, str] = field(default_factory=dict)
+    warehouses: int = 1
+    terminals: int = 2
+    warmup_s: float = 5.0
+    duration_s: float = 30.0
+    seed: int = 1
+    keying_and_think: bool = False
+    mix: str = "deck"
+    workdir: Path = field(default_factory=default_workdir)
+    results: Path = field(default_factory=default_results_path)
+    check: bool = True
+    rebuild: bool = False
+
+    def validate(self) -> None:
+        for name, value, low in (("warehouses", self.warehouses, 1), ("terminals", self.terminals, 1)):
+            if value < low:
+                raise UserError(f"--{name} must be at least {low}, got {value}")
+        if self.duration_s <= 0 or self.warmup_s < 0:
+            raise UserError("--duration must be positive and --warmup not negative")
+        parse_mix(self.mix)
+
+
+class LoadProgress(Protocol):
+    def start(self, expected_rows: Mapping[str, int]) -> None: ...
+
+    def advance(self, table: str, rows: int) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PreparedDatabase:
+    info: loader.DatabaseInfo
+    loaded_now: bool
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: int
+    status: RunStatus
+    result: DriveResult
+    consistency: list
+
+
+def make_engine(name: str, workdir: Path, warehouses: int, knobs: Mapping[str, str]) -> Engine:
+    """The engine with validated knobs; its database name tells apart builds with other creation knobs."""
+    cls = engine_class(name)
+    settings = cls.knobs.resolve(knobs)
+    changed = {k.name: settings[k.name] for k in cls.knobs if k.applies == "creation" and k.name in settings
+               and settings[k.name] != k.default}
+    suffix = "".join(f"-{key}{value}" for key, value in sorted(changed.items()))
+    return cls(Path(workdir), f"tpcc-{warehouses}wh{suffix}", settings)
+
+
+def load_database(engine: Engine, warehouses: int, seed: int, progress: LoadProgress | None = None) -> loader.LoadResult:
+    """Build the database from scratch, time it, and keep a pristine copy for later runs."""
+    tpcc = workload_named("tpcc")
+    if progress:
+        progress.start(tpcc.expected_rows(warehouses))
+    try:
+        result = tpcc.load(engine, warehouses, seed, progress.advance if progress else lambda t, r: None)
+    finally:
+        if progress:
+            progress.finish()
+    engine.snapshot()
+    return result
+
+
+def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadProgress | None = None,
+                     rebuild: bool = False) -> PreparedDatabase:
+    """Start from the pristine copy when there is one (same scale and build knobs), else load first."""
+    loaded_now = rebuild or not engine.has_snapshot()
+    if loaded_now:
+        load_database(engine, warehouses, seed, progress)
+    engine.restore()
+    info = _database_info(engine)
+    if info is None or info.warehouses != warehouses:
+        return prepare_database(engine, warehouses, seed, progress, rebuild=True)
+    return PreparedDatabase(info, loaded_now)
+
+
+def _database_info(engine: Engine) -> loader.DatabaseInfo | None:
+    session = engine.connect()
+    try:
+        return workload_named("tpcc").database_info(session)
+    finally:
+        session.close()
+
+
+def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
+                  progress: LoadProgress | None = None) -> RunOutcome:
+    """Load if needed, restore the pristine data, drive the terminals, store everything, check consistency."""
+    options.validate()
+    engine = make_engine(options.engine, options.workdir, options.warehouses, options.knobs)
+    engine.validate_run(options.terminals)
+    store = ResultsStore(options.results)
+    try:
+        prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild)
+        run_id, settings = _begin(store, engine, options, prepared)
+        result = _drive_and_store(store, run_id, engine, options, settings, observer)
+        consistency = _check_after(store, run_id, engine, result, options.check)
+        return RunOutcome(run_id, result.status, result, consistency)
+    finally:
+        store.close()
+
+
+def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
+           prepared: PreparedDatabase) -> tuple[int, TpccRunSettings]:
+    constants = NURandConstants.for_run(prepared.info.constants.c_last, options.seed)
+    settings = TpccRunSettings(options.warehouses, options.seed, constants, parse_mix(options.mix),
+                               options.keying_and_think)
+    session = engine.connect()
+    try:
+        reported = engine.reported_settings(session)
+        session.begin()
+        loader.mark_used(session)
+        session.commit()
+    finally:
+        session.close()
+    spec = RunSpec(engine.name, dict(engine.settings), "tpcc", options.warehouses, options.terminals,
+                   options.warmup_s, options.duration_s, options.seed, options.keying_and_think, options.mix,
+                   engine.database)
+    run_id = store.begin_run(
+        spec, effective_knobs=engine.effective_settings, engine_settings=reported,
+        load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
+        constants={"c_load": asdict(prepared.info.constants), "c_run": asdict(constants)},
+        environment=environment.fingerprint(engine.data_path(), engine.name, engine.version()),
+        warnings=_warnings(engine, options))
+    return run_id, settings
+
+
+def _warnings(engine: Engine, options: BenchmarkOptions) -> list[str]:
+    warnings = engine.durability_warnings()
+    if not options.keying_and_think:
+        warnings.append("keying and think times off: a TPC-C-like run, not a TPC-C result (5.2.5)")
+    return warnings
+
+
+def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: BenchmarkOptions,
+                     settings: TpccRunSettings, observer: Observer | None) -> DriveResult:
+    spec = DriveSpec(engine, "tpcc", settings, options.terminals, options.warmup_s, options.duration_s,
+                     deferred_workers=max(1, options.terminals // 10))
+    try:
+        result = drive(spec, observer)
+    except BaseException as error:  # the run row must not stay "running": record why it ended
+        status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
+        store.finish_run(run_id, status, [], {}, [f"{type(error).__name__}: {error}"], 0.0)
+        raise
+    store.finish_run(run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s)
+    return result
+
+
+def _check_after(store: ResultsStore, run_id: int, engine: Engine, result: DriveResult, check: bool) -> list:
+    if not check or result.status is not RunStatus.COMPLETE:
+        return []
+    consistency = check_database(engine, fresh=False)
+    store.add_consistency(run_id, consistency)
+    return consistency
+
+
+def check_database(engine: Engine, fresh: bool | None = None) -> list:
+    """All twelve conditions of 3.3.2 (11 only when the database is freshly loaded)."""
+    if not engine.exists():
+        raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
+    session = engine.connect()
+    try:
+        info = workload_named("tpcc").database_info(session)
+        if info is None:
+            raise UserError(f"{engine.database} is not a complete Maximus TPC-C database: load it again")
+        return workload_named("tpcc").check(session, info.fresh if fresh is None else fresh)
+    finally:
+        session.close()
+
+
+def open_results(path: Path | None = None) -> ResultsStore:
+    return ResultsStore(path or default_results_path())
+

@@ -1,0 +1,1 @@
+"""The driver: virtual users (terminals) in worker processes, timed against one clock."""

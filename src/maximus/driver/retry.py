@@ -1,0 +1,41 @@
+"""Retry policy: what happens when the engine reports a conflict (busy, serialization, deadlock)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from maximus.records import Outcome, RollbackByRule
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry conflicts a few times with exponential backoff; everything else fails at once."""
+
+    max_attempts: int = 10
+    first_backoff_s: float = 0.001
+
+    def run(self, attempt: Callable[[], None], rollback: Callable[[], None],
+            classify: Callable[[BaseException], Outcome]) -> tuple[Outcome, int, str]:
+        """Run ``attempt`` until it commits; return (outcome, attempts made, last error text)."""
+        for number in range(1, self.max_attempts + 1):
+            try:
+                attempt()
+                return Outcome.COMMITTED, number, ""
+            except RollbackByRule:
+                _quietly(rollback)
+                return Outcome.ROLLED_BACK, number, ""
+            except Exception as error:  # classified below: a failure is counted, never swallowed
+                _quietly(rollback)
+                if classify(error) is not Outcome.RETRY or number == self.max_attempts:
+                    return Outcome.FAILED, number, f"{type(error).__name__}: {error}"
+                time.sleep(self.first_backoff_s * 2 ** (number - 1))
+        raise AssertionError("unreachable")
+
+
+def _quietly(action: Callable[[], None]) -> None:
+    try:
+        action()
+    except Exception:  # the connection may be gone; the original error is what gets reported
+        pass

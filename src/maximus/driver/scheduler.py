@@ -1,0 +1,246 @@
+"""Starts the terminals and the deferred workers in processes, releases them together, collects.
+
+Timeline: workers connect and report ready; the parent fixes the time origin and releases them;
+warm-up runs from the origin, then the measured window; terminals stop starting transactions at its
+end. Ctrl-C (or ``stop()``) ends the run early: workers finish their transaction and hand over
+their samples, and the run is marked interrupted.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from maximus.driver.clock import SystemClock
+from maximus.driver.retry import RetryPolicy
+from maximus.driver.terminal import Recorder, Terminal, ignore_interrupts, timed_transaction
+from maximus.engines.base import Engine
+from maximus.errors import EngineError
+from maximus.records import Outcome, RunStatus, TxnSample, Window
+from maximus.workloads import workload as workload_named
+
+_READY_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class DriveSpec:
+    engine: Engine
+    workload: str
+    settings: Any  # the workload's run settings, shared by every terminal
+    terminals: int
+    warmup_s: float
+    duration_s: float
+    deferred_workers: int = 1
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+@dataclass
+class DriveResult:
+    samples: list[TxnSample]
+    facts: dict[str, int]
+    window: Window
+    status: RunStatus
+    errors: list[str]
+    elapsed_s: float
+
+
+class Observer(Protocol):
+    """Live view of a run: called about twice a second from the parent."""
+
+    def started(self, warmup_s: float, duration_s: float) -> None: ...
+
+    def tick(self, elapsed_s: float, headline_done: int, all_done: int) -> None: ...
+
+
+class _Channels:
+    def __init__(self, context: Any, terminals: int, single_writer: bool) -> None:
+        self.outbox = context.Queue()
+        self.deliveries = context.Queue()
+        self.go = context.Event()
+        self.stop = context.Event()
+        self.origin = context.Value("d", 0.0, lock=False)
+        self.counters = context.RawArray("q", 2 * terminals)
+        self.writer_gate = context.Lock() if single_writer else None
+
+
+def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
+    ignore_interrupts()
+    try:
+        session = spec.engine.connect()
+        emulator = workload_named(spec.workload).emulator(spec.settings, index, spec.engine.dialect)
+    except Exception as error:
+        channels.outbox.put(("fatal", f"terminal {index} could not start: {type(error).__name__}: {error}"))
+        return
+    channels.outbox.put(("ready", index))
+    channels.go.wait()
+    origin = channels.origin.value
+    clock = SystemClock(channels.stop)
+    window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
+    clock.sleep(origin - clock.now())
+    terminal = Terminal(index, emulator, session, spec.engine, clock, Recorder(channels.outbox, window, origin),
+                        origin + window.end, spec.retry, channels.counters, channels.deliveries,
+                        channels.writer_gate)
+    _guarded(terminal.run, channels, index)
+    session.close()
+
+
+def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
+    """2.7.2: executes queued deferred transactions; records queue-to-completion time."""
+    ignore_interrupts()
+    try:
+        session = spec.engine.connect()
+        transactions = workload_named(spec.workload).transactions(spec.engine.dialect)
+    except Exception as error:
+        channels.outbox.put(("fatal", f"deferred worker {worker} could not start: {error}"))
+        return
+    channels.outbox.put(("ready", -1 - worker))
+    channels.go.wait()
+    origin = channels.origin.value
+    recorder = Recorder(channels.outbox, Window(spec.warmup_s, spec.warmup_s + spec.duration_s), origin)
+    _guarded(lambda: _serve_deferred(spec, session, transactions, channels, recorder), channels, -1 - worker)
+    recorder.flush(time.monotonic())
+    session.close()
+
+
+def _serve_deferred(spec: DriveSpec, session: Any, transactions: dict, channels: _Channels,
+                    recorder: Recorder) -> None:
+    gate = channels.writer_gate
+    while (request := channels.deliveries.get()) is not None:
+        if channels.stop.is_set():
+            continue  # interrupted: drain the queue without executing, so the workers can exit
+        terminal, queued_at, name, inputs = request
+        transaction = transactions[name]
+        if gate is not None:
+            with gate:
+                outcome, attempts, error = timed_transaction(session, spec.engine, spec.retry, transaction, inputs)
+        else:
+            outcome, attempts, error = timed_transaction(session, spec.engine, spec.retry, transaction, inputs)
+        done = time.monotonic() - recorder.origin
+        sample = TxnSample(terminal, f"deferred_{name}", queued_at, done - queued_at, outcome, attempts, error)
+        recorder.record(sample, {}, time.monotonic())
+
+
+def _guarded(body: Any, channels: _Channels, index: int) -> None:
+    try:
+        body()
+    except Exception:
+        channels.outbox.put(("fatal", f"worker {index} crashed:\n{traceback.format_exc()}"))
+
+
+class Run:
+    """One driven run: start, observe, collect. ``stop()`` ends it early (interrupted)."""
+
+    def __init__(self, spec: DriveSpec, observer: Observer | None = None) -> None:
+        self.spec = spec
+        self.observer = observer
+        self.context = multiprocessing.get_context("spawn")
+        self.channels = _Channels(self.context, spec.terminals, spec.engine.capabilities.single_writer)
+        self.samples: list[TxnSample] = []
+        self.facts: dict[str, int] = {}
+        self.errors: list[str] = []
+        self.interrupted = False
+
+    def execute(self) -> DriveResult:
+        started = time.monotonic()
+        terminals = [self._process(_terminal_main, i) for i in range(self.spec.terminals)]
+        deferred = [self._process(_deferred_main, i) for i in range(self.spec.deferred_workers)]
+        try:
+            self._start(terminals + deferred)
+            self._collect_until_done(terminals)
+            for _ in deferred:
+                self.channels.deliveries.put(None)
+            self._collect_until_done(deferred)
+        except KeyboardInterrupt:
+            self._interrupt(terminals, deferred)
+        finally:
+            self._reap(terminals + deferred)
+        return self._result(time.monotonic() - started)
+
+    def stop(self) -> None:
+        self.interrupted = True
+        self.channels.stop.set()
+
+    def _process(self, target: Any, index: int) -> Any:
+        process = self.context.Process(target=target, args=(self.spec, index, self.channels), daemon=True)
+        process.start()
+        return process
+
+    def _start(self, processes: list) -> None:
+        ready, deadline = 0, time.monotonic() + _READY_TIMEOUT_S
+        while ready < len(processes):
+            message = self._next_message(timeout=0.2)
+            if message and message[0] == "ready":
+                ready += 1
+            if self.errors or time.monotonic() > deadline or not all(p.is_alive() for p in processes):
+                self.stop()
+                self.channels.go.set()
+                raise EngineError(self.errors[0] if self.errors else "a worker process failed to start")
+        self.channels.origin.value = time.monotonic() + 0.05
+        self.channels.go.set()
+        if self.observer:
+            self.observer.started(self.spec.warmup_s, self.spec.duration_s)
+
+    def _collect_until_done(self, processes: list) -> None:
+        origin = self.channels.origin.value
+        while any(p.is_alive() for p in processes):
+            self._next_message(timeout=0.25)
+            if self.observer:
+                counters = self.channels.counters
+                self.observer.tick(time.monotonic() - origin, sum(counters[0::2]), sum(counters[1::2]))
+        self._drain()
+
+    def _next_message(self, timeout: float) -> tuple | None:
+        try:
+            message = self.channels.outbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if message[0] == "samples":
+            self.samples.extend(message[1])
+            for name, value in message[2].items():
+                self.facts[name] = self.facts.get(name, 0) + value
+        elif message[0] == "fatal":
+            self.errors.append(message[1])
+        return message
+
+    def _drain(self) -> None:
+        while self._next_message(timeout=0.05) is not None:
+            pass
+
+    def _interrupt(self, terminals: list, deferred: list) -> None:
+        self.stop()
+        for _ in deferred:
+            self.channels.deliveries.put(None)
+        try:
+            self._collect_until_done(terminals + deferred)
+        except KeyboardInterrupt:  # a second Ctrl-C: do not wait any longer
+            pass
+
+    def _reap(self, processes: list) -> None:
+        self._drain()
+        for process in processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=5)
+
+    def _result(self, elapsed: float) -> DriveResult:
+        window = Window(self.spec.warmup_s, self.spec.warmup_s + self.spec.duration_s)
+        if self.errors:
+            status = RunStatus.FAILED
+        elif self.interrupted:
+            status = RunStatus.INTERRUPTED
+        else:
+            status = RunStatus.COMPLETE
+        self.samples.sort(key=lambda s: s.start)
+        return DriveResult(self.samples, self.facts, window, status, self.errors, elapsed)
+
+
+def drive(spec: DriveSpec, observer: Observer | None = None) -> DriveResult:
+    return Run(spec, observer).execute()
+
+
+__all__ = ["DriveResult", "DriveSpec", "Observer", "Outcome", "Run", "drive"]

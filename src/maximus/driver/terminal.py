@@ -1,0 +1,114 @@
+"""One virtual user: run the workload's transactions against one session, time them, record them.
+
+Runs inside a worker process. Everything it measures leaves through the ``Recorder`` in batches, so
+an interrupted run still hands over what it measured.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from maximus.driver.clock import Clock
+from maximus.driver.retry import RetryPolicy
+from maximus.engines.base import Engine, Session
+from maximus.records import Outcome, TxnSample, Window
+
+_FLUSH_EVERY_S = 0.5
+_FLUSH_EVERY_SAMPLES = 2000
+
+
+@dataclass
+class Recorder:
+    """Collects samples and in-window facts; ships them to the parent in batches."""
+
+    outbox: Any  # a multiprocessing queue
+    window: Window
+    origin: float
+    samples: list[TxnSample] = field(default_factory=list)
+    facts: Counter = field(default_factory=Counter)
+    last_flush: float = 0.0
+
+    def record(self, sample: TxnSample, facts: dict[str, int], now: float) -> None:
+        self.samples.append(sample)
+        if self.window.contains(sample) and sample.outcome is not Outcome.FAILED:
+            self.facts.update({f"{sample.transaction}.{name}": value for name, value in facts.items()})
+        if len(self.samples) >= _FLUSH_EVERY_SAMPLES or now - self.last_flush >= _FLUSH_EVERY_S:
+            self.flush(now)
+
+    def flush(self, now: float) -> None:
+        if self.samples or self.facts:
+            self.outbox.put(("samples", self.samples, dict(self.facts)))
+            self.samples, self.facts = [], Counter()
+        self.last_flush = now
+
+
+def timed_transaction(session: Session, engine: Engine, retry: RetryPolicy, transaction: Any,
+                      inputs: Any) -> tuple[Outcome, int, str]:
+    def attempt() -> None:
+        session.begin(read_only=transaction.read_only)
+        transaction.execute(session, inputs)
+        session.commit()
+
+    return retry.run(attempt, session.rollback, engine.classify)
+
+
+@dataclass
+class Terminal:
+    """The loop of one terminal (5.2.5: keying time, transaction, think time)."""
+
+    index: int
+    emulator: Any
+    session: Session
+    engine: Engine
+    clock: Clock
+    recorder: Recorder
+    end: float
+    retry: RetryPolicy
+    counters: Any  # shared array: [new orders done, transactions done] per terminal
+    delivery_queue: Any
+    writer_gate: Any | None
+
+    def run(self) -> None:
+        while self.clock.now() < self.end:
+            transaction, inputs = self.emulator.next()
+            if not self.clock.sleep(self.emulator.keying_time(transaction.name)):
+                break
+            self._one(transaction, inputs)
+            if not self.clock.sleep(self.emulator.think_time(transaction.name)):
+                break
+        self.recorder.flush(self.clock.now())
+
+    def _one(self, transaction: Any, inputs: Any) -> None:
+        started = self.clock.now()
+        if transaction.deferred:
+            self.delivery_queue.put((self.index, started - self.recorder.origin, transaction.name, inputs))
+            outcome, attempts, error = Outcome.COMMITTED, 1, ""
+        else:
+            outcome, attempts, error = self._execute(transaction, inputs)
+        finished = self.clock.now()
+        self._count(transaction.name, outcome)
+        sample = TxnSample(self.index, transaction.name, started - self.recorder.origin, finished - started,
+                           outcome, attempts, error)
+        self.recorder.record(sample, transaction.facts(inputs), finished)
+
+    def _execute(self, transaction: Any, inputs: Any) -> tuple[Outcome, int, str]:
+        if self.writer_gate is None or transaction.read_only:
+            return timed_transaction(self.session, self.engine, self.retry, transaction, inputs)
+        with self.writer_gate:  # a fair queue of writers instead of SQLite's sleeping busy handler
+            return timed_transaction(self.session, self.engine, self.retry, transaction, inputs)
+
+    def _count(self, name: str, outcome: Outcome) -> None:
+        if outcome is Outcome.FAILED:
+            return
+        slot = 2 * self.index
+        self.counters[slot + 1] += 1
+        if name == self.emulator.headline:  # the live counter shows the headline transaction (New-Order)
+            self.counters[slot] += 1
+
+
+def ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them in order and keeps their samples."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

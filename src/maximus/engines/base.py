@@ -1,0 +1,145 @@
+"""The Engine contract: what Maximus needs from a database management system.
+
+One file per engine implements it; generic code never branches on an engine's name, it asks for the
+capabilities declared here. Engine objects are plain, picklable values: worker processes receive a
+copy and call ``connect()`` themselves.
+
+Contract (checked by ``tests/contracts/test_engines.py`` for every engine):
+- ``knobs`` validates every setting before anything runs (``UserError`` with "did you mean").
+- ``provision()`` creates an empty database with the creation-time knobs; idempotent ``destroy()``.
+- ``connect()`` returns a ``Session`` with the connection-time knobs applied.
+- ``classify(error)`` maps a driver exception to ``Outcome.RETRY`` or ``Outcome.FAILED``.
+- ``snapshot()`` / ``restore()`` save and bring back the loaded database, so runs start alike.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
+
+from maximus.knobs import KnobCatalogue
+from maximus.records import Outcome
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do, so generic code can ask instead of checking names."""
+
+    single_writer: bool  # one write transaction at a time (the driver queues writers fairly)
+    managed_server: bool  # Maximus starts and stops a server process
+    server_side_procedures: bool
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The small SQL differences a workload needs to know; statements are otherwise shared."""
+
+    name: str
+    clustered_table_suffix: str = ""  # appended to CREATE TABLE when a primary key clusters the rows
+    for_update: str = ""  # appended to a SELECT that reads a row it will update
+
+
+class Session(ABC):
+    """One connection used by one terminal: SQL with ``?`` placeholders, explicit transactions."""
+
+    @abstractmethod
+    def begin(self, read_only: bool = False) -> None: ...
+
+    @abstractmethod
+    def commit(self) -> None: ...
+
+    @abstractmethod
+    def rollback(self) -> None: ...
+
+    @abstractmethod
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement; return the number of rows it changed."""
+
+    @abstractmethod
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple | None: ...
+
+    @abstractmethod
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Engine(ABC):
+    """A database management system under test, configured with validated knob settings."""
+
+    name: ClassVar[str]
+    knobs: ClassVar[KnobCatalogue]
+    capabilities: ClassVar[Capabilities]
+    dialect: ClassVar[Dialect]
+
+    def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.database = database
+        self.settings = self.knobs.resolve(settings or {})
+
+    @property
+    def effective_settings(self) -> dict[str, str]:
+        """Every knob with the value the run uses (defaults filled in)."""
+        return self.knobs.with_defaults(self.settings)
+
+    def durability_warnings(self) -> list[str]:
+        return self.knobs.durability_warnings(self.effective_settings)
+
+    def validate_run(self, terminals: int) -> None:
+        """Raise UserError when these settings cannot serve ``terminals`` concurrent terminals."""
+
+    @abstractmethod
+    def provision(self) -> None:
+        """Create an empty database with the creation-time knobs, replacing any previous one."""
+
+    @abstractmethod
+    def exists(self) -> bool: ...
+
+    @abstractmethod
+    def destroy(self) -> None: ...
+
+    def start(self) -> None:
+        """Start the server (no-op for embedded engines)."""
+
+    def stop(self) -> None:
+        """Stop the server (no-op for embedded engines); safe to call twice."""
+
+    @abstractmethod
+    def connect(self) -> Session: ...
+
+    @abstractmethod
+    def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+        """Append rows fast, inside the caller's transaction."""
+
+    @abstractmethod
+    def classify(self, error: BaseException) -> Outcome:
+        """``Outcome.RETRY`` for a conflict worth retrying, ``Outcome.FAILED`` otherwise."""
+
+    @abstractmethod
+    def snapshot(self) -> None:
+        """Save the loaded database as the pristine copy."""
+
+    @abstractmethod
+    def has_snapshot(self) -> bool: ...
+
+    @abstractmethod
+    def restore(self) -> None:
+        """Replace the database with the pristine copy."""
+
+    @abstractmethod
+    def version(self) -> str: ...
+
+    @abstractmethod
+    def data_path(self) -> Path:
+        """Where the data lives, for the environment fingerprint (filesystem, mount options)."""
+
+    def reported_settings(self, session: Session) -> dict[str, str]:
+        """The settings as the engine itself reports them on a live session: proof the knobs took effect."""
+        return {}
+
+    def creation_settings(self) -> dict[str, str]:
+        """The effective values of knobs that are fixed when the database is built."""
+        return {k.name: self.effective_settings[k.name] for k in self.knobs if k.applies == "creation"}

@@ -1,0 +1,176 @@
+"""SQLite: the embedded engine, zero set-up. One database file per work directory and scale."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from maximus.engines.base import Capabilities, Dialect, Engine, Session
+from maximus.errors import UserError
+from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue, Size
+from maximus.knobs.registry import parse_size
+from maximus.records import Outcome
+
+_SIDE_FILES = ("-journal", "-wal", "-shm")
+_RETRYABLE = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+
+class CacheSize:
+    """SQLite's cache_size: a page count, a negative KiB count, or a size with a unit (stored as -KiB)."""
+
+    def parse(self, raw: str) -> str:
+        text = raw.strip()
+        if text.lstrip("-").isdigit():
+            return str(int(text))
+        return str(-(parse_size(text) // 1024))
+
+    def describe(self) -> str:
+        return "pages (2000), -KiB (-64000) or a size (64MB)"
+
+
+SQLITE_KNOBS = KnobCatalogue("sqlite", [
+    Knob("page_size", Integer(512, 65536, power_of_two=True), "4096", Applies.CREATION,
+         "Database page size; fixed when the database is built.", unit="bytes"),
+    Knob("cache_size", CacheSize(), "-2000", Applies.CONNECTION,
+         "Page cache per connection: pages when positive, KiB when negative (SQLite's convention), "
+         "or a size such as 64MB."),
+    Knob("journal_mode", Choice(("delete", "truncate", "persist", "memory", "wal", "off")), "delete",
+         Applies.CONNECTION, "Rollback journal variant or write-ahead log.",
+         weakens_durability_when=frozenset({"memory", "off"})),
+    Knob("synchronous", Choice(("off", "normal", "full", "extra"),
+                               {"0": "off", "1": "normal", "2": "full", "3": "extra"}), "full",
+         Applies.CONNECTION, "How hard commits are flushed to disk (fsync).",
+         weakens_durability_when=frozenset({"off"})),
+    Knob("wal_autocheckpoint", Integer(0), "1000", Applies.CONNECTION,
+         "WAL pages after which a commit checkpoints (0 disables).", unit="pages"),
+    Knob("mmap_size", Size(), "0", Applies.CONNECTION, "Bytes of the file read through mmap.", unit="bytes"),
+    Knob("locking_mode", Choice(("normal", "exclusive")), "normal", Applies.CONNECTION,
+         "exclusive keeps the file lock for the whole connection (one terminal only)."),
+    Knob("temp_store", Choice(("default", "file", "memory"), {"0": "default", "1": "file", "2": "memory"}),
+         "default", Applies.CONNECTION, "Where temporary tables and indexes live."),
+    Knob("busy_timeout", Integer(0), "10000", Applies.CONNECTION,
+         "How long a connection waits for a lock before a busy error.", unit="ms"),
+])
+
+
+class SQLiteSession(Session):
+    """A sqlite3 connection in autocommit mode with explicit BEGIN/COMMIT."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+    def begin(self, read_only: bool = False) -> None:
+        # Writers take the write lock up front: a deferred upgrade could deadlock against another
+        # writer and end in SQLITE_BUSY without the busy handler ever waiting.
+        self.connection.execute("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.connection.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.connection.execute(sql, params).rowcount
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        return self.connection.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self.connection.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class SQLiteEngine(Engine):
+    name = "sqlite"
+    knobs = SQLITE_KNOBS
+    capabilities = Capabilities(single_writer=True, managed_server=False, server_side_procedures=False)
+    dialect = Dialect("sqlite", clustered_table_suffix=" WITHOUT ROWID")
+
+    @property
+    def path(self) -> Path:
+        return self.workdir / f"{self.database}.sqlite"
+
+    @property
+    def snapshot_path(self) -> Path:
+        return self.workdir / f"{self.database}.pristine.sqlite"
+
+    def validate_run(self, terminals: int) -> None:
+        if self.effective_settings["locking_mode"] == "exclusive" and terminals > 1:
+            raise UserError("locking_mode=exclusive lets one connection use the database: use --terminals 1")
+
+    def provision(self) -> None:
+        self.destroy()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            connection.execute(f"PRAGMA page_size = {int(self.effective_settings['page_size'])}")
+            connection.execute("VACUUM")  # makes the page size stick in an empty file
+        finally:
+            connection.close()
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def destroy(self) -> None:
+        _remove_database_files(self.path)
+
+    def connect(self) -> SQLiteSession:
+        settings = self.effective_settings
+        connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                     timeout=int(settings["busy_timeout"]) / 1000.0, cached_statements=256)
+        for name in ("journal_mode", "synchronous", "cache_size", "wal_autocheckpoint", "mmap_size",
+                     "locking_mode", "temp_store", "busy_timeout"):
+            connection.execute(f"PRAGMA {name} = {settings[name]}").fetchall()
+        return SQLiteSession(connection)
+
+    def reported_settings(self, session: SQLiteSession) -> dict[str, str]:
+        """What SQLite reports back: proof the knobs took effect."""
+        names = ("page_size", "journal_mode", "synchronous", "cache_size", "wal_autocheckpoint",
+                 "mmap_size", "locking_mode", "temp_store", "busy_timeout")
+        return {name: str(session.connection.execute(f"PRAGMA {name}").fetchone()[0]) for name in names}
+
+    def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+        marks = ", ".join("?" * len(columns))
+        session.connection.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+
+    def classify(self, error: BaseException) -> Outcome:
+        code = getattr(error, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in _RETRYABLE:
+            return Outcome.RETRY
+        return Outcome.FAILED
+
+    def snapshot(self) -> None:
+        self._copy_checkpointed(self.path, self.snapshot_path)
+
+    def has_snapshot(self) -> bool:
+        return self.snapshot_path.exists()
+
+    def restore(self) -> None:
+        _remove_database_files(self.path)
+        shutil.copyfile(self.snapshot_path, self.path)
+
+    def version(self) -> str:
+        return sqlite3.sqlite_version
+
+    def data_path(self) -> Path:
+        return self.workdir
+
+    def _copy_checkpointed(self, source: Path, target: Path) -> None:
+        connection = sqlite3.connect(source, isolation_level=None)
+        try:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
+        _remove_database_files(target)
+        shutil.copyfile(source, target)
+
+
+def _remove_database_files(path: Path) -> None:
+    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in _SIDE_FILES)):
+        candidate.unlink(missing_ok=True)

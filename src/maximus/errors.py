@@ -1,0 +1,27 @@
+"""One root error. A user error carries a one-line message and an exit code; a traceback means a bug."""
+
+from __future__ import annotations
+
+
+class MaximusError(Exception):
+    """Root of every error Maximus raises on purpose."""
+
+    exit_code: int = 1
+
+
+class UserError(MaximusError):
+    """Bad input from the user (unknown knob, bad value, bad option): one line, exit code 2."""
+
+    exit_code = 2
+
+
+class EngineError(MaximusError):
+    """The database engine failed in a way the user must act on (server will not start, file locked)."""
+
+    exit_code = 3
+
+
+class ConsistencyError(MaximusError):
+    """A TPC-C consistency condition (clause 3.3.2) failed."""
+
+    exit_code = 4

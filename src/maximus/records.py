@@ -1,0 +1,78 @@
+"""Typed, immutable hand-offs between the stages: plan -> driver -> store -> analysis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Mapping
+
+
+class Outcome(StrEnum):
+    """What became of one business transaction (after any retries)."""
+
+    COMMITTED = "committed"
+    ROLLED_BACK = "rolled_back"  # rolled back by the workload's rule (TPC-C 2.4.2.3: 1 % of New-Orders)
+    RETRY = "retry"  # a retryable conflict (busy, serialization failure, deadlock); only seen by the retry policy
+    FAILED = "failed"  # an error, or retries exhausted: counted, never swallowed
+
+
+class RollbackByRule(Exception):
+    """Raised by a transaction whose own rule demands a rollback (TPC-C 2.4.2.3); not an error."""
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETE = "complete"
+    INTERRUPTED = "interrupted"  # Ctrl-C or a signal: stored with everything measured so far
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """Everything that defines one measured run."""
+
+    engine: str
+    knobs: Mapping[str, str]
+    workload: str
+    warehouses: int
+    terminals: int
+    warmup_s: float
+    duration_s: float
+    seed: int
+    keying_and_think: bool = False
+    mix: str = "deck"
+    database: str = ""
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnSample:
+    """One business transaction as the remote terminal emulator saw it.
+
+    Times are seconds from the run's time origin (the start barrier), so a sample can be placed
+    in the warm-up or the measured window later without any other context.
+    """
+
+    terminal: int
+    transaction: str
+    start: float
+    latency: float
+    outcome: Outcome
+    attempts: int = 1
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The measured interval, in seconds from the time origin."""
+
+    start: float
+    end: float
+
+    @property
+    def minutes(self) -> float:
+        return max(self.end - self.start, 0.0) / 60.0
+
+    def contains(self, sample: TxnSample) -> bool:
+        """TPC-C 5.4: a transaction counts when its whole response time lies inside the interval."""
+        return sample.start >= self.start and sample.start + sample.latency <= self.end

@@ -1,0 +1,51 @@
+"""The results database's schema, versioned: each migration moves it one version up."""
+
+from __future__ import annotations
+
+import sqlite3
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # version 1
+        """CREATE TABLE runs (
+            id INTEGER PRIMARY KEY, started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL,
+            engine TEXT NOT NULL, workload TEXT NOT NULL, warehouses INTEGER NOT NULL,
+            terminals INTEGER NOT NULL, warmup_s REAL NOT NULL, duration_s REAL NOT NULL, seed INTEGER NOT NULL,
+            keying_and_think INTEGER NOT NULL, mix TEXT NOT NULL, knobs TEXT NOT NULL,
+            effective_knobs TEXT NOT NULL, engine_settings TEXT NOT NULL, database TEXT NOT NULL,
+            load_seconds REAL, loaded_in_run INTEGER NOT NULL, load_seed INTEGER, constants TEXT NOT NULL,
+            environment TEXT NOT NULL, warnings TEXT NOT NULL DEFAULT '[]', errors TEXT NOT NULL DEFAULT '[]',
+            window_start REAL NOT NULL, window_end REAL NOT NULL, elapsed_s REAL)""",
+        """CREATE TABLE txn_samples (
+            run_id INTEGER NOT NULL REFERENCES runs(id), terminal INTEGER NOT NULL, transaction_name TEXT NOT NULL,
+            start REAL NOT NULL, latency REAL NOT NULL, outcome TEXT NOT NULL, attempts INTEGER NOT NULL,
+            error TEXT NOT NULL DEFAULT '')""",
+        "CREATE INDEX txn_samples_by_run ON txn_samples (run_id, transaction_name)",
+        """CREATE TABLE run_facts (
+            run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, value INTEGER NOT NULL,
+            PRIMARY KEY (run_id, name))""",
+        """CREATE TABLE consistency (
+            run_id INTEGER NOT NULL REFERENCES runs(id), condition INTEGER NOT NULL, clause TEXT NOT NULL,
+            description TEXT NOT NULL, passed INTEGER, detail TEXT NOT NULL, PRIMARY KEY (run_id, condition))""",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(connection: sqlite3.Connection) -> int:
+    """Bring the database up to SCHEMA_VERSION; return the version it had before."""
+    connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = connection.execute("SELECT version FROM schema_version").fetchone()
+    before = row[0] if row else 0
+    if before > SCHEMA_VERSION:
+        from maximus.errors import UserError
+
+        raise UserError(f"the results database has schema version {before}, newer than this Maximus "
+                        f"understands ({SCHEMA_VERSION}): upgrade Maximus")
+    with connection:
+        for statements in MIGRATIONS[before:]:
+            for statement in statements:
+                connection.execute(statement)
+        connection.execute("DELETE FROM schema_version")
+        connection.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+    return before

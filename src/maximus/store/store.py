@@ -1,0 +1,155 @@
+"""Writes runs as they happen and reads them back as frozen records.
+
+A run row is written when the run starts (status ``running``) and completed when it ends, with its
+raw samples; an interrupted run keeps everything measured up to the interruption.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from maximus.errors import UserError
+from maximus.records import Outcome, RunSpec, RunStatus, TxnSample, Window
+from maximus.store.schema import migrate
+
+
+def default_results_path() -> Path:
+    """``$MAXIMUS_RESULTS``, else ``$XDG_DATA_HOME/maximus/results.db`` (``~/.local/share/...``)."""
+    if os.environ.get("MAXIMUS_RESULTS"):
+        return Path(os.environ["MAXIMUS_RESULTS"])
+    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data_home / "maximus" / "results.db"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: int
+    started_at: str
+    finished_at: str | None
+    status: RunStatus
+    spec: RunSpec
+    effective_knobs: Mapping[str, str]
+    engine_settings: Mapping[str, str]
+    load_seconds: float | None
+    loaded_in_run: bool
+    load_seed: int | None
+    constants: Mapping[str, Any]
+    environment: Mapping[str, Any]
+    warnings: tuple[str, ...]
+    errors: tuple[str, ...]
+    window: Window
+    elapsed_s: float | None
+
+
+@dataclass(frozen=True)
+class ConsistencyRecord:
+    condition: int
+    clause: str
+    description: str
+    passed: bool | None
+    detail: str
+
+
+class ResultsStore:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30)
+        except (OSError, sqlite3.Error) as error:
+            raise UserError(f"cannot open the results database {self.path}: {error}") from None
+        migrate(self._db)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def begin_run(self, spec: RunSpec, *, effective_knobs: Mapping[str, str], engine_settings: Mapping[str, str],
+                  load_seconds: float | None, loaded_in_run: bool, load_seed: int | None,
+                  constants: Mapping[str, Any], environment: Mapping[str, Any], warnings: Iterable[str]) -> int:
+        window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
+        with self._db:
+            cursor = self._db.execute(
+                "INSERT INTO runs (started_at, status, engine, workload, warehouses, terminals, warmup_s, duration_s,"
+                " seed, keying_and_think, mix, knobs, effective_knobs, engine_settings, database, load_seconds,"
+                " loaded_in_run, load_seed, constants, environment, warnings, window_start, window_end)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (_now(), RunStatus.RUNNING.value, spec.engine, spec.workload, spec.warehouses, spec.terminals,
+                 spec.warmup_s, spec.duration_s, spec.seed, int(spec.keying_and_think), spec.mix,
+                 json.dumps(dict(spec.knobs)), json.dumps(dict(effective_knobs)), json.dumps(dict(engine_settings)),
+                 spec.database, load_seconds, int(loaded_in_run), load_seed, json.dumps(dict(constants)),
+                 json.dumps(environment), json.dumps(list(warnings)), window.start, window.end))
+        return int(cursor.lastrowid)
+
+    def finish_run(self, run_id: int, status: RunStatus, samples: Iterable[TxnSample], facts: Mapping[str, int],
+                   errors: Iterable[str], elapsed_s: float, warnings: Iterable[str] = ()) -> None:
+        """Store the raw samples and close the run, in one transaction: all of it lands or none."""
+        with self._db:
+            self._db.executemany(
+                "INSERT INTO txn_samples (run_id, terminal, transaction_name, start, latency, outcome, attempts, error)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ((run_id, s.terminal, s.transaction, s.start, s.latency, s.outcome.value, s.attempts, s.error)
+                 for s in samples))
+            self._db.executemany("INSERT INTO run_facts (run_id, name, value) VALUES (?, ?, ?)",
+                                 ((run_id, name, value) for name, value in facts.items()))
+            old = json.loads(self._db.execute("SELECT warnings FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+            self._db.execute("UPDATE runs SET status = ?, finished_at = ?, errors = ?, elapsed_s = ?, warnings = ?"
+                             " WHERE id = ?", (status.value, _now(), json.dumps(list(errors)), elapsed_s,
+                                               json.dumps(old + list(warnings)), run_id))
+
+    def add_consistency(self, run_id: int, results: Iterable[Any]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO consistency (run_id, condition, clause, description, passed, detail)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                ((run_id, r.condition, r.clause, r.description, None if r.passed is None else int(r.passed),
+                  r.detail) for r in results))
+
+    def runs(self) -> list[RunRecord]:
+        return [self._record(row) for row in self._db.execute(f"{_SELECT_RUN} ORDER BY id")]
+
+    def run(self, run_id: int) -> RunRecord:
+        row = self._db.execute(f"{_SELECT_RUN} WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise UserError(f"no run {run_id} in {self.path} (see `maximus runs`)")
+        return self._record(row)
+
+    def samples(self, run_id: int) -> list[TxnSample]:
+        rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error"
+                                " FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
+        return [TxnSample(t, name, s, lat, Outcome(o), a, e) for t, name, s, lat, o, a, e in rows]
+
+    def facts(self, run_id: int) -> dict[str, int]:
+        return dict(self._db.execute("SELECT name, value FROM run_facts WHERE run_id = ?", (run_id,)))
+
+    def consistency(self, run_id: int) -> list[ConsistencyRecord]:
+        rows = self._db.execute("SELECT condition, clause, description, passed, detail FROM consistency"
+                                " WHERE run_id = ? ORDER BY condition", (run_id,))
+        return [ConsistencyRecord(c, cl, d, None if p is None else bool(p), det) for c, cl, d, p, det in rows]
+
+    @staticmethod
+    def _record(row: tuple) -> RunRecord:
+        (run_id, started, finished, status, engine, workload, warehouses, terminals, warmup, duration, seed, keyed,
+         mix, knobs, effective, settings, database, load_s, loaded, load_seed, constants, environment, warnings,
+         errors, w_start, w_end, elapsed) = row
+        spec = RunSpec(engine, json.loads(knobs), workload, warehouses, terminals, warmup, duration, seed,
+                       bool(keyed), mix, database)
+        return RunRecord(run_id, started, finished, RunStatus(status), spec, json.loads(effective),
+                         json.loads(settings), load_s, bool(loaded), load_seed, json.loads(constants),
+                         json.loads(environment), tuple(json.loads(warnings)), tuple(json.loads(errors)),
+                         Window(w_start, w_end), elapsed)
+
+
+_SELECT_RUN = ("SELECT id, started_at, finished_at, status, engine, workload, warehouses, terminals, warmup_s,"
+               " duration_s, seed, keying_and_think, mix, knobs, effective_knobs, engine_settings, database,"
+               " load_seconds, loaded_in_run, load_seed, constants, environment, warnings, errors, window_start,"
+               " window_end, elapsed_s FROM runs")

@@ -1,0 +1,16 @@
+"""Workloads, registered in one table: adding one touches nothing else."""
+
+from __future__ import annotations
+
+from maximus.errors import UserError
+from maximus.workloads.base import Workload
+from maximus.workloads.tpcc import Tpcc
+
+WORKLOADS: dict[str, type[Workload]] = {Tpcc.name: Tpcc}
+
+
+def workload(name: str) -> Workload:
+    try:
+        return WORKLOADS[name]()
+    except KeyError:
+        raise UserError(f"unknown workload {name!r} (available: {', '.join(WORKLOADS)})") from None

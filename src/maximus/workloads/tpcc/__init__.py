@@ -1,0 +1,55 @@
+"""TPC-C (specification v5.11): the workload package."""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from maximus.engines.base import Dialect, Engine, Session
+from maximus.workloads.base import Workload
+from maximus.workloads.tpcc import generate, loader
+from maximus.workloads.tpcc.constants import DEFERRED_DELIVERY, TERMINALS_PER_WAREHOUSE, TRANSACTIONS
+from maximus.workloads.tpcc.delivery import Delivery
+from maximus.workloads.tpcc.emulator import TerminalEmulator, TpccRunSettings
+from maximus.workloads.tpcc.new_order import NewOrder
+from maximus.workloads.tpcc.order_status import OrderStatus
+from maximus.workloads.tpcc.payment import Payment
+from maximus.workloads.tpcc.stock_level import StockLevel
+from maximus.workloads.tpcc.transaction import Home, Transaction
+
+TRANSACTION_TYPES = (NewOrder, Payment, OrderStatus, Delivery, StockLevel)
+
+
+def home_of(terminal: int, warehouses: int) -> Home:
+    """4.2.2 and 2.8.1.1: terminals are spread over warehouses, each with its own district."""
+    w_id = terminal // TERMINALS_PER_WAREHOUSE % warehouses + 1
+    return Home(w_id, terminal % TERMINALS_PER_WAREHOUSE + 1, warehouses)
+
+
+class Tpcc(Workload):
+    name = "tpcc"
+    transaction_names = TRANSACTIONS
+    reported_transactions = TRANSACTIONS[:3] + (TRANSACTIONS[3], DEFERRED_DELIVERY, TRANSACTIONS[4])
+
+    def load(self, engine: Engine, scale: int, seed: int,
+             progress: Callable[[str, int], None] = lambda table, rows: None) -> loader.LoadResult:
+        return loader.load(engine, scale, seed, progress)
+
+    def database_info(self, session: Session) -> loader.DatabaseInfo | None:
+        return loader.read_info(session)
+
+    def expected_rows(self, scale: int) -> Mapping[str, int]:
+        return generate.expected_rows(scale)
+
+    def transactions(self, dialect: Dialect) -> dict[str, Transaction]:
+        return {kind.name: kind(dialect) for kind in TRANSACTION_TYPES}
+
+    def emulator(self, settings: TpccRunSettings, terminal: int, dialect: Dialect) -> TerminalEmulator:
+        return TerminalEmulator(settings, terminal, dialect)
+
+    def check(self, session: Session, fresh: bool) -> list:
+        from maximus.workloads.tpcc.consistency import check_consistency
+
+        return check_consistency(session, fresh)
+
+
+__all__ = ["Home", "Tpcc", "home_of"]

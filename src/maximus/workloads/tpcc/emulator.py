@@ -1,0 +1,54 @@
+"""The remote terminal emulator's decisions for one TPC-C terminal: what to run next, and when."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from maximus.engines.base import Dialect
+from maximus.workloads.tpcc.constants import KEYING_TIME, THINK_TIME_MEAN, THINK_TIME_TRUNCATION
+from maximus.workloads.tpcc.mix import make_mix
+from maximus.workloads.tpcc.random import NURandConstants, TpccRandom
+from maximus.workloads.tpcc.transaction import Transaction
+
+
+@dataclass(frozen=True)
+class TpccRunSettings:
+    """What every terminal of one run shares; recorded with the run."""
+
+    warehouses: int
+    seed: int
+    constants: NURandConstants  # C-Run (2.1.6.1), the same for all terminals
+    weights: Mapping[str, float] | None = None  # None: the 23-card deck
+    keying_and_think: bool = False
+
+
+class TerminalEmulator:
+    """One terminal's own random stream, mix and home; seeded so a run can be repeated."""
+
+    headline = "new_order"  # the transaction whose rate is the metric (5.4.1)
+
+    def __init__(self, settings: TpccRunSettings, index: int, dialect: Dialect) -> None:
+        from maximus.workloads.tpcc import Tpcc, home_of
+
+        self.settings = settings
+        self.home = home_of(index, settings.warehouses)
+        self.rng = TpccRandom(f"{settings.seed}/terminal/{index}", settings.constants)
+        self.mix = make_mix(random.Random(f"{settings.seed}/mix/{index}"), settings.weights)
+        self.transactions: dict[str, Transaction] = Tpcc().transactions(dialect)
+
+    def next(self) -> tuple[Transaction, Any]:
+        transaction = self.transactions[self.mix.next()]
+        return transaction, transaction.draw(self.rng, self.home)
+
+    def keying_time(self, name: str) -> float:
+        """5.2.5.2: a constant minimum per transaction type."""
+        return KEYING_TIME[name] if self.settings.keying_and_think else 0.0
+
+    def think_time(self, name: str) -> float:
+        """5.2.5.4: negative exponential around the mean, truncated at 10 means."""
+        if not self.settings.keying_and_think:
+            return 0.0
+        mean = THINK_TIME_MEAN[name]
+        return min(self.rng.exponential(mean), THINK_TIME_TRUNCATION * mean)

@@ -1,0 +1,99 @@
+"""New-Order (clause 2.4): enter a complete order in one database transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maximus.engines.base import Dialect, Session
+from maximus.workloads.tpcc.constants import (
+    DISTRICTS_PER_WAREHOUSE, MAX_ORDER_LINES, MIN_ORDER_LINES, REMOTE_SUPPLY_PERCENT, ROLLBACK_PERCENT,
+    UNUSED_ITEM_ID,
+)
+from maximus.workloads.tpcc.random import TpccRandom
+from maximus.records import RollbackByRule
+from maximus.workloads.tpcc.transaction import Home, now_text
+
+
+@dataclass(frozen=True)
+class OrderLine:
+    i_id: int
+    supply_w_id: int
+    quantity: int
+
+
+@dataclass(frozen=True)
+class NewOrderInput:
+    w_id: int
+    d_id: int
+    c_id: int
+    lines: tuple[OrderLine, ...]
+
+    @property
+    def all_local(self) -> bool:
+        return all(line.supply_w_id == self.w_id for line in self.lines)
+
+
+class NewOrder:
+    name = "new_order"
+    read_only = False
+    deferred = False
+
+    def __init__(self, dialect: Dialect) -> None:
+        lock = dialect.for_update
+        self.customer_sql = ("SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse "
+                             "WHERE w_id = ? AND c_w_id = w_id AND c_d_id = ? AND c_id = ?")
+        self.district_sql = f"SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?{lock}"
+        self.stock_sql = {d: f"SELECT s_quantity, s_data, s_dist_{d:02d} FROM stock "
+                             f"WHERE s_i_id = ? AND s_w_id = ?{lock}" for d in range(1, DISTRICTS_PER_WAREHOUSE + 1)}
+
+    def draw(self, rng: TpccRandom, home: Home) -> NewOrderInput:
+        """2.4.1: district uniform, customer NURand, 5..15 lines, 1 % remote supply, 1 % rollback."""
+        count = rng.uniform(MIN_ORDER_LINES, MAX_ORDER_LINES)
+        rollback = rng.percent() <= ROLLBACK_PERCENT
+        lines = tuple(self._line(rng, home, unused=rollback and n == count - 1) for n in range(count))
+        return NewOrderInput(home.w_id, rng.uniform(1, DISTRICTS_PER_WAREHOUSE), rng.customer_id(), lines)
+
+    @staticmethod
+    def _line(rng: TpccRandom, home: Home, unused: bool) -> OrderLine:
+        i_id = UNUSED_ITEM_ID if unused else rng.item_id()  # 2.4.1.5: the last item of a rollback is unused
+        remote = home.warehouses > 1 and rng.percent() <= REMOTE_SUPPLY_PERCENT
+        supply = rng.other_warehouse(home.w_id, home.warehouses) if remote else home.w_id
+        return OrderLine(i_id, supply, rng.uniform(1, 10))
+
+    def facts(self, inputs: NewOrderInput) -> dict[str, int]:
+        remote = sum(line.supply_w_id != inputs.w_id for line in inputs.lines)
+        return {"order_lines": len(inputs.lines), "remote_order_lines": remote}
+
+    def execute(self, session: Session, inputs: NewOrderInput) -> None:
+        w_id, d_id = inputs.w_id, inputs.d_id
+        c_discount, _, _, w_tax = session.fetchone(self.customer_sql, (w_id, d_id, inputs.c_id))
+        o_id, d_tax = session.fetchone(self.district_sql, (w_id, d_id))
+        session.execute("UPDATE district SET d_next_o_id = ? WHERE d_w_id = ? AND d_id = ?", (o_id + 1, w_id, d_id))
+        entry = now_text()
+        session.execute("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, "
+                        "o_all_local) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+                        (o_id, d_id, w_id, inputs.c_id, entry, len(inputs.lines), int(inputs.all_local)))
+        session.execute("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)", (o_id, d_id, w_id))
+        total = sum(self._order_line(session, inputs, o_id, number, line)
+                    for number, line in enumerate(inputs.lines, start=1))
+        _ = total * (1 - c_discount) * (1 + w_tax + d_tax)  # 2.4.2.2: the total shown on the terminal
+
+    def _order_line(self, session: Session, inputs: NewOrderInput, o_id: int, number: int, line: OrderLine) -> float:
+        item = session.fetchone("SELECT i_price, i_name, i_data FROM item WHERE i_id = ?", (line.i_id,))
+        if item is None:
+            raise RollbackByRule("Item number is not valid")  # 2.4.2.3
+        price, _, i_data = item
+        s_quantity, s_data, dist_info = session.fetchone(self.stock_sql[inputs.d_id], (line.i_id, line.supply_w_id))
+        # 2.4.2.2: take the quantity, restocking by 91 when fewer than 10 would remain
+        quantity = s_quantity - line.quantity if s_quantity >= line.quantity + 10 else s_quantity - line.quantity + 91
+        remote = int(line.supply_w_id != inputs.w_id)
+        session.execute("UPDATE stock SET s_quantity = ?, s_ytd = s_ytd + ?, s_order_cnt = s_order_cnt + 1, "
+                        "s_remote_cnt = s_remote_cnt + ? WHERE s_i_id = ? AND s_w_id = ?",
+                        (quantity, line.quantity, remote, line.i_id, line.supply_w_id))
+        amount = round(line.quantity * price, 2)
+        _ = "B" if "ORIGINAL" in i_data and "ORIGINAL" in s_data else "G"  # 2.4.2.2: brand-generic
+        session.execute("INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
+                        "ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+                        (o_id, inputs.d_id, inputs.w_id, number, line.i_id, line.supply_w_id, line.quantity,
+                         amount, dist_info))
+        return amount

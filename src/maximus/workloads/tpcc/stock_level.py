@@ -1,0 +1,42 @@
+"""Stock-Level (clause 2.8): recently sold items whose stock is below a threshold; read-only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maximus.engines.base import Dialect, Session
+from maximus.workloads.tpcc.constants import STOCK_LEVEL_ORDERS, STOCK_THRESHOLD_RANGE
+from maximus.workloads.tpcc.random import TpccRandom
+from maximus.workloads.tpcc.transaction import Home
+
+
+@dataclass(frozen=True)
+class StockLevelInput:
+    w_id: int
+    d_id: int
+    threshold: int
+
+
+class StockLevel:
+    name = "stock_level"
+    read_only = True
+    deferred = False
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+
+    def draw(self, rng: TpccRandom, home: Home) -> StockLevelInput:
+        """2.8.1: the terminal's own warehouse and district (2.8.1.1), threshold 10..20."""
+        return StockLevelInput(home.w_id, home.d_id, rng.uniform(*STOCK_THRESHOLD_RANGE))
+
+    def facts(self, inputs: StockLevelInput) -> dict[str, int]:
+        return {}
+
+    def execute(self, session: Session, inputs: StockLevelInput) -> int:
+        (next_o_id,) = session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?",
+                                        (inputs.w_id, inputs.d_id))
+        (low,) = session.fetchone(
+            "SELECT COUNT(DISTINCT s_i_id) FROM order_line, stock WHERE ol_w_id = ? AND ol_d_id = ? "
+            "AND ol_o_id < ? AND ol_o_id >= ? AND s_w_id = ? AND s_i_id = ol_i_id AND s_quantity < ?",
+            (inputs.w_id, inputs.d_id, next_o_id, next_o_id - STOCK_LEVEL_ORDERS, inputs.w_id, inputs.threshold))
+        return low

@@ -1,0 +1,53 @@
+"""What every TPC-C transaction module provides, and what a terminal knows about itself."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from maximus.engines.base import Dialect, Session
+from maximus.workloads.tpcc.random import TpccRandom
+
+
+@dataclass(frozen=True)
+class Home:
+    """A terminal's fixed home (4.2.2, 2.8.1.1) and the scale it runs against."""
+
+    w_id: int
+    d_id: int
+    warehouses: int
+
+
+class Transaction(Protocol):
+    """One TPC-C transaction type: draws its input (clause 2.x.1), executes it (2.x.2).
+
+    ``deferred`` transactions are queued by the terminal and executed later by a deferred worker
+    (2.7.2); their acknowledgement and their completion are timed separately.
+    """
+
+    name: ClassVar[str]
+    read_only: ClassVar[bool]
+    deferred: ClassVar[bool]
+
+    def __init__(self, dialect: Dialect) -> None: ...
+
+    def draw(self, rng: TpccRandom, home: Home) -> Any: ...
+
+    def execute(self, session: Session, inputs: Any) -> None: ...
+
+    def facts(self, inputs: Any) -> dict[str, int]:
+        """Counts the validity bands of 5.5.1.5 need, e.g. {"remote": 1}."""
+
+
+def now_text() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def customer_by_name(session: Session, w_id: int, d_id: int, c_last: str) -> int:
+    """2.5.2.2 / 2.6.2.2: of the customers with this last name sorted by C_FIRST, the one at ⌈n/2⌉."""
+    rows = session.fetchall("SELECT c_id FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? "
+                            "ORDER BY c_first", (w_id, d_id, c_last))
+    if not rows:
+        raise LookupError(f"no customer named {c_last} in warehouse {w_id} district {d_id}")
+    return rows[(len(rows) - 1) // 2][0]
