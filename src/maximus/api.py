@@ -205,3 +205,25 @@ def check_database(engine: Engine, fresh: bool | None = None) -> list:
 def open_results(path: Path | None = None) -> ResultsStore:
     return ResultsStore(path or default_results_path())
 
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Everything `show` prints about a run, recomputed from the stored raw samples."""
+
+    record: object
+    figures: object
+    validity: list
+    mix: list
+    consistency: list
+
+
+def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
+    from maximus.analysis.metrics import run_figures
+    from maximus.workloads.tpcc import Tpcc
+    from maximus.workloads.tpcc.validity import mix_report, validity_report
+
+    record = store.run(run_id)
+    figures = run_figures(store.samples(run_id), record.window, Tpcc.reported_transactions)
+    validity = validity_report(figures.counts, store.facts(run_id), record.spec.warehouses)
+    return RunReport(record, figures, validity, mix_report(figures.counts), store.consistency(run_id))

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from maximus.driver.clock import SystemClock
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import Recorder, Terminal, ignore_interrupts, timed_transaction
+from maximus.driver.terminal import Recorder, Terminal, gated_transaction, ignore_interrupts
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import Outcome, RunStatus, TxnSample, Window
@@ -108,17 +108,13 @@ def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
 
 def _serve_deferred(spec: DriveSpec, session: Any, transactions: dict, channels: _Channels,
                     recorder: Recorder) -> None:
-    gate = channels.writer_gate
     while (request := channels.deliveries.get()) is not None:
         if channels.stop.is_set():
             continue  # interrupted: drain the queue without executing, so the workers can exit
         terminal, queued_at, name, inputs = request
         transaction = transactions[name]
-        if gate is not None:
-            with gate:
-                outcome, attempts, error = timed_transaction(session, spec.engine, spec.retry, transaction, inputs)
-        else:
-            outcome, attempts, error = timed_transaction(session, spec.engine, spec.retry, transaction, inputs)
+        outcome, attempts, error = gated_transaction(channels.writer_gate, session, spec.engine, spec.retry,
+                                                     transaction, inputs)
         done = time.monotonic() - recorder.origin
         sample = TxnSample(terminal, f"deferred_{name}", queued_at, done - queued_at, outcome, attempts, error)
         recorder.record(sample, {}, time.monotonic())

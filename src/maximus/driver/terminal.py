@@ -55,6 +55,15 @@ def timed_transaction(session: Session, engine: Engine, retry: RetryPolicy, tran
     return retry.run(attempt, session.rollback, engine.classify)
 
 
+def gated_transaction(gate: Any, session: Session, engine: Engine, retry: RetryPolicy, transaction: Any,
+                      inputs: Any) -> tuple[Outcome, int, str]:
+    """Queue at the gate when the engine asks for it: a fair queue instead of a sleeping busy handler."""
+    if gate is None or not engine.gated(transaction.read_only):
+        return timed_transaction(session, engine, retry, transaction, inputs)
+    with gate:
+        return timed_transaction(session, engine, retry, transaction, inputs)
+
+
 @dataclass
 class Terminal:
     """The loop of one terminal (5.2.5: keying time, transaction, think time)."""
@@ -95,10 +104,7 @@ class Terminal:
         self.recorder.record(sample, transaction.facts(inputs), finished)
 
     def _execute(self, transaction: Any, inputs: Any) -> tuple[Outcome, int, str]:
-        if self.writer_gate is None or transaction.read_only:
-            return timed_transaction(self.session, self.engine, self.retry, transaction, inputs)
-        with self.writer_gate:  # a fair queue of writers instead of SQLite's sleeping busy handler
-            return timed_transaction(self.session, self.engine, self.retry, transaction, inputs)
+        return gated_transaction(self.writer_gate, self.session, self.engine, self.retry, transaction, inputs)
 
     def _count(self, name: str, outcome: Outcome) -> None:
         if outcome is Outcome.FAILED:

@@ -27,7 +27,7 @@ from maximus.records import Outcome
 class Capabilities:
     """What an engine can do, so generic code can ask instead of checking names."""
 
-    single_writer: bool  # one write transaction at a time (the driver queues writers fairly)
+    single_writer: bool  # one write transaction at a time (see Engine.gated)
     managed_server: bool  # Maximus starts and stops a server process
     server_side_procedures: bool
 
@@ -87,6 +87,14 @@ class Engine(ABC):
 
     def durability_warnings(self) -> list[str]:
         return self.knobs.durability_warnings(self.effective_settings)
+
+    def gated(self, read_only: bool) -> bool:
+        """Whether a transaction must queue at the driver's cross-process gate before it starts.
+
+        Engines with one writer at a time queue writers there, fairly and without sleeping; engines
+        whose readers also block writers queue readers too.
+        """
+        return False
 
     def validate_run(self, terminals: int) -> None:
         """Raise UserError when these settings cannot serve ``terminals`` concurrent terminals."""

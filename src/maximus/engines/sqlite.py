@@ -99,6 +99,10 @@ class SQLiteEngine(Engine):
     def snapshot_path(self) -> Path:
         return self.workdir / f"{self.database}.pristine.sqlite"
 
+    def gated(self, read_only: bool) -> bool:
+        # One writer at a time; with a rollback journal a reader also blocks a committing writer.
+        return not read_only or self.effective_settings["journal_mode"] != "wal"
+
     def validate_run(self, terminals: int) -> None:
         if self.effective_settings["locking_mode"] == "exclusive" and terminals > 1:
             raise UserError("locking_mode=exclusive lets one connection use the database: use --terminals 1")

@@ -55,4 +55,5 @@ def mix_report(counts: Mapping[str, int]) -> list[BandResult]:
     """5.2.3: each type's share of all transactions against its minimum (New-Order has none)."""
     total = sum(counts.get(name, 0) for name in TRANSACTIONS)
     return [BandResult(f"{name}_share_percent", _percent(counts.get(name, 0), total), MIX_MINIMA.get(name, 0.0),
-                       100.0, total) for name in TRANSACTIONS]
+                       100.0, total, "" if name in MIX_MINIMA else "no minimum (the measured metric)")
+            for name in TRANSACTIONS]

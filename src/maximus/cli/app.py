@@ -1,0 +1,192 @@
+"""``maximus``: commands demo, load, run, check, runs, show.
+
+User errors end in one line on stderr and exit code 2; a traceback means a bug.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from typer.exceptions import Abort, Exit, TyperException
+
+from maximus import api
+from maximus.errors import ConsistencyError, MaximusError
+from maximus.knobs.registry import parse_assignments
+from maximus.records import RunStatus
+from maximus.report import console as view
+from maximus.report.progress import LoadBars, RunCountdown
+from maximus.store import default_results_path
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Maximus: benchmark a database with TPC-C and find out which change makes it faster.")
+out = Console(width=None if sys.stdout.isatty() else 120)  # piped output: wide enough for the tables
+
+Engine = Annotated[str, typer.Option("--engine", "-e", help="Database engine: sqlite.")]
+Knobs = Annotated[Optional[list[str]], typer.Option(
+    "--knob", "-k", help="Engine setting NAME=VALUE, repeatable (e.g. -k journal_mode=wal).")]
+Warehouses = Annotated[int, typer.Option("--warehouses", "-w", help="Scale: number of warehouses.")]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of every random stream (load and run).")]
+Workdir = Annotated[Optional[Path], typer.Option(
+    "--workdir", help="Where databases are built [default: $MAXIMUS_WORKDIR or ./maximus-work].")]
+Results = Annotated[Optional[Path], typer.Option(
+    "--results", help="Results database [default: $MAXIMUS_RESULTS or ~/.local/share/maximus/results.db].")]
+Terminals = Annotated[int, typer.Option("--terminals", "-t", help="Concurrent terminals (virtual users).")]
+Warmup = Annotated[float, typer.Option("--warmup", help="Seconds of warm-up, excluded from results.")]
+Duration = Annotated[float, typer.Option("--duration", "-d", help="Seconds of the measured window.")]
+
+
+def _options(engine: str, knobs: list[str] | None, warehouses: int, workdir: Path | None, results: Path | None,
+             **rest: object) -> api.BenchmarkOptions:
+    return api.BenchmarkOptions(engine=engine, knobs=parse_assignments(knobs or []), warehouses=warehouses,
+                                workdir=workdir or api.default_workdir(), results=results or default_results_path(),
+                                **rest)
+
+
+@app.command()
+def demo(workdir: Workdir = None, results: Results = None,
+         duration: Duration = 30.0) -> None:
+    """Build 1 warehouse on embedded SQLite, run the TPC-C mix with 2 terminals, print the results."""
+    options = _options("sqlite", [], 1, workdir, results, terminals=2, warmup_s=5.0, duration_s=duration)
+    out.print(f"[bold]Maximus demo[/]: TPC-C on SQLite, 1 warehouse, 2 terminals, {duration:g} s "
+              f"(databases in {options.workdir}, results in {options.results})")
+    _run_and_show(options)
+
+
+@app.command()
+def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 1, seed: Seed = 1,
+         workdir: Workdir = None) -> None:
+    """Build a TPC-C database from scratch (timed) and keep a pristine copy for later runs."""
+    options = _options(engine, knob, warehouses, workdir, None, seed=seed)
+    options.validate()
+    target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs)
+    result = api.load_database(target, warehouses, seed, LoadBars(out))
+    rows = sum(result.rows.values())
+    out.print(f"Loaded {warehouses} warehouse(s), {rows:,} rows in [bold]{result.seconds:,.1f} s[/] "
+              f"({result.seconds / warehouses:,.1f} s per warehouse) into {target.workdir / target.database}")
+
+
+@app.command()
+def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 1, terminals: Terminals = 2,
+        warmup: Warmup = 5.0, duration: Duration = 30.0, seed: Seed = 1,
+        keying: Annotated[bool, typer.Option("--keying/--no-keying",
+                                             help="Keying and think times of 5.2.5 (off: TPC-C-like).")] = False,
+        mix: Annotated[str, typer.Option("--mix", help="deck (23 cards, 5.2.4.2) or weights such as "
+                                         "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4.")] = "deck",
+        check: Annotated[bool, typer.Option("--check/--no-check",
+                                            help="Check consistency (3.3.2) after the run.")] = True,
+        rebuild: Annotated[bool, typer.Option("--rebuild", help="Build the database again even if a "
+                                              "pristine copy exists.")] = False,
+        workdir: Workdir = None, results: Results = None) -> None:
+    """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
+    options = _options(engine, knob, warehouses, workdir, results, terminals=terminals, warmup_s=warmup,
+                       duration_s=duration, seed=seed, keying_and_think=keying, mix=mix, check=check,
+                       rebuild=rebuild)
+    _run_and_show(options)
+
+
+@app.command("check")
+def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 1,
+                  workdir: Workdir = None) -> None:
+    """Check the twelve consistency conditions of 3.3.2 on the database of the last run."""
+    options = _options(engine, knob, warehouses, workdir, None)
+    target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs)
+    results = api.check_database(target)
+    view.render_consistency(out, results)
+    failed = [r for r in results if r.passed is False]
+    if failed:
+        raise ConsistencyError(f"{len(failed)} consistency condition(s) failed: "
+                               + ", ".join(r.clause for r in failed))
+
+
+@app.command()
+def runs(results: Results = None) -> None:
+    """List the stored runs."""
+    store = api.open_results(results)
+    try:
+        records = store.runs()
+        tpmc = {r.id: api.analyse_run(store, r.id).figures.tpmc for r in records}
+    finally:
+        store.close()
+    view.render_runs(out, records, tpmc)
+
+
+@app.command()
+def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run number, from `maximus runs`.")],
+         histograms: Annotated[bool, typer.Option("--histograms", help="Also print response-time "
+                                                  "histograms (5.6.1).")] = False,
+         results: Results = None) -> None:
+    """Print one stored run: figures, response times, validity, consistency, environment."""
+    store = api.open_results(results)
+    try:
+        report = api.analyse_run(store, run_id)
+    finally:
+        store.close()
+    _show(report, histograms, environment=True)
+
+
+def _run_and_show(options: api.BenchmarkOptions) -> None:
+    countdown = RunCountdown(out)
+    try:
+        outcome = api.run_benchmark(options, countdown, LoadBars(out))
+    finally:
+        countdown.stop()
+    store = api.open_results(options.results)
+    try:
+        report = api.analyse_run(store, outcome.run_id)
+    finally:
+        store.close()
+    _show(report, histograms=False, environment=False)
+    _exit_for(outcome)
+
+
+def _show(report: api.RunReport, histograms: bool, environment: bool) -> None:
+    record = report.record
+    view.render_header(out, record)
+    view.render_figures(out, report.figures, record.spec.keying_and_think)
+    if histograms:
+        view.render_histograms(out, report.figures)
+    view.render_bands(out, "Input validity (5.5.1.5)", report.validity)
+    view.render_bands(out, "Mix (5.2.3: share of all transactions, %)", report.mix)
+    if report.consistency:
+        view.render_consistency(out, report.consistency)
+    if environment:
+        view.render_environment(out, record.environment)
+    view.render_messages(out, "warning", record.warnings, "yellow")
+    view.render_messages(out, "error", record.errors, "red")
+    out.print(f"Stored as run {record.id}: `maximus show {record.id}` prints it again.")
+
+
+def _exit_for(outcome: api.RunOutcome) -> None:
+    if outcome.status is RunStatus.INTERRUPTED:
+        raise typer.Exit(130)
+    if outcome.status is RunStatus.FAILED:
+        raise typer.Exit(3)
+    failed = [r.clause for r in outcome.consistency if r.passed is False]
+    if failed:
+        raise ConsistencyError(f"consistency condition(s) failed after the run: {', '.join(failed)}")
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"error: {' '.join(message.split())}\n")
+
+
+def main() -> None:
+    """Entry point: one-line errors with an exit code instead of tracebacks."""
+    try:
+        code = app(standalone_mode=False)
+    except TyperException as error:  # bad command line: typer's usage errors, one line
+        _fail(error.format_message())
+        code = error.exit_code
+    except MaximusError as error:
+        _fail(str(error))
+        code = error.exit_code
+    except Exit as exit_:
+        code = exit_.exit_code
+    except (KeyboardInterrupt, Abort):
+        _fail("interrupted")
+        code = 130
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,1 @@
+"""Renders analysis; never computes it."""

@@ -1,0 +1,130 @@
+"""Terminal tables for runs, loads and checks (rich)."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from maximus import environment
+from maximus.analysis.metrics import RunFigures
+from maximus.store.store import ConsistencyRecord, RunRecord
+from maximus.workloads.tpcc.constants import RESPONSE_TIME_LIMIT
+from maximus.workloads.tpcc.validity import BandResult
+
+_NAMES = {"new_order": "New-Order", "payment": "Payment", "order_status": "Order-Status", "delivery": "Delivery",
+          "deferred_delivery": "Deferred-Delivery", "stock_level": "Stock-Level"}
+_STATUS_STYLE = {"ok": "green", "OUT OF BAND": "bold red", "n/a": "dim", "no data": "yellow"}
+
+
+def transaction_label(name: str) -> str:
+    return _NAMES.get(name, name)
+
+
+def _ms(seconds: float) -> str:
+    return "-" if math.isnan(seconds) else f"{seconds * 1000:,.1f}"
+
+
+def render_header(console: Console, record: RunRecord) -> None:
+    spec = record.spec
+    console.print(f"[bold]Run {record.id}[/] · {spec.engine} {record.environment.get('engine', {}).get('version', '')}"
+                  f" · {spec.warehouses} warehouse(s) · {spec.terminals} terminal(s) · {spec.duration_s:g} s measured"
+                  f" after {spec.warmup_s:g} s warm-up · seed {spec.seed} · [bold]{record.status.value}[/]")
+    changed = {k: v for k, v in spec.knobs.items()}
+    knobs = " ".join(f"[cyan]{k}={v}[/]" if k in changed else f"{k}={v}" for k, v in record.effective_knobs.items())
+    console.print(f"Knobs: {knobs}")
+    how = "built for this run" if record.loaded_in_run else "pristine copy restored; built earlier"
+    if record.load_seconds is not None:
+        console.print(f"Load time: [bold]{record.load_seconds:,.1f} s[/] for {spec.warehouses} warehouse(s) ({how})")
+
+
+def render_figures(console: Console, figures: RunFigures, keyed: bool) -> None:
+    table = Table(title="Throughput (measured window)", title_justify="left", show_header=False, box=None)
+    label = "TPC-C" if keyed else "TPC-C-like (keying/think times off)"
+    table.add_row("tpmC", f"[bold]{figures.tpmc:,}[/]", f"New-Orders per minute incl. rollbacks (5.4) · {label}")
+    table.add_row("NOPM", f"{figures.nopm:,.0f}", "committed New-Orders per minute")
+    table.add_row("TPM", f"{figures.tpm:,.0f}", "all business transactions per minute")
+    outcomes = " · ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in figures.outcomes.items())
+    table.add_row("Outcomes", outcomes, "")
+    console.print(table)
+    console.print(_latency_table(figures))
+
+
+def _latency_table(figures: RunFigures) -> Table:
+    table = Table(title="Response times (ms)", title_justify="left")
+    for column in ("Transaction", "Count", "p50", "p90", "p95", "p99", "Avg", "Max", "p90 limit"):
+        table.add_column(column, justify="left" if column == "Transaction" else "right")
+    for t in figures.transactions:
+        limit = RESPONSE_TIME_LIMIT.get(t.name)
+        ok = "" if limit is None or math.isnan(t.latency.p90) else ("ok" if t.latency.p90 <= limit else "[red]over[/]")
+        table.add_row(transaction_label(t.name), f"{t.completed:,}", _ms(t.latency.p50), _ms(t.latency.p90),
+                      _ms(t.latency.p95), _ms(t.latency.p99), _ms(t.latency.average), _ms(t.latency.maximum),
+                      f"{limit:g} s {ok}" if limit else "")
+    return table
+
+
+def render_bands(console: Console, title: str, bands: Sequence[BandResult]) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in ("Figure", "Value", "Band", "Sample", "Status"):
+        table.add_column(column)
+    for band in bands:
+        value = "-" if band.value is None else f"{band.value:.2f}"
+        status = band.note or band.status
+        if band.note:
+            value = value if band.value else "-"
+        table.add_row(band.name.replace("_", " "), value, f"{band.low:g} – {band.high:g}", f"{band.sample:,}",
+                      f"[{_STATUS_STYLE.get(band.status, '')}]{status}[/]")
+    console.print(table)
+
+
+def render_consistency(console: Console, results: Iterable[ConsistencyRecord]) -> None:
+    table = Table(title="Consistency (3.3.2)", title_justify="left")
+    for column in ("Clause", "Condition", "Result", "Detail"):
+        table.add_column(column)
+    for r in results:
+        verdict = "[dim]skipped[/]" if r.passed is None else ("[green]pass[/]" if r.passed else "[bold red]FAIL[/]")
+        table.add_row(r.clause, r.description, verdict, r.detail)
+    console.print(table)
+
+
+def render_messages(console: Console, title: str, messages: Iterable[str], style: str) -> None:
+    for message in messages:
+        console.print(f"[{style}]{title}:[/] {message}")
+
+
+def render_environment(console: Console, fingerprint: Mapping) -> None:
+    table = Table(title="Environment", title_justify="left", show_header=False)
+    for label, value in environment.describe(dict(fingerprint)):
+        table.add_row(label, value)
+    console.print(table)
+
+
+def render_runs(console: Console, records: Sequence[RunRecord], tpmc: Mapping[int, int]) -> None:
+    table = Table(title="Runs", title_justify="left")
+    for column in ("Run", "Started (UTC)", "Status", "Engine", "WH", "Terminals", "Duration", "tpmC", "Changed knobs"):
+        table.add_column(column)
+    for r in records:
+        knobs = " ".join(f"{k}={v}" for k, v in r.spec.knobs.items()) or "(defaults)"
+        table.add_row(str(r.id), r.started_at.replace("T", " ")[:19], r.status.value, r.spec.engine,
+                      str(r.spec.warehouses), str(r.spec.terminals), f"{r.spec.duration_s:g} s",
+                      f"{tpmc.get(r.id, 0):,}", knobs)
+    console.print(table)
+
+
+def render_histograms(console: Console, figures: RunFigures) -> None:
+    """5.6.1: per-transaction response-time distribution, 0 to 4 × p90 in 20 equal bins."""
+    for t in figures.transactions:
+        if not t.completed:
+            continue
+        table = Table(title=f"{transaction_label(t.name)} response times (ms)", title_justify="left")
+        table.add_column("From")
+        table.add_column("To")
+        table.add_column("Count", justify="right")
+        table.add_column("")
+        peak = max(t.histogram.counts) or 1
+        for low, high, count in zip(t.histogram.edges, t.histogram.edges[1:], t.histogram.counts):
+            table.add_row(_ms(low), _ms(high), f"{count:,}", "█" * round(30 * count / peak))
+        table.add_row("beyond", "", f"{t.histogram.beyond:,}", "")
+        console.print(table)

@@ -1,0 +1,42 @@
+"""Ctrl-C during a run: the run is stored as interrupted with everything measured so far."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _status(results: Path) -> tuple[str, int] | None:
+    if not results.exists():
+        return None
+    try:
+        with sqlite3.connect(results) as db:
+            row = db.execute("SELECT status, id FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return row
+
+
+def test_interrupted_run_is_stored_as_interrupted_with_its_samples(workdir: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results.db"
+    process = subprocess.Popen([sys.executable, "-m", "maximus", "run", "--workdir", str(workdir), "--results",
+                                str(results), "--warmup", "1", "--duration", "60"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while _status(results) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(4)  # into the measured window
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    status, run_id = _status(results)
+    assert status == "interrupted"
+    with sqlite3.connect(results) as db:
+        samples = db.execute("SELECT COUNT(*) FROM txn_samples WHERE run_id = ?", (run_id,)).fetchone()[0]
+        finished = db.execute("SELECT finished_at FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+    assert samples > 50 and finished

@@ -1,0 +1,27 @@
+"""Shared fixtures: one real 1-warehouse SQLite build per test session, copied where a test needs its own."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from maximus import api
+
+
+@pytest.fixture(scope="session")
+def built_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A work directory holding a pristine 1-warehouse TPC-C build (seed 1, default SQLite knobs)."""
+    workdir = tmp_path_factory.mktemp("built")
+    engine = api.make_engine("sqlite", workdir, 1, {})
+    api.load_database(engine, 1, seed=1)
+    return workdir
+
+
+@pytest.fixture
+def workdir(built_workdir: Path, tmp_path: Path) -> Path:
+    """A private copy of the pristine build, so tests can change data freely."""
+    target = tmp_path / "work"
+    shutil.copytree(built_workdir, target)
+    return target
