@@ -147,6 +147,7 @@ def _show(report: api.RunReport, histograms: bool, environment: bool) -> None:
     record = report.record
     view.render_header(out, record)
     view.render_figures(out, report.figures, record.spec.keying_and_think)
+    view.render_timeline(out, report.figures)
     if histograms:
         view.render_histograms(out, report.figures)
     view.render_bands(out, "Input validity (5.5.1.5)", report.validity)

@@ -42,13 +42,16 @@ def render_header(console: Console, record: RunRecord) -> None:
 
 def render_figures(console: Console, figures: RunFigures, keyed: bool) -> None:
     table = Table(title="Throughput (measured window)", title_justify="left", show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column()
     label = "TPC-C" if keyed else "TPC-C-like (keying/think times off)"
     table.add_row("tpmC", f"[bold]{figures.tpmc:,}[/]", f"New-Orders per minute incl. rollbacks (5.4) · {label}")
     table.add_row("NOPM", f"{figures.nopm:,.0f}", "committed New-Orders per minute")
     table.add_row("TPM", f"{figures.tpm:,.0f}", "all business transactions per minute")
-    outcomes = " · ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in figures.outcomes.items())
-    table.add_row("Outcomes", outcomes, "")
     console.print(table)
+    outcomes = " · ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in figures.outcomes.items())
+    console.print(f"Outcomes in the window: {outcomes}")
     console.print(_latency_table(figures))
 
 
@@ -63,6 +66,28 @@ def _latency_table(figures: RunFigures) -> Table:
                       _ms(t.latency.p95), _ms(t.latency.p99), _ms(t.latency.average), _ms(t.latency.maximum),
                       f"{limit:g} s {ok}" if limit else "")
     return table
+
+
+_BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float]) -> str:
+    top = max(values, default=0) or 1
+    return "".join(_BLOCKS[round(v / top * (len(_BLOCKS) - 1))] for v in values)
+
+
+def render_timeline(console: Console, figures: RunFigures, bucket_s: int = 1) -> None:
+    """Throughput against elapsed time (5.6.3), warm-up included, so a ramp or a stall is visible."""
+    if not figures.per_second:
+        return
+    seconds = [s for s, _, _ in figures.per_second]
+    per_bucket = [sum(n for s, n, _ in figures.per_second if b <= s < b + bucket_s) * 60 / bucket_s
+                  for b in range(0, max(seconds) + 1, bucket_s)]
+    warmup, end = int(figures.window.start), int(figures.window.end)
+    measured = per_bucket[warmup:end]
+    console.print(f"New-Orders/min per second, warm-up [dim]{sparkline(per_bucket[:warmup])}[/] "
+                  f"measured {sparkline(measured)}  (min {min(measured or [0]):,.0f}, "
+                  f"max {max(measured or [0]):,.0f})")
 
 
 def render_bands(console: Console, title: str, bands: Sequence[BandResult]) -> None:
