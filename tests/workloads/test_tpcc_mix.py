@@ -96,13 +96,15 @@ def test_bad_mix_raises_a_one_line_user_error(text: str, fragment: str) -> None:
     assert caught.value.exit_code == 2
 
 
-@pytest.mark.xfail(strict=True, reason="BUG mix.py parse_mix: float() accepts 'nan'/'inf'; the checks "
-                   "`w < 0` and `sum <= 0` are False for NaN and pass for inf, so the mix is accepted and "
-                   "Weighted.next() later fails with ValueError('Total of weights must be finite')")
 @pytest.mark.parametrize("text", ["new_order=nan,payment=43", "new_order=inf,payment=43"])
 def test_non_finite_weight_is_a_user_error(text: str) -> None:
-    with pytest.raises(UserError):
+    with pytest.raises(UserError, match="finite"):
         parse_mix(text)
+
+
+def test_a_transaction_named_twice_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="payment appears twice"):
+        parse_mix("payment=1,payment=2")
 
 
 def test_weighted_shares_within_one_point_over_100k_draws() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Mapping, Protocol
 
@@ -55,6 +56,8 @@ def parse_mix(text: str) -> dict[str, float] | None:
     for part in text.split(","):
         name, sep, value = part.partition("=")
         name = name.strip()
+        if name in weights:
+            raise UserError(f"{name} appears twice in the mix")
         if not sep or name not in TRANSACTIONS:
             raise UserError(f"bad mix entry {part.strip()!r}: expected NAME=WEIGHT with NAME one of "
                             f"{', '.join(TRANSACTIONS)}, or the word deck")
@@ -62,8 +65,8 @@ def parse_mix(text: str) -> dict[str, float] | None:
             weights[name] = float(value)
         except ValueError:
             raise UserError(f"bad weight {value.strip()!r} for {name} in the mix: expected a number") from None
-    if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
-        raise UserError("mix weights must be non-negative and not all zero")
+    if not all(math.isfinite(w) and w >= 0 for w in weights.values()) or sum(weights.values()) <= 0:
+        raise UserError("mix weights must be finite, non-negative and not all zero")
     return {name: weights.get(name, 0.0) for name in TRANSACTIONS}
 
 

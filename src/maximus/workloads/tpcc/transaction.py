@@ -41,7 +41,8 @@ class Transaction(Protocol):
 
 
 def now_text() -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S")
+    """The current UTC time, in the same form the loader writes dates (4.3.3.1: current date/time)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
 
 
 def customer_by_name(session: Session, w_id: int, d_id: int, c_last: str) -> int:
