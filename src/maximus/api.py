@@ -10,7 +10,7 @@ from typing import Mapping, Protocol
 from maximus import environment
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Engine, engine_class
-from maximus.errors import UserError
+from maximus.errors import EngineError, UserError
 from maximus.records import RunSpec, RunStatus
 from maximus.store import ResultsStore, default_results_path
 from maximus.workloads import workload as workload_named
@@ -104,8 +104,11 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
         load_database(engine, warehouses, seed, progress)
     engine.restore()
     info = _database_info(engine)
+    if (info is None or info.warehouses != warehouses) and not loaded_now:
+        return prepare_database(engine, warehouses, seed, progress, rebuild=True)  # an unfinished or foreign copy
     if info is None or info.warehouses != warehouses:
-        return prepare_database(engine, warehouses, seed, progress, rebuild=True)
+        raise EngineError(f"the database just built in {engine.workdir} does not read back as {warehouses} "
+                          "warehouse(s)")
     return PreparedDatabase(info, loaded_now)
 
 

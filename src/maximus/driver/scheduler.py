@@ -157,8 +157,10 @@ class Run:
         return self._result(time.monotonic() - started)
 
     def stop(self) -> None:
+        """End the run early; workers still waiting for the start are released and exit at once."""
         self.interrupted = True
         self.channels.stop.set()
+        self.channels.go.set()
 
     def _process(self, target: Any, index: int) -> Any:
         process = self.context.Process(target=target, args=(self.spec, index, self.channels), daemon=True)
@@ -173,7 +175,6 @@ class Run:
                 ready += 1
             if self.errors or time.monotonic() > deadline or not all(p.is_alive() for p in processes):
                 self.stop()
-                self.channels.go.set()
                 raise EngineError(self.errors[0] if self.errors else "a worker process failed to start")
         self.channels.origin.value = time.monotonic() + 0.05
         self.channels.go.set()
