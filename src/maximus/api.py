@@ -40,6 +40,8 @@ class BenchmarkOptions:
     results: Path = field(default_factory=default_results_path)
     check: bool = True
     rebuild: bool = False
+    experiment_id: int | None = None  # set by the experiment runner: which experiment and plan entry
+    plan_key: str | None = None
 
     def validate(self) -> None:
         for name, value, low in (("warehouses", self.warehouses, 1), ("terminals", self.terminals, 1)):
@@ -158,7 +160,7 @@ def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
         constants={"c_load": asdict(prepared.info.constants), "c_run": asdict(constants)},
         environment=environment.fingerprint(engine.data_path(), engine.name, engine.version()),
-        warnings=_warnings(engine, options))
+        warnings=_warnings(engine, options), experiment_id=options.experiment_id, plan_key=options.plan_key)
     return run_id, settings
 
 

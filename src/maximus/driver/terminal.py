@@ -6,6 +6,8 @@ an interrupted run still hands over what it measured.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import signal
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from maximus.driver.retry import RetryPolicy
 from maximus.engines.base import Engine, Session
 from maximus.records import Outcome, TxnSample, Window
 
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 _FLUSH_EVERY_S = 0.5
 _FLUSH_EVERY_SAMPLES = 2000
 
@@ -116,5 +119,18 @@ class Terminal:
 
 
 def ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them in order and keeps their samples."""
+    """Workers leave Ctrl-C to the parent, which stops them in order and keeps their samples.
+
+    They also die with the parent: a parent killed outright (SIGKILL) must not leave terminals
+    hammering the database behind it.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the workers end with their run anyway
+        pass

@@ -27,6 +27,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             run_id INTEGER NOT NULL REFERENCES runs(id), condition INTEGER NOT NULL, clause TEXT NOT NULL,
             description TEXT NOT NULL, passed INTEGER, detail TEXT NOT NULL, PRIMARY KEY (run_id, condition))""",
     ),
+    (  # version 2: experiments, and metrics sampled during runs
+        """CREATE TABLE experiments (
+            id INTEGER PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL, finished_at TEXT,
+            source_path TEXT NOT NULL, source_text TEXT NOT NULL, plan TEXT NOT NULL, status TEXT NOT NULL)""",
+        "ALTER TABLE runs ADD COLUMN experiment_id INTEGER REFERENCES experiments(id)",
+        "ALTER TABLE runs ADD COLUMN plan_key TEXT",
+        "CREATE INDEX runs_by_experiment ON runs (experiment_id, plan_key)",
+        """CREATE TABLE metric_samples (
+            run_id INTEGER NOT NULL REFERENCES runs(id), time REAL NOT NULL, source TEXT NOT NULL,
+            name TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL DEFAULT '', labels TEXT NOT NULL DEFAULT '')""",
+        "CREATE INDEX metric_samples_by_run ON metric_samples (run_id, source, name)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

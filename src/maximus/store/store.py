@@ -49,6 +49,20 @@ class RunRecord:
     errors: tuple[str, ...]
     window: Window
     elapsed_s: float | None
+    experiment_id: int | None = None
+    plan_key: str | None = None
+
+
+@dataclass(frozen=True)
+class ExperimentRecord:
+    id: int
+    name: str
+    created_at: str
+    finished_at: str | None
+    source_path: str
+    source_text: str
+    plan: Any  # the expanded plan, as JSON data
+    status: str  # running, complete
 
 
 @dataclass(frozen=True)
@@ -75,19 +89,22 @@ class ResultsStore:
 
     def begin_run(self, spec: RunSpec, *, effective_knobs: Mapping[str, str], engine_settings: Mapping[str, str],
                   load_seconds: float | None, loaded_in_run: bool, load_seed: int | None,
-                  constants: Mapping[str, Any], environment: Mapping[str, Any], warnings: Iterable[str]) -> int:
+                  constants: Mapping[str, Any], environment: Mapping[str, Any], warnings: Iterable[str],
+                  experiment_id: int | None = None, plan_key: str | None = None) -> int:
         window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
         with self._db:
             cursor = self._db.execute(
                 "INSERT INTO runs (started_at, status, engine, workload, warehouses, terminals, warmup_s, duration_s,"
                 " seed, keying_and_think, mix, knobs, effective_knobs, engine_settings, database, load_seconds,"
-                " loaded_in_run, load_seed, constants, environment, warnings, window_start, window_end)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " loaded_in_run, load_seed, constants, environment, warnings, window_start, window_end,"
+                " experiment_id, plan_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " ?, ?)",
                 (_now(), RunStatus.RUNNING.value, spec.engine, spec.workload, spec.warehouses, spec.terminals,
                  spec.warmup_s, spec.duration_s, spec.seed, int(spec.keying_and_think), spec.mix,
                  json.dumps(dict(spec.knobs)), json.dumps(dict(effective_knobs)), json.dumps(dict(engine_settings)),
                  spec.database, load_seconds, int(loaded_in_run), load_seed, json.dumps(dict(constants)),
-                 json.dumps(environment), json.dumps(list(warnings)), window.start, window.end))
+                 json.dumps(environment), json.dumps(list(warnings)), window.start, window.end, experiment_id,
+                 plan_key))
         return int(cursor.lastrowid)
 
     def finish_run(self, run_id: int, status: RunStatus, samples: Iterable[TxnSample], facts: Mapping[str, int],
@@ -114,8 +131,41 @@ class ResultsStore:
                 ((run_id, r.condition, r.clause, r.description, None if r.passed is None else int(r.passed),
                   r.detail) for r in results))
 
-    def runs(self) -> list[RunRecord]:
-        return [self._record(row) for row in self._db.execute(f"{_SELECT_RUN} ORDER BY id")]
+    def runs(self, experiment_id: int | None = None) -> list[RunRecord]:
+        if experiment_id is None:
+            return [self._record(row) for row in self._db.execute(f"{_SELECT_RUN} ORDER BY id")]
+        rows = self._db.execute(f"{_SELECT_RUN} WHERE experiment_id = ? ORDER BY id", (experiment_id,))
+        return [self._record(row) for row in rows]
+
+    def create_experiment(self, name: str, source_path: str, source_text: str, plan: Any) -> int:
+        with self._db:
+            cursor = self._db.execute(
+                "INSERT INTO experiments (name, created_at, source_path, source_text, plan, status)"
+                " VALUES (?, ?, ?, ?, ?, 'running')", (name, _now(), source_path, source_text, json.dumps(plan)))
+        return int(cursor.lastrowid)
+
+    def finish_experiment(self, experiment_id: int) -> None:
+        with self._db:
+            self._db.execute("UPDATE experiments SET status = 'complete', finished_at = ? WHERE id = ?",
+                             (_now(), experiment_id))
+
+    def experiments(self) -> list[ExperimentRecord]:
+        return [self._experiment(row) for row in self._db.execute(f"{_SELECT_EXPERIMENT} ORDER BY id")]
+
+    def experiment(self, experiment_id: int) -> ExperimentRecord:
+        row = self._db.execute(f"{_SELECT_EXPERIMENT} WHERE id = ?", (experiment_id,)).fetchone()
+        if row is None:
+            raise UserError(f"no experiment {experiment_id} in {self.path} (see `maximus experiment list`)")
+        return self._experiment(row)
+
+    def abandon_stale_runs(self, experiment_id: int) -> int:
+        """Runs left ``running`` by a runner that died: mark them interrupted so they are run again."""
+        with self._db:
+            cursor = self._db.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, errors = ? WHERE experiment_id = ? AND status = ?",
+                (RunStatus.INTERRUPTED.value, _now(), json.dumps(["the runner stopped during this run"]),
+                 experiment_id, RunStatus.RUNNING.value))
+        return cursor.rowcount
 
     def run(self, run_id: int) -> RunRecord:
         row = self._db.execute(f"{_SELECT_RUN} WHERE id = ?", (run_id,)).fetchone()
@@ -137,19 +187,26 @@ class ResultsStore:
         return [ConsistencyRecord(c, cl, d, None if p is None else bool(p), det) for c, cl, d, p, det in rows]
 
     @staticmethod
+    def _experiment(row: tuple) -> ExperimentRecord:
+        experiment_id, name, created, finished, path, text, plan, status = row
+        return ExperimentRecord(experiment_id, name, created, finished, path, text, json.loads(plan), status)
+
+    @staticmethod
     def _record(row: tuple) -> RunRecord:
         (run_id, started, finished, status, engine, workload, warehouses, terminals, warmup, duration, seed, keyed,
          mix, knobs, effective, settings, database, load_s, loaded, load_seed, constants, environment, warnings,
-         errors, w_start, w_end, elapsed) = row
+         errors, w_start, w_end, elapsed, experiment_id, plan_key) = row
         spec = RunSpec(engine, json.loads(knobs), workload, warehouses, terminals, warmup, duration, seed,
                        bool(keyed), mix, database)
         return RunRecord(run_id, started, finished, RunStatus(status), spec, json.loads(effective),
                          json.loads(settings), load_s, bool(loaded), load_seed, json.loads(constants),
                          json.loads(environment), tuple(json.loads(warnings)), tuple(json.loads(errors)),
-                         Window(w_start, w_end), elapsed)
+                         Window(w_start, w_end), elapsed, experiment_id, plan_key)
 
 
 _SELECT_RUN = ("SELECT id, started_at, finished_at, status, engine, workload, warehouses, terminals, warmup_s,"
                " duration_s, seed, keying_and_think, mix, knobs, effective_knobs, engine_settings, database,"
                " load_seconds, loaded_in_run, load_seed, constants, environment, warnings, errors, window_start,"
-               " window_end, elapsed_s FROM runs")
+               " window_end, elapsed_s, experiment_id, plan_key FROM runs")
+_SELECT_EXPERIMENT = ("SELECT id, name, created_at, finished_at, source_path, source_text, plan, status"
+                      " FROM experiments")
