@@ -40,6 +40,8 @@ class BenchmarkOptions:
     results: Path = field(default_factory=default_results_path)
     check: bool = True
     rebuild: bool = False
+    restore: bool = True  # start from the pristine copy; False continues on the data the last run left
+    database: str | None = None  # a database name of its own (experiments build one per step)
     experiment_id: int | None = None  # set by the experiment runner: which experiment and plan entry
     plan_key: str | None = None
 
@@ -74,14 +76,16 @@ class RunOutcome:
     consistency: list
 
 
-def make_engine(name: str, workdir: Path, warehouses: int, knobs: Mapping[str, str]) -> Engine:
-    """The engine with validated knobs; its database name tells apart builds with other creation knobs."""
+def make_engine(name: str, workdir: Path, warehouses: int, knobs: Mapping[str, str],
+                database: str | None = None) -> Engine:
+    """The engine with validated knobs; by default its database name tells apart builds with other
+    creation knobs, so a page size change gets a build of its own."""
     cls = engine_class(name)
     settings = cls.knobs.resolve(knobs)
     changed = {k.name: settings[k.name] for k in cls.knobs if k.applies == "creation" and k.name in settings
                and settings[k.name] != k.default}
     suffix = "".join(f"-{key}{value}" for key, value in sorted(changed.items()))
-    return cls(Path(workdir), f"tpcc-{warehouses}wh{suffix}", settings)
+    return cls(Path(workdir), database or f"tpcc-{warehouses}wh{suffix}", settings)
 
 
 def load_database(engine: Engine, warehouses: int, seed: int, progress: LoadProgress | None = None) -> loader.LoadResult:
@@ -99,12 +103,13 @@ def load_database(engine: Engine, warehouses: int, seed: int, progress: LoadProg
 
 
 def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadProgress | None = None,
-                     rebuild: bool = False) -> PreparedDatabase:
+                     rebuild: bool = False, restore: bool = True) -> PreparedDatabase:
     """Start from the pristine copy when there is one (same scale and build knobs), else load first."""
     loaded_now = rebuild or not engine.has_snapshot()
     if loaded_now:
         load_database(engine, warehouses, seed, progress)
-    engine.restore()
+    if restore or loaded_now or not engine.exists():
+        engine.restore()
     info = _database_info(engine)
     if (info is None or info.warehouses != warehouses) and not loaded_now:
         return prepare_database(engine, warehouses, seed, progress, rebuild=True)  # an unfinished or foreign copy
@@ -126,11 +131,12 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
                   progress: LoadProgress | None = None) -> RunOutcome:
     """Load if needed, restore the pristine data, drive the terminals, store everything, check consistency."""
     options.validate()
-    engine = make_engine(options.engine, options.workdir, options.warehouses, options.knobs)
+    engine = make_engine(options.engine, options.workdir, options.warehouses, options.knobs, options.database)
     engine.validate_run(options.terminals)
     store = ResultsStore(options.results)
     try:
-        prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild)
+        prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild,
+                                    options.restore)
         run_id, settings = _begin(store, engine, options, prepared)
         result = _drive_and_store(store, run_id, engine, options, settings, observer)
         consistency = _check_after(store, run_id, engine, result, options.check)
@@ -232,3 +238,114 @@ def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     figures = run_figures(store.samples(run_id), record.window, Tpcc.reported_transactions)
     validity = validity_report(figures.counts, store.facts(run_id), record.spec.warehouses)
     return RunReport(record, figures, validity, mix_report(figures.counts), store.consistency(run_id))
+
+
+def record_failed_run(options: BenchmarkOptions, reason: str) -> int:
+    """Store a run that failed before it could start (a build that broke, a server that would not start)."""
+    store = ResultsStore(options.results)
+    try:
+        spec = RunSpec(options.engine, dict(options.knobs), "tpcc", options.warehouses, options.terminals,
+                       options.warmup_s, options.duration_s, options.seed, options.keying_and_think, options.mix,
+                       options.database or "")
+        run_id = store.begin_run(spec, effective_knobs=dict(options.knobs), engine_settings={}, load_seconds=None,
+                                 loaded_in_run=False, load_seed=None, constants={},
+                                 environment=environment.fingerprint(Path(options.workdir), options.engine, ""),
+                                 warnings=[], experiment_id=options.experiment_id, plan_key=options.plan_key)
+        store.finish_run(run_id, RunStatus.FAILED, [], {}, [reason], 0.0)
+        return run_id
+    finally:
+        store.close()
+
+
+@dataclass(frozen=True)
+class ExperimentReport:
+    record: object  # store.ExperimentRecord
+    experiment: object  # experiment.model.Experiment
+    summary: object  # analysis.experiment.ExperimentSummary
+
+
+def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentReport:
+    """Per step and client count: estimates over repeats, gains, verdicts; from the stored raw samples."""
+    from maximus.analysis.experiment import RunRow, summarise
+    from maximus.analysis.metrics import run_figures
+    from maximus.experiment.plan import from_data
+    from maximus.experiment.runner import stored_experiment
+    from maximus.workloads.tpcc import Tpcc
+
+    record = store.experiment(experiment_id)
+    experiment = stored_experiment(record)
+    planned = {run.key: run for run in from_data(record.plan["runs"])}
+    rows = []
+    for run in store.runs(experiment_id):
+        if run.plan_key not in planned:
+            continue
+        figures = (run_figures(store.samples(run.id), run.window, Tpcc.reported_transactions)
+                   if run.status is RunStatus.COMPLETE else None)
+        key = planned[run.plan_key]
+        rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures))
+    summary = summarise([s.name for s in experiment.steps], experiment.clients, len(planned), rows)
+    return ExperimentReport(record, experiment, summary)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a_label: str
+    b_label: str
+    a_values: list
+    b_values: list
+    method: str  # "repeats" or "batch means within one run"
+    ratio: object  # analysis.compare.Ratio
+
+
+def compare_targets(store: ResultsStore, a: str, b: str, experiment_id: int | None = None,
+                    clients: int | None = None) -> Comparison:
+    """Compare tpmC of two runs (by number) or of two steps of an experiment (by name or index, at one
+    client count: the largest unless ``clients`` says otherwise)."""
+    from maximus.analysis.compare import compare
+
+    a_label, a_values, a_method = _target_values(store, a, experiment_id, clients)
+    b_label, b_values, b_method = _target_values(store, b, experiment_id, clients)
+    method = a_method if a_method == b_method else f"{a_method} against {b_method}"
+    return Comparison(a_label, b_label, a_values, b_values, method, compare(a_values, b_values))
+
+
+def _target_values(store: ResultsStore, target: str, experiment_id: int | None,
+                   clients: int | None) -> tuple[str, list[float], str]:
+    if target.isdigit() and experiment_id is None:
+        return _run_values(store, int(target))
+    report = analyse_experiment(store, experiment_id or _newest_experiment(store))
+    step = _step_index(report.experiment, target)
+    count = clients or max(report.summary.clients)
+    if count not in report.summary.clients:
+        raise UserError(f"experiment {report.record.id} has no runs with {count} clients "
+                        f"(client counts: {', '.join(map(str, report.summary.clients))})")
+    values = [float(analyse_run(store, run_id).figures.tpmc) for run_id in report.summary.cell(step, count).run_ids
+              if store.run(run_id).status is RunStatus.COMPLETE]
+    return f"step {report.experiment.steps[step].name!r} at {count} clients", values, "repeats"
+
+
+def _run_values(store: ResultsStore, run_id: int) -> tuple[str, list[float], str]:
+    """One run has no repeats: its measured window cut into batches gives within-run noise only."""
+    from maximus.analysis.compare import batch_means
+    from maximus.analysis.steady import window_series
+
+    report = analyse_run(store, run_id)
+    window = report.record.window
+    series = window_series(report.figures.per_second, window.start, window.end)
+    return f"run {run_id}", [v * 60 for v in batch_means(series)], "batch means within one run"
+
+
+def _step_index(experiment, target: str) -> int:
+    names = [step.name for step in experiment.steps]
+    if target in names:
+        return names.index(target)
+    if target.isdigit() and int(target) < len(names):
+        return int(target)
+    raise UserError(f"no step {target!r} in experiment {experiment.name!r} (steps: {', '.join(names)})")
+
+
+def _newest_experiment(store: ResultsStore) -> int:
+    experiments = store.experiments()
+    if not experiments:
+        raise UserError("no experiment stored yet: name two runs by number, or run an experiment first")
+    return experiments[-1].id

@@ -48,12 +48,35 @@ def _options(engine: str, knobs: list[str] | None, warehouses: int, workdir: Pat
 
 @app.command()
 def demo(workdir: Workdir = None, results: Results = None,
-         duration: Duration = 30.0) -> None:
-    """Build 1 warehouse on embedded SQLite, run the TPC-C mix with 2 terminals, print the results."""
-    options = _options("sqlite", [], 1, workdir, results, terminals=2, warmup_s=5.0, duration_s=duration)
-    out.print(f"[bold]Maximus demo[/]: TPC-C on SQLite, 1 warehouse, 2 terminals, {duration:g} s "
-              f"(databases in {options.workdir}, results in {options.results})")
-    _run_and_show(options)
+         duration: Duration = 10.0) -> None:
+    """Run a small experiment on SQLite (baseline, page size 8K, WAL; 2 repeats; about two minutes)."""
+    from importlib import resources
+
+    from maximus.cli.experiments import ConsoleProgress, show_experiment
+    from maximus.experiment import runner
+
+    workdir, results = workdir or api.default_workdir(), results or default_results_path()
+    out.print(f"[bold]Maximus demo[/]: TPC-C on SQLite, 1 warehouse, 2 terminals; baseline and two steps, "
+              f"2 repeats of {duration:g} s each (databases in {workdir}, results in {results})")
+    with resources.as_file(resources.files("maximus.experiment") / "demo.toml") as path:
+        experiment_id = runner.start(path, workdir, results, ConsoleProgress(out),
+                                     overrides=lambda e: _with_duration(e, duration))
+    store = api.open_results(results)
+    try:
+        last = [r.id for r in store.runs(experiment_id) if r.status is RunStatus.COMPLETE][-1]
+        report = api.analyse_run(store, last)
+    finally:
+        store.close()
+    out.rule(f"The last run in detail (run {last})")
+    _show(report, histograms=False, environment=False)
+    out.rule("The experiment")
+    show_experiment(out, experiment_id, results)
+
+
+def _with_duration(experiment, duration: float):
+    from dataclasses import replace
+
+    return replace(experiment, workload=replace(experiment.workload, duration_s=duration))
 
 
 @app.command()
@@ -126,6 +149,12 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run number, 
     finally:
         store.close()
     _show(report, histograms, environment=True)
+
+
+from maximus.cli.experiments import compare, experiment_app  # noqa: E402  (registered below)
+
+app.add_typer(experiment_app, name="experiment")
+app.command("compare")(compare)
 
 
 def _run_and_show(options: api.BenchmarkOptions) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -171,8 +172,9 @@ class SQLiteEngine(Engine):
                 connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             connection.close()
-        _remove_database_files(target)
-        shutil.copyfile(source, target)
+        partial = target.with_name(target.name + ".partial")
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)  # a copy cut short (crash, kill) never passes for a pristine one
 
 
 def _remove_database_files(path: Path) -> None:

@@ -1,0 +1,117 @@
+"""An experiment's figures per step and client count, gains over previous step and baseline."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from maximus.analysis.compare import Estimate, Ratio, Verdict, compare, estimate
+from maximus.analysis.metrics import RunFigures
+from maximus.analysis.steady import steady_state_warning, window_series
+from maximus.records import RunStatus
+
+SIGNIFICANT = (Verdict.FASTER, Verdict.SLOWER)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """What the summary needs of one stored run."""
+
+    run_id: int
+    step: int
+    clients: int
+    status: RunStatus
+    load_seconds: float | None
+    loaded_in_run: bool
+    figures: RunFigures | None
+
+
+@dataclass(frozen=True)
+class Cell:
+    step: int
+    clients: int
+    tpmc: Estimate
+    nopm: Estimate
+    p90_new_order_s: Estimate
+    load_s: Estimate
+    run_ids: tuple[int, ...]
+    failed: int
+    vs_previous: Ratio | None
+    vs_baseline: Ratio | None
+    load_vs_baseline: Ratio | None
+
+
+@dataclass(frozen=True)
+class ExperimentSummary:
+    step_names: tuple[str, ...]
+    clients: tuple[int, ...]
+    cells: tuple[Cell, ...]
+    warnings: tuple[str, ...]
+    planned: int
+    finished: int
+
+    def cell(self, step: int, clients: int) -> Cell:
+        return next(c for c in self.cells if c.step == step and c.clients == clients)
+
+    @property
+    def significant_steps(self) -> int:
+        return sum(1 for step in range(1, len(self.step_names))
+                   if any(c.vs_previous and c.vs_previous.verdict in SIGNIFICANT
+                          for c in self.cells if c.step == step))
+
+    def headline(self) -> str:
+        """E.g. "load time -91 %, tpmC +84 % from baseline, 5 of 7 steps significant"."""
+        final = self.cell(len(self.step_names) - 1, max(self.clients))
+        parts = []
+        if final.load_vs_baseline and not math.isnan(final.load_vs_baseline.ratio):
+            parts.append(f"load time {final.load_vs_baseline.change_percent:+.0f} %")
+        if final.vs_baseline and not math.isnan(final.vs_baseline.ratio):
+            parts.append(f"tpmC {final.vs_baseline.change_percent:+.0f} % from baseline")
+        steps = len(self.step_names) - 1
+        parts.append(f"{self.significant_steps} of {steps} step{'s' if steps != 1 else ''} significant")
+        return ", ".join(parts)
+
+
+def summarise(step_names: Sequence[str], clients: Sequence[int], planned: int, rows: Sequence[RunRow]
+              ) -> ExperimentSummary:
+    tpmc = {(s, c): _values(rows, s, c, lambda f: f.tpmc) for s in range(len(step_names)) for c in clients}
+    loads = {s: [r.load_seconds for r in rows if r.step == s and r.loaded_in_run and r.load_seconds is not None
+                 and r.status is RunStatus.COMPLETE] for s in range(len(step_names))}
+    cells = tuple(_cell(s, c, rows, tpmc, loads) for s in range(len(step_names)) for c in clients)
+    finished = sum(1 for r in rows if r.status in (RunStatus.COMPLETE, RunStatus.FAILED))
+    return ExperimentSummary(tuple(step_names), tuple(clients), cells, tuple(_warnings(rows)), planned, finished)
+
+
+def _values(rows: Sequence[RunRow], step: int, clients: int, pick) -> list[float]:
+    return [float(pick(r.figures)) for r in rows
+            if r.step == step and r.clients == clients and r.status is RunStatus.COMPLETE and r.figures]
+
+
+def _cell(step: int, clients: int, rows: Sequence[RunRow], tpmc: Mapping, loads: Mapping) -> Cell:
+    mine = [r for r in rows if r.step == step and r.clients == clients]
+    p90 = _values(rows, step, clients, lambda f: _p90(f, "new_order"))
+    return Cell(
+        step, clients, estimate(tpmc[step, clients]), estimate(_values(rows, step, clients, lambda f: f.nopm)),
+        estimate(p90), estimate(loads[step]), tuple(r.run_id for r in mine),
+        sum(1 for r in mine if r.status is RunStatus.FAILED),
+        compare(tpmc[step - 1, clients], tpmc[step, clients]) if step else None,
+        compare(tpmc[0, clients], tpmc[step, clients]) if step else None,
+        compare(loads[0], loads[step], higher_is_better=False) if step else None,
+    )
+
+
+def _p90(figures: RunFigures, name: str) -> float:
+    return next((t.latency.p90 for t in figures.transactions if t.name == name), math.nan)
+
+
+def _warnings(rows: Sequence[RunRow]) -> list[str]:
+    warnings = []
+    for row in rows:
+        if row.figures is None or row.status is not RunStatus.COMPLETE:
+            continue
+        window = row.figures.window
+        warning = steady_state_warning(row.run_id, window_series(row.figures.per_second, window.start, window.end))
+        if warning:
+            warnings.append(warning)
+    return warnings

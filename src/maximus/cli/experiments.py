@@ -1,0 +1,160 @@
+"""``maximus experiment run|resume|show|list`` and ``maximus compare``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from maximus import api
+from maximus.errors import MaximusError
+from maximus.experiment import runner
+from maximus.experiment.plan import PlannedRun
+from maximus.report.experiment_console import render_comparison, render_experiment, render_experiments
+from maximus.report.progress import RunCountdown
+from maximus.store import default_results_path
+
+experiment_app = typer.Typer(no_args_is_help=True, help="Run experiments: a baseline, then one change per step.")
+
+Workdir = Annotated[Optional[Path], typer.Option(
+    "--workdir", help="Where databases are built [default: $MAXIMUS_WORKDIR or ./maximus-work].")]
+Results = Annotated[Optional[Path], typer.Option(
+    "--results", help="Results database [default: $MAXIMUS_RESULTS or ~/.local/share/maximus/results.db].")]
+
+
+class RegressionFound(MaximusError):
+    """``compare --fail-if-slower`` found B slower than allowed."""
+
+    exit_code = 5
+
+
+class ConsoleProgress:
+    """The runner's observer: one line per run, a live countdown during it."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._countdown: RunCountdown | None = None
+
+    def run_starting(self, position: int, total: int, planned: PlannedRun) -> RunCountdown:
+        build = " · builds its database" if planned.build else ""
+        self.console.print(f"[bold]run {position}/{total}[/] · step {planned.step} {planned.step_name!r} · "
+                           f"{planned.clients} clients · repeat {planned.repeat}{build}")
+        self._countdown = RunCountdown(self.console)
+        return self._countdown
+
+    def run_finished(self, planned: PlannedRun, run_id: int | None, error: str | None) -> None:
+        if self._countdown:
+            self._countdown.stop()
+        if error:
+            self.console.print(f"  [red]run {run_id} failed:[/] {error}")
+        else:
+            self.console.print(f"  stored as run {run_id}")
+
+    def note(self, message: str) -> None:
+        self.console.print(f"[yellow]note:[/] {message}")
+
+
+def _paths(workdir: Path | None, results: Path | None) -> tuple[Path, Path]:
+    return workdir or api.default_workdir(), results or default_results_path()
+
+
+def show_experiment(console: Console, experiment_id: int, results: Path) -> None:
+    store = api.open_results(results)
+    try:
+        report = api.analyse_experiment(store, experiment_id)
+    finally:
+        store.close()
+    render_experiment(console, report)
+
+
+@experiment_app.command("run")
+def run_command(file: Annotated[Path, typer.Argument(metavar="FILE", help="Experiment file (TOML).")],
+                workdir: Workdir = None, results: Results = None) -> None:
+    """Validate FILE, then run every planned run, storing each as it ends; print the step tables."""
+    from maximus.cli.app import out
+
+    workdir, results = _paths(workdir, results)
+    experiment_id = runner.start(file, workdir, results, ConsoleProgress(out))
+    show_experiment(out, experiment_id, results)
+
+
+@experiment_app.command("resume")
+def resume_command(experiment_id: Annotated[Optional[int], typer.Argument(
+        metavar="[EXPERIMENT]", help="Experiment number [default: the newest unfinished one].")] = None,
+        workdir: Workdir = None, results: Results = None) -> None:
+    """Run what is left of a stopped experiment; finished runs are never run again."""
+    from maximus.cli.app import out
+
+    workdir, results = _paths(workdir, results)
+    finished = runner.resume(experiment_id, workdir, results, ConsoleProgress(out))
+    show_experiment(out, finished, results)
+
+
+@experiment_app.command("show")
+def show_command(experiment_id: Annotated[int, typer.Argument(metavar="EXPERIMENT", help="Experiment number.")],
+                 results: Results = None) -> None:
+    """Print an experiment's step tables and summary, recomputed from the stored samples."""
+    from maximus.cli.app import out
+
+    show_experiment(out, experiment_id, results or default_results_path())
+
+
+@experiment_app.command("list")
+def list_command(results: Results = None) -> None:
+    """List the stored experiments."""
+    from maximus.cli.app import out
+
+    store = api.open_results(results or default_results_path())
+    try:
+        render_experiments(out, store.experiments())
+    finally:
+        store.close()
+
+
+def compare(a: Annotated[str, typer.Argument(metavar="A", help="Run number, or step name/index with --experiment.")],
+            b: Annotated[str, typer.Argument(metavar="B", help="Run number, or step name/index with --experiment.")],
+            experiment: Annotated[Optional[int], typer.Option("--experiment", help="Compare steps of this "
+                                                              "experiment instead of runs.")] = None,
+            clients: Annotated[Optional[int], typer.Option("--clients", help="Client count of the steps to "
+                                                           "compare [default: the largest].")] = None,
+            fail_if_slower: Annotated[Optional[float], typer.Option(
+                "--fail-if-slower", metavar="PCT", help="Exit with code 5 when B is significantly slower than A "
+                "by more than PCT percent.")] = None,
+            as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+            results: Results = None) -> None:
+    """Compare tpmC of two runs or two steps: ratio B/A with its 95 % interval and a verdict."""
+    from maximus.cli.app import out
+
+    store = api.open_results(results or default_results_path())
+    try:
+        comparison = api.compare_targets(store, a, b, experiment, clients)
+    finally:
+        store.close()
+    if as_json:
+        print(json.dumps(_as_json(comparison), indent=2))
+    else:
+        render_comparison(out, comparison)
+    _gate(comparison, fail_if_slower)
+
+
+def _as_json(comparison: api.Comparison) -> dict:
+    ratio = comparison.ratio
+    clean = (lambda v: None if math.isnan(v) else v)
+    return {"a": {"label": comparison.a_label, "values": comparison.a_values},
+            "b": {"label": comparison.b_label, "values": comparison.b_values},
+            "metric": "tpmC", "method": comparison.method, "ratio": clean(ratio.ratio), "low": clean(ratio.low),
+            "high": clean(ratio.high), "change_percent": clean(ratio.change_percent),
+            "verdict": ratio.verdict.value, "repeats_needed": ratio.repeats_needed}
+
+
+def _gate(comparison: api.Comparison, fail_if_slower: float | None) -> None:
+    ratio = comparison.ratio
+    if fail_if_slower is None or ratio.verdict.value != "slower":
+        return
+    if -ratio.change_percent > fail_if_slower:
+        raise RegressionFound(f"{comparison.b_label} is {-ratio.change_percent:.1f} % slower than "
+                              f"{comparison.a_label} (more than the allowed {fail_if_slower:g} %)")

@@ -1,0 +1,263 @@
+"""Experiment file (TOML) -> validated ``Experiment``. Every error names the file, the line and the key."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+from maximus.engines import engine_class
+from maximus.errors import UserError
+from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
+from maximus.workloads.tpcc.mix import parse_mix
+
+_TOP = {"name", "description", "engine", "clients", "repeats", "order", "seed", "workload", "hygiene",
+        "baseline", "steps"}
+_WORKLOAD = {"name", "warehouses", "warmup", "duration", "keying", "mix"}
+_HYGIENE = {"load", "restore", "drop_caches"}
+_STEP = {"name", "set", "multi"}
+
+
+class _Source:
+    """The file's text, to turn a key path into ``file:line: key: message``."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path, self.lines = path, text.splitlines()
+
+    def error(self, where: tuple, message: str) -> UserError:
+        return UserError(f"{self.path}:{self._line(where)}: {_dotted(where)}: {message}")
+
+    def _line(self, where: tuple) -> int:
+        start, end = self._section(where)
+        key = next((part for part in reversed(where) if isinstance(part, str)), None)
+        if key is not None:
+            pattern = re.compile(rf"(^|[{{,\s]){re.escape(key)}\s*=")
+            for number in range(start, end):
+                if pattern.search(self.lines[number]):
+                    return number + 1
+        return start + 1 if start < len(self.lines) else 1
+
+    def _section(self, where: tuple) -> tuple[int, int]:
+        """The line range of the table ``where`` points into: [workload], the n-th [[steps]], or the top."""
+        headers = [(n, line.strip()) for n, line in enumerate(self.lines) if line.strip().startswith("[")]
+        wanted = None
+        if len(where) >= 2 and where[0] == "steps" and isinstance(where[1], int):
+            steps = [n for n, text in headers if text.startswith("[[steps]]")]
+            wanted = steps[where[1]] if where[1] < len(steps) else None
+        elif len(where) >= 2 and where[0] in ("workload", "hygiene", "baseline"):
+            wanted = next((n for n, text in headers if text == f"[{where[0]}]"), None)
+        if wanted is None:
+            return 0, headers[0][0] if headers else len(self.lines)
+        following = [n for n, _ in headers if n > wanted]
+        return wanted, following[0] if following else len(self.lines)
+
+
+def _dotted(where: tuple) -> str:
+    text = ""
+    for part in where:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text or "(file)"
+
+
+def load_experiment(path: Path) -> Experiment:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise UserError(f"cannot read experiment file {path}: {error.strerror}") from None
+    return parse_experiment(text, path)
+
+
+def parse_experiment(text: str, path: Path = Path("<experiment>")) -> Experiment:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise UserError(f"{path}: not valid TOML: {error}") from None
+    source = _Source(path, text)
+    _known_keys(source, (), data, _TOP)
+    engine = _engine_name(source, data)
+    return Experiment(
+        name=_text(source, data, ("name",), required=True),
+        description=_text(source, data, ("description",)),
+        engine=engine,
+        steps=_steps(source, data, engine),
+        clients=_clients(source, data),
+        repeats=_integer(source, data, ("repeats",), 2, minimum=1),
+        order=_choice(source, data, ("order",), Order, Order.INTERLEAVED),
+        seed=_integer(source, data, ("seed",), 1, minimum=0),
+        workload=_workload(source, data.get("workload", {})),
+        hygiene=_hygiene(source, data.get("hygiene", {})),
+    )
+
+
+def _known_keys(source: _Source, where: tuple, table: Any, known: set[str]) -> None:
+    if not isinstance(table, dict):
+        raise source.error(where, "expected a table")
+    for key in table:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"; did you mean {close[0]}?" if close else f" (expected one of {', '.join(sorted(known))})"
+            raise source.error((*where, key), f"unknown key{hint}")
+
+
+def _get(data: Mapping, where: tuple) -> Any:
+    value: Any = data
+    for part in where:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _text(source: _Source, data: Mapping, where: tuple, default: str = "", required: bool = False) -> str:
+    value = _get(data, where)
+    if value is None:
+        if required:
+            raise source.error(where, "is required")
+        return default
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise source.error(where, "expected a non-empty string")
+    return value
+
+
+def _integer(source: _Source, data: Mapping, where: tuple, default: int, minimum: int) -> int:
+    value = _get(data, where)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise source.error(where, f"expected an integer of at least {minimum}, got {value!r}")
+    return value
+
+
+def _number(source: _Source, data: Mapping, where: tuple, default: float, positive: bool) -> float:
+    value = _get(data, where)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (positive and value == 0):
+        raise source.error(where, f"expected a {'positive' if positive else 'non-negative'} number of seconds")
+    return float(value)
+
+
+def _boolean(source: _Source, data: Mapping, where: tuple, default: bool) -> bool:
+    value = _get(data, where)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise source.error(where, f"expected true or false, got {value!r}")
+    return value
+
+
+def _choice(source: _Source, data: Mapping, where: tuple, kind: type, default: Any) -> Any:
+    value = _get(data, where)
+    if value is None:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        raise source.error(where, f"expected one of {', '.join(v.value for v in kind)}, got {value!r}") from None
+
+
+def _engine_name(source: _Source, data: Mapping) -> str:
+    name = _text(source, data, ("engine",), "sqlite")
+    try:
+        engine_class(name)
+    except UserError as error:
+        raise source.error(("engine",), str(error)) from None
+    return name
+
+
+def _clients(source: _Source, data: Mapping) -> tuple[int, ...]:
+    value = data.get("clients", [2])
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if (not isinstance(value, list) or not value
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)):
+        raise source.error(("clients",), "expected a list of client counts such as [20, 40, 60], each at least 1")
+    if len(set(value)) != len(value):
+        raise source.error(("clients",), "a client count appears twice")
+    return tuple(value)
+
+
+def _workload(source: _Source, table: Any) -> Workload:
+    _known_keys(source, ("workload",), table, _WORKLOAD)
+    name = _text(source, {"workload": table}, ("workload", "name"), "tpcc")
+    if name != "tpcc":
+        raise source.error(("workload", "name"), f"unknown workload {name!r} (available: tpcc)")
+    mix = _text(source, {"workload": table}, ("workload", "mix"), "deck")
+    try:
+        parse_mix(mix)
+    except UserError as error:
+        raise source.error(("workload", "mix"), str(error)) from None
+    wrapped = {"workload": table}
+    return Workload(name, _integer(source, wrapped, ("workload", "warehouses"), 1, minimum=1),
+                    _number(source, wrapped, ("workload", "warmup"), 5.0, positive=False),
+                    _number(source, wrapped, ("workload", "duration"), 30.0, positive=True),
+                    _boolean(source, wrapped, ("workload", "keying"), False), mix)
+
+
+def _hygiene(source: _Source, table: Any) -> Hygiene:
+    _known_keys(source, ("hygiene",), table, _HYGIENE)
+    wrapped = {"hygiene": table}
+    return Hygiene(_choice(source, wrapped, ("hygiene", "load"), LoadPolicy, LoadPolicy.PER_STEP),
+                   _boolean(source, wrapped, ("hygiene", "restore"), True),
+                   _boolean(source, wrapped, ("hygiene", "drop_caches"), False))
+
+
+def _resolve(source: _Source, where: tuple, engine: str, settings: Any) -> dict[str, str]:
+    if not isinstance(settings, dict):
+        raise source.error(where, "expected a table of knob = value")
+    catalogue = engine_class(engine).knobs
+    resolved = {}
+    for name, value in settings.items():
+        if isinstance(value, (dict, list)):
+            raise source.error((*where, name), "expected a single value")
+        try:
+            resolved[name] = catalogue.get(name).parse(str(value).lower() if isinstance(value, bool) else value)
+        except UserError as error:
+            raise source.error((*where, name), str(error)) from None
+    return resolved
+
+
+def _steps(source: _Source, data: Mapping, engine: str) -> tuple[Step, ...]:
+    baseline = _resolve(source, ("baseline",), engine, data.get("baseline", {}))
+    catalogue = engine_class(engine).knobs
+    steps = [Step("baseline", baseline, catalogue.with_defaults(baseline))]
+    raw_steps = data.get("steps", [])
+    if not isinstance(raw_steps, list):
+        raise source.error(("steps",), "expected [[steps]] tables")
+    for index, raw in enumerate(raw_steps):
+        steps.append(_step(source, index, raw, engine, steps[-1]))
+    names = [step.name for step in steps]
+    for index, name in enumerate(names[1:]):
+        if names.count(name) > 1:
+            raise source.error(("steps", index, "name"), f"step name {name!r} is used twice")
+    return tuple(steps)
+
+
+def _step(source: _Source, index: int, raw: Any, engine: str, previous: Step) -> Step:
+    where = ("steps", index)
+    _known_keys(source, where, raw, _STEP)
+    name = _step_name(source, where, raw)
+    if "set" not in raw or not raw["set"]:
+        raise source.error((*where, "set"), "a step must set at least one knob, e.g. set = { page_size = 8192 }")
+    changes = _resolve(source, (*where, "set"), engine, raw["set"])
+    unchanged = [knob for knob, value in changes.items() if previous.knobs[knob] == value]
+    if unchanged:
+        raise source.error((*where, "set", unchanged[0]),
+                           f"sets {unchanged[0]} to {changes[unchanged[0]]}, which the previous step already has")
+    multi = raw.get("multi", False)
+    if not isinstance(multi, bool):
+        raise source.error((*where, "multi"), f"expected true or false, got {multi!r}")
+    if len(changes) > 1 and not multi:
+        raise source.error((*where, "set"), f"changes {len(changes)} variables ({', '.join(changes)}): change one "
+                           "variable per step, or mark the step multi = true")
+    return Step(name, changes, {**previous.knobs, **changes}, multi)
+
+
+def _step_name(source: _Source, where: tuple, raw: Mapping) -> str:
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise source.error((*where, "name"), "every step needs a name, e.g. name = \"page size 8K\"")
+    if name == "baseline":
+        raise source.error((*where, "name"), "'baseline' is the name of the [baseline] configuration")
+    return name

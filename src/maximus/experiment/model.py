@@ -1,0 +1,64 @@
+"""The experiment file, as frozen, validated objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Mapping
+
+
+class Order(StrEnum):
+    SEQUENTIAL = "sequential"  # every run of a step, then the next step
+    INTERLEAVED = "interleaved"  # round-robin over steps, so machine drift spreads across them
+
+
+class LoadPolicy(StrEnum):
+    PER_STEP = "per-step"  # each step builds its database once, with its own knobs: load time per step
+    PER_REPEAT = "per-repeat"  # each step builds again for every repeat: load time gets a confidence interval
+
+
+@dataclass(frozen=True)
+class Step:
+    """One configuration: the knobs it sets on top of the previous step (cumulative, like DB1 -> DB7)."""
+
+    name: str
+    changes: Mapping[str, str]
+    knobs: Mapping[str, str]  # the whole configuration after this step's changes
+    multi: bool = False
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str = "tpcc"
+    warehouses: int = 1
+    warmup_s: float = 5.0
+    duration_s: float = 30.0
+    keying_and_think: bool = False
+    mix: str = "deck"
+
+
+@dataclass(frozen=True)
+class Hygiene:
+    """What happens between runs so that every run starts alike."""
+
+    load: LoadPolicy = LoadPolicy.PER_STEP
+    restore: bool = True  # every run starts from the step's pristine copy
+    drop_caches: bool = False  # drop the OS page cache before each run (root only)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    engine: str
+    steps: tuple[Step, ...]  # steps[0] is the baseline
+    clients: tuple[int, ...] = (2,)
+    repeats: int = 2
+    order: Order = Order.INTERLEAVED
+    seed: int = 1
+    workload: Workload = field(default_factory=Workload)
+    hygiene: Hygiene = field(default_factory=Hygiene)
+    description: str = ""
+
+    @property
+    def baseline(self) -> Step:
+        return self.steps[0]

@@ -1,0 +1,66 @@
+"""Expands an experiment into its ordered runs: step x client count x repeat. Pure: no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+from maximus.experiment.model import Experiment, LoadPolicy, Order
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    key: str  # stable identity within the experiment: "s<step>/c<clients>/r<repeat>"
+    step: int
+    step_name: str
+    knobs: Mapping[str, str]
+    clients: int
+    repeat: int
+    seed: int  # differs per repeat, the same across steps: steps are compared on the same inputs
+    build: bool  # this run builds the step's database (and so measures its load time)
+    database: str
+
+
+def plan(experiment: Experiment) -> list[PlannedRun]:
+    runs = [_planned(experiment, step, clients, repeat) for step, clients, repeat in _order(experiment)]
+    return _mark_builds(runs)
+
+
+def _order(experiment: Experiment) -> list[tuple[int, int, int]]:
+    steps = range(len(experiment.steps))
+    if experiment.order is Order.SEQUENTIAL:
+        return [(s, c, r) for s in steps for c in experiment.clients for r in range(1, experiment.repeats + 1)]
+    # Interleaved: each repeat visits every step before the next repeat starts, so slow drift of the
+    # machine (page cache, thermal, neighbours) lands on every step alike instead of on the last ones.
+    return [(s, c, r) for r in range(1, experiment.repeats + 1) for c in experiment.clients for s in steps]
+
+
+def _planned(experiment: Experiment, step: int, clients: int, repeat: int) -> PlannedRun:
+    per_repeat = experiment.hygiene.load is LoadPolicy.PER_REPEAT
+    database = f"{_slug(experiment.name)}-s{step}" + (f"-r{repeat}" if per_repeat else "")
+    return PlannedRun(f"s{step}/c{clients}/r{repeat}", step, experiment.steps[step].name,
+                      dict(experiment.steps[step].knobs), clients, repeat, experiment.seed + repeat - 1, False,
+                      database)
+
+
+def _mark_builds(runs: list[PlannedRun]) -> list[PlannedRun]:
+    """The first run that uses each database builds it; the others restore its pristine copy."""
+    seen: set[str] = set()
+    marked = []
+    for run in runs:
+        marked.append(PlannedRun(**{**asdict(run), "build": run.database not in seen}))
+        seen.add(run.database)
+    return marked
+
+
+def _slug(name: str) -> str:
+    cleaned = "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
+    return "-".join(part for part in cleaned.split("-") if part)[:40] or "experiment"
+
+
+def to_data(runs: list[PlannedRun]) -> list[dict[str, Any]]:
+    return [asdict(run) | {"knobs": dict(run.knobs)} for run in runs]
+
+
+def from_data(data: list[dict[str, Any]]) -> list[PlannedRun]:
+    return [PlannedRun(**item) for item in data]

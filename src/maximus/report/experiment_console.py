@@ -1,0 +1,97 @@
+"""Experiment tables in the seeds' form: per step, its configuration and its results with gains."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.table import Table
+
+from maximus.analysis.compare import Estimate, Ratio, Verdict
+
+_VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.WITHIN_NOISE: "yellow",
+                  Verdict.NEEDS_REPEATS: "dim"}
+
+
+def _estimate(value: Estimate, unit: str = "", digits: int = 0) -> str:
+    if value.n == 0:
+        return "-"
+    text = f"{value.mean:,.{digits}f}{unit}"
+    return text if value.n < 2 else f"{text} ± {(value.high - value.mean):,.{digits}f}"
+
+
+def _ratio(ratio: Ratio | None, interval: bool = True) -> str:
+    if ratio is None or math.isnan(ratio.ratio):
+        return "-"
+    if math.isnan(ratio.low) or not interval:
+        return f"{ratio.change_percent:+.1f} %"
+    return f"{ratio.change_percent:+.1f} % ({100 * (ratio.low - 1):+.0f}…{100 * (ratio.high - 1):+.0f})"
+
+
+def _verdict(ratio: Ratio | None) -> str:
+    if ratio is None:
+        return "baseline"
+    text = ratio.verdict.value
+    if ratio.repeats_needed:
+        text += f" (≈{ratio.repeats_needed} repeats)"
+    return f"[{_VERDICT_STYLE[ratio.verdict]}]{text}[/]"
+
+
+def render_experiment(console: Console, report) -> None:
+    experiment, summary = report.experiment, report.summary
+    console.print(f"[bold]Experiment {report.record.id}: {experiment.name}[/] · {experiment.engine} · "
+                  f"{experiment.workload.warehouses} warehouse(s) · {experiment.repeats} repeat(s) · "
+                  f"{experiment.order.value} · {summary.finished} of {summary.planned} runs finished")
+    for index, step in enumerate(experiment.steps):
+        _render_step(console, report, index)
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    console.print(f"[bold]Summary:[/] {summary.headline()}")
+
+
+def _render_step(console: Console, report, index: int) -> None:
+    step, summary = report.experiment.steps[index], report.summary
+    previous = report.experiment.steps[index - 1] if index else None
+    changed = ", ".join(f"{k} {previous.knobs[k]} → {v}" for k, v in step.changes.items()) if previous else "baseline"
+    knobs = " ".join(f"[bold cyan]{k}={v}[/]" if k in step.changes and previous else f"{k}={v}"
+                     for k, v in step.knobs.items())
+    table = Table(title=f"Step {index}: {step.name} ({changed})", title_justify="left", caption=knobs,
+                  caption_justify="left")
+    for column in ("Clients", "Load s", "tpmC ± 95 % CI", "NOPM", "NO p90 ms", "vs previous (95 % CI)",
+                   "vs baseline", "Verdict vs previous"):
+        table.add_column(column, justify="left" if column.startswith("Verdict") else "right",
+                         no_wrap=not column.startswith("Verdict"))
+    for clients in summary.clients:
+        cell = summary.cell(index, clients)
+        p90 = Estimate(*(v * 1000 for v in (cell.p90_new_order_s.mean, cell.p90_new_order_s.low,
+                                             cell.p90_new_order_s.high)), cell.p90_new_order_s.n)
+        failed = f" [red]({cell.failed} failed)[/]" if cell.failed else ""
+        table.add_row(f"{clients}{failed}", _estimate(cell.load_s, digits=1), _estimate(cell.tpmc),
+                      _estimate(cell.nopm), _estimate(p90, digits=1), _ratio(cell.vs_previous),
+                      _ratio(cell.vs_baseline, interval=False), _verdict(cell.vs_previous))
+    console.print(table)
+
+
+def render_experiments(console: Console, records) -> None:
+    table = Table(title="Experiments", title_justify="left")
+    for column in ("Experiment", "Name", "Created (UTC)", "Status", "File"):
+        table.add_column(column)
+    for record in records:
+        table.add_row(str(record.id), record.name, record.created_at.replace("T", " ")[:19], record.status,
+                      record.source_path)
+    console.print(table)
+
+
+def render_comparison(console: Console, comparison) -> None:
+    ratio = comparison.ratio
+    console.print(f"A = {comparison.a_label}: {_estimate_of(comparison.a_values)} tpmC "
+                  f"({len(comparison.a_values)} values)")
+    console.print(f"B = {comparison.b_label}: {_estimate_of(comparison.b_values)} tpmC "
+                  f"({len(comparison.b_values)} values)")
+    console.print(f"B/A: {_ratio(ratio)} → {_verdict(ratio)}  [dim](95 % interval; {comparison.method})[/]")
+
+
+def _estimate_of(values) -> str:
+    from maximus.analysis.compare import estimate
+
+    return _estimate(estimate(values))
