@@ -12,7 +12,20 @@ from maximus.cli.app import app
 from maximus.engines import ENGINES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-COMMANDS = typer.main.get_command(app).commands
+
+
+def _commands(group, prefix: str = "") -> dict:
+    """Every leaf command, nested groups included: {"run": cmd, "experiment run": cmd, ...}."""
+    found = {}
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            found.update(_commands(command, f"{prefix}{name} "))
+        else:
+            found[f"{prefix}{name}"] = command
+    return found
+
+
+COMMANDS = _commands(typer.main.get_command(app))
 
 
 def _section(command: str) -> str:

@@ -78,12 +78,14 @@ def parse_experiment(text: str, path: Path = Path("<experiment>")) -> Experiment
     source = _Source(path, text)
     _known_keys(source, (), data, _TOP)
     engine = _engine_name(source, data)
+    steps, clients = _steps(source, data, engine), _clients(source, data)
+    _servable(source, engine, steps, clients)
     return Experiment(
         name=_text(source, data, ("name",), required=True),
         description=_text(source, data, ("description",)),
         engine=engine,
-        steps=_steps(source, data, engine),
-        clients=_clients(source, data),
+        steps=steps,
+        clients=clients,
         repeats=_integer(source, data, ("repeats",), 2, minimum=1),
         order=_choice(source, data, ("order",), Order, Order.INTERLEAVED),
         seed=_integer(source, data, ("seed",), 1, minimum=0),
@@ -252,6 +254,17 @@ def _step(source: _Source, index: int, raw: Any, engine: str, previous: Step) ->
         raise source.error((*where, "set"), f"changes {len(changes)} variables ({', '.join(changes)}): change one "
                            "variable per step, or mark the step multi = true")
     return Step(name, changes, {**previous.knobs, **changes}, multi)
+
+
+def _servable(source: _Source, engine: str, steps: tuple[Step, ...], clients: tuple[int, ...]) -> None:
+    """Knob combinations the engine cannot serve at a client count fail now, not in the middle of the night."""
+    for index, step in enumerate(steps):
+        for count in clients:
+            try:
+                engine_class(engine)(Path("."), "validation", step.knobs).validate_run(count)
+            except UserError as error:
+                where = ("baseline",) if index == 0 else ("steps", index - 1, "set")
+                raise source.error(where, f"with {count} clients: {error}") from None
 
 
 def _step_name(source: _Source, where: tuple, raw: Mapping) -> str:

@@ -1,0 +1,113 @@
+"""Experiment files: what is valid loads; every mistake is one line naming file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from maximus.errors import UserError
+from maximus.experiment.loader import load_experiment, parse_experiment
+from maximus.experiment.model import LoadPolicy, Order
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+GOOD = """\
+name = "t"
+clients = [1, 2]
+repeats = 3
+order = "sequential"
+
+[workload]
+warehouses = 1
+warmup = 1
+duration = 2
+
+[baseline]
+page_size = 2048
+
+[[steps]]
+name = "page size 4K"
+set = { page_size = 4096 }
+
+[[steps]]
+name = "WAL and normal"
+set = { journal_mode = "wal", synchronous = "normal" }
+multi = true
+"""
+
+
+def test_a_valid_file_becomes_cumulative_steps() -> None:
+    experiment = parse_experiment(GOOD)
+    assert [s.name for s in experiment.steps] == ["baseline", "page size 4K", "WAL and normal"]
+    assert experiment.steps[1].changes == {"page_size": "4096"}
+    assert experiment.steps[2].knobs["page_size"] == "4096"  # cumulative: DB3 keeps DB2's change
+    assert experiment.steps[2].knobs["journal_mode"] == "wal"
+    assert experiment.clients == (1, 2) and experiment.repeats == 3 and experiment.order is Order.SEQUENTIAL
+    assert experiment.hygiene.load is LoadPolicy.PER_STEP and experiment.workload.duration_s == 2.0
+
+
+def _error(text: str) -> str:
+    with pytest.raises(UserError) as caught:
+        parse_experiment(text, Path("exp.toml"))
+    message = str(caught.value)
+    assert "\n" not in message and caught.value.exit_code == 2
+    return message
+
+
+def test_a_step_changing_two_variables_without_multi_is_rejected_with_its_line() -> None:
+    text = GOOD.replace("multi = true\n", "")
+    assert _error(text) == ("exp.toml:20: steps[1].set: changes 2 variables (journal_mode, synchronous): change "
+                            "one variable per step, or mark the step multi = true")
+
+
+def test_a_step_that_changes_nothing_is_rejected() -> None:
+    text = GOOD.replace("set = { page_size = 4096 }", "set = { page_size = 2048 }")
+    assert _error(text).startswith("exp.toml:16: steps[0].set.page_size: sets page_size to 2048, which the "
+                                   "previous step already has")
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("set = { page_size = 4096 }", "set = { page_sise = 4096 }",
+     "exp.toml:16: steps[0].set.page_sise: unknown sqlite knob 'page_sise'; did you mean page_size?"),
+    ("set = { page_size = 4096 }", "set = { page_size = 4000 }", "exp.toml:16: steps[0].set.page_size: bad value"),
+    ("page_size = 2048", "page_size = 3", "exp.toml:12: baseline.page_size: bad value"),
+    ("repeats = 3", "repeats = 0", "exp.toml:3: repeats: expected an integer of at least 1"),
+    ("repeats = 3", "repeat = 3", "exp.toml:3: repeat: unknown key; did you mean repeats?"),
+    ("clients = [1, 2]", "clients = [1, 1]", "exp.toml:2: clients: a client count appears twice"),
+    ("order = \"sequential\"", "order = \"random\"", "exp.toml:4: order: expected one of sequential, interleaved"),
+    ("duration = 2", "duration = 0", "exp.toml:9: workload.duration: expected a positive number"),
+    ("warmup = 1", "warmpu = 1", "exp.toml:8: workload.warmpu: unknown key; did you mean warmup?"),
+    ("name = \"t\"\n", "", "exp.toml:1: name: is required"),
+    ("name = \"WAL and normal\"", "name = \"page size 4K\"", "step name 'page size 4K' is used twice"),
+    ("multi = true", "multi = \"yes\"", "exp.toml:21: steps[1].multi: expected true or false"),
+    ("clients = [1, 2]", "clients = [1, 2]\nengine = \"oracle\"", "exp.toml:3: engine: unknown engine 'oracle'"),
+])
+def test_mistakes_name_file_line_and_key(old: str, new: str, expected: str) -> None:
+    assert old in GOOD
+    assert expected in _error(GOOD.replace(old, new, 1))
+
+
+def test_a_configuration_the_engine_cannot_serve_fails_before_anything_runs() -> None:
+    text = GOOD.replace("set = { page_size = 4096 }", "set = { locking_mode = \"exclusive\" }")
+    assert "exp.toml:16: steps[0].set: with 2 clients: locking_mode=exclusive lets one connection" in _error(text)
+
+
+def test_not_toml_is_one_line() -> None:
+    assert _error("name = ").startswith("exp.toml: not valid TOML:")
+
+
+def test_missing_file_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="cannot read experiment file"):
+        load_experiment(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_shipped_examples_are_valid_for_every_engine_that_exists(path: Path) -> None:
+    if "engine = \"postgres\"" in path.read_text():
+        with pytest.raises(UserError, match="unknown engine 'postgres'"):  # until the PostgreSQL engine lands
+            load_experiment(path)
+        return
+    experiment = load_experiment(path)
+    assert len(experiment.steps) >= 2
+    assert all(len(step.changes) == 1 or step.multi for step in experiment.steps[1:])

@@ -1,0 +1,55 @@
+"""Plan expansion: step x clients x repeat, the two orders, and which run builds each database."""
+
+from __future__ import annotations
+
+from maximus.experiment.loader import parse_experiment
+from maximus.experiment.plan import from_data, plan, to_data
+
+TEXT = """\
+name = "Plan Test!"
+clients = [1, 4]
+repeats = 2
+order = "{order}"
+[hygiene]
+load = "{load}"
+[[steps]]
+name = "wal"
+set = {{ journal_mode = "wal" }}
+"""
+
+
+def _plan(order: str = "interleaved", load: str = "per-step"):
+    return plan(parse_experiment(TEXT.format(order=order, load=load)))
+
+
+def test_sequential_order_runs_each_step_to_the_end() -> None:
+    keys = [run.key for run in _plan("sequential")]
+    assert keys == ["s0/c1/r1", "s0/c1/r2", "s0/c4/r1", "s0/c4/r2",
+                    "s1/c1/r1", "s1/c1/r2", "s1/c4/r1", "s1/c4/r2"]
+
+
+def test_interleaved_order_visits_every_step_within_each_repeat() -> None:
+    keys = [run.key for run in _plan("interleaved")]
+    assert keys == ["s0/c1/r1", "s1/c1/r1", "s0/c4/r1", "s1/c4/r1",
+                    "s0/c1/r2", "s1/c1/r2", "s0/c4/r2", "s1/c4/r2"]
+
+
+def test_every_run_is_planned_once_with_its_configuration() -> None:
+    runs = _plan()
+    assert len({run.key for run in runs}) == len(runs) == 2 * 2 * 2
+    assert {run.knobs["journal_mode"] for run in runs if run.step == 1} == {"wal"}
+    assert {run.knobs.get("journal_mode") for run in runs if run.step == 0} == {"delete"}
+    assert {run.seed for run in runs if run.repeat == 2} == {2}  # same inputs for every step of a repeat
+
+
+def test_per_step_builds_once_per_step_and_per_repeat_once_per_repeat() -> None:
+    per_step = _plan(load="per-step")
+    assert [run.key for run in per_step if run.build] == ["s0/c1/r1", "s1/c1/r1"]
+    assert {run.database for run in per_step} == {"plan-test-s0", "plan-test-s1"}
+    per_repeat = _plan(load="per-repeat")
+    assert [run.key for run in per_repeat if run.build] == ["s0/c1/r1", "s1/c1/r1", "s0/c1/r2", "s1/c1/r2"]
+
+
+def test_plan_round_trips_through_stored_data() -> None:
+    runs = _plan()
+    assert from_data(to_data(runs)) == runs
