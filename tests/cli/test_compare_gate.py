@@ -1,0 +1,55 @@
+"""`maximus compare --fail-if-slower` as a CI gate, on a results store holding two runs of known throughput."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from maximus.records import Outcome, RunSpec, RunStatus, TxnSample
+from maximus.store import ResultsStore
+
+
+def _run(store: ResultsStore, per_second: int) -> int:
+    """A 20 s measured window with ``per_second`` New-Orders each second (plus a little jitter)."""
+    spec = RunSpec("sqlite", {}, "tpcc", 1, 1, 0.0, 20.0, 1)
+    run_id = store.begin_run(spec, effective_knobs={}, engine_settings={}, load_seconds=1.0, loaded_in_run=True,
+                             load_seed=1, constants={}, environment={}, warnings=[])
+    samples = [TxnSample(0, "new_order", second + (i + 0.5) / (per_second + second % 3), 0.001, Outcome.COMMITTED)
+               for second in range(20) for i in range(per_second + second % 3)]
+    store.finish_run(run_id, RunStatus.COMPLETE, samples, {}, [], 20.0)
+    return run_id
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    path = tmp_path / "results.db"
+    store = ResultsStore(path)
+    _run(store, 100)
+    _run(store, 70)
+    store.close()
+    return path
+
+
+def _compare(results: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "maximus", "compare", "1", "2", "--results", str(results), *extra],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_significant_loss_beyond_the_allowance_fails_the_gate(results: Path) -> None:
+    failed = _compare(results, "--fail-if-slower", "10")
+    assert failed.returncode == 5
+    assert failed.stderr.strip().startswith("error: run 2 is 2") and "more than the allowed 10 %" in failed.stderr
+
+
+def test_a_loss_within_the_allowance_passes(results: Path) -> None:
+    assert _compare(results, "--fail-if-slower", "40").returncode == 0
+
+
+def test_json_reports_the_ratio_and_method(results: Path) -> None:
+    data = json.loads(_compare(results, "--json").stdout)
+    assert data["verdict"] == "slower" and data["method"] == "batch means within one run"
+    assert 0.65 < data["ratio"] < 0.75 and data["high"] < 1
