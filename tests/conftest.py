@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -17,6 +19,15 @@ def built_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     engine = api.make_engine("sqlite", workdir, 1, {})
     api.load_database(engine, 1, seed=1)
     return workdir
+
+
+@pytest.fixture(scope="session")
+def server_workdir() -> Iterator[Path]:
+    """A work directory a managed server's unprivileged user can traverse (pytest's own is private)."""
+    path = Path(tempfile.mkdtemp(prefix="maximus-test-", dir="/var/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

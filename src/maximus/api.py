@@ -5,19 +5,29 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping, Protocol
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator, Mapping, Protocol, Sequence
 
 from maximus import environment
+from maximus.analysis import monitoring
+from maximus.analysis.monitoring import RunColumn, RunMonitoring, cross_checks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
-from maximus.engines import Engine, engine_class
+from maximus.engines import Dialect, Engine, engine_class
 from maximus.errors import EngineError, UserError
-from maximus.records import RunSpec, RunStatus
+from maximus.records import RunSpec, RunStatus, TxnSample, Window
+from maximus.samplers.base import Sampler
+from maximus.samplers.monitor import Monitor
+from maximus.samplers.os_linux import OsSampler
 from maximus.store import ResultsStore, default_results_path
+from maximus.store.store import RunRecord
 from maximus.workloads import workload as workload_named
 from maximus.workloads.tpcc import loader
 from maximus.workloads.tpcc.emulator import TpccRunSettings
 from maximus.workloads.tpcc.mix import parse_mix
 from maximus.workloads.tpcc.random import NURandConstants
+
+if TYPE_CHECKING:
+    from maximus.analysis.metrics import RunFigures
 
 
 def default_workdir() -> Path:
@@ -41,7 +51,10 @@ class BenchmarkOptions:
     check: bool = True
     rebuild: bool = False
     restore: bool = True  # start from the pristine copy; False continues on the data the last run left
+    transactions: str = "auto"  # client (SQL from the driver), server (stored functions), auto: server if any
+    connection: Mapping[str, str] = field(default_factory=dict)  # engine connection: dsn, bin_dir, ...
     database: str | None = None  # a database name of its own (experiments build one per step)
+    monitor: bool = True  # sample OS and engine statistics during the run (maximus.samplers)
     experiment_id: int | None = None  # set by the experiment runner: which experiment and plan entry
     plan_key: str | None = None
 
@@ -52,6 +65,8 @@ class BenchmarkOptions:
         if self.duration_s <= 0 or self.warmup_s < 0:
             raise UserError("--duration must be positive and --warmup not negative")
         parse_mix(self.mix)
+        if self.transactions not in ("auto", "client", "server"):
+            raise UserError(f"--transactions must be auto, client or server, got {self.transactions!r}")
 
 
 class LoadProgress(Protocol):
@@ -77,15 +92,16 @@ class RunOutcome:
 
 
 def make_engine(name: str, workdir: Path, warehouses: int, knobs: Mapping[str, str],
-                database: str | None = None) -> Engine:
+                database: str | None = None, connection: Mapping[str, str] | None = None) -> Engine:
     """The engine with validated knobs; by default its database name tells apart builds with other
     creation knobs, so a page size change gets a build of its own."""
     cls = engine_class(name)
-    settings = cls.knobs.resolve(knobs)
-    changed = {k.name: settings[k.name] for k in cls.knobs if k.applies == "creation" and k.name in settings
+    catalogue = cls.catalogue(connection or {})
+    settings = catalogue.resolve(knobs)
+    changed = {k.name: settings[k.name] for k in catalogue if k.applies == "creation" and k.name in settings
                and settings[k.name] != k.default}
     suffix = "".join(f"-{key}{value}" for key, value in sorted(changed.items()))
-    return cls(Path(workdir), database or f"tpcc-{warehouses}wh{suffix}", settings)
+    return cls(Path(workdir), database or f"tpcc-{warehouses}wh{suffix}", settings, connection)
 
 
 def load_database(engine: Engine, warehouses: int, seed: int, progress: LoadProgress | None = None) -> loader.LoadResult:
@@ -131,10 +147,14 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
                   progress: LoadProgress | None = None) -> RunOutcome:
     """Load if needed, restore the pristine data, drive the terminals, store everything, check consistency."""
     options.validate()
-    engine = make_engine(options.engine, options.workdir, options.warehouses, options.knobs, options.database)
+    engine = make_engine(options.engine, options.workdir, options.warehouses, options.knobs, options.database,
+                         options.connection)
     engine.validate_run(options.terminals)
+    if options.transactions == "server" and not engine.capabilities.server_side_procedures:
+        raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
     store = ResultsStore(options.results)
     try:
+        engine.start()  # a fresh server for every run: restarted between runs, like the seeds did
         prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild,
                                     options.restore)
         run_id, settings = _begin(store, engine, options, prepared)
@@ -143,13 +163,16 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
         return RunOutcome(run_id, result.status, result, consistency)
     finally:
         store.close()
+        engine.stop()
 
 
 def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
            prepared: PreparedDatabase) -> tuple[int, TpccRunSettings]:
     constants = NURandConstants.for_run(prepared.info.constants.c_last, options.seed)
+    server_side = options.transactions == "server" or (
+        options.transactions == "auto" and engine.capabilities.server_side_procedures)
     settings = TpccRunSettings(options.warehouses, options.seed, constants, parse_mix(options.mix),
-                               options.keying_and_think)
+                               options.keying_and_think, server_side)
     session = engine.connect()
     try:
         reported = engine.reported_settings(session)
@@ -160,7 +183,7 @@ def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
         session.close()
     spec = RunSpec(engine.name, dict(engine.settings), "tpcc", options.warehouses, options.terminals,
                    options.warmup_s, options.duration_s, options.seed, options.keying_and_think, options.mix,
-                   engine.database)
+                   engine.database, {"transactions": "server" if settings.server_side else "client"})
     run_id = store.begin_run(
         spec, effective_knobs=engine.effective_settings, engine_settings=reported,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
@@ -181,14 +204,57 @@ def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: 
                      settings: TpccRunSettings, observer: Observer | None) -> DriveResult:
     spec = DriveSpec(engine, "tpcc", settings, options.terminals, options.warmup_s, options.duration_s,
                      deferred_workers=max(1, options.terminals // 10))
+    monitor = Monitor(run_samplers(engine), Window(options.warmup_s, options.warmup_s + options.duration_s)) \
+        if options.monitor else None
     try:
-        result = drive(spec, observer)
+        result = drive(spec, observer, monitor)
     except BaseException as error:  # the run row must not stay "running": record why it ended
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
-        store.finish_run(run_id, status, [], {}, [f"{type(error).__name__}: {error}"], 0.0)
+        store.add_metric_samples(run_id, monitor.samples if monitor else [])
+        store.finish_run(run_id, status, [], {}, [f"{type(error).__name__}: {error}"], 0.0,
+                         monitor.warnings if monitor else [])
         raise
-    store.finish_run(run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s)
+    store.add_metric_samples(run_id, monitor.samples if monitor else [])
+    store.finish_run(run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s,
+                     monitoring_warnings(monitor, result, engine) if monitor else [])
     return result
+
+
+def run_samplers(engine: Engine) -> list[Sampler]:
+    """The samplers of one run: the OS's, then the engine's own. Tests replace this to inject faults."""
+    return [OsSampler(engine.data_path()), *engine.samplers()]
+
+
+def write_transactions(dialect: Dialect) -> set[str]:
+    """Sample names of the transactions that commit changes; a deferred one under its completion's name."""
+    transactions = workload_named("tpcc").transactions(dialect).values()
+    return {f"deferred_{t.name}" if t.deferred else t.name for t in transactions if not t.read_only}
+
+
+def monitoring_warnings(monitor: Monitor, result: DriveResult, engine: Engine) -> list[str]:
+    """The monitor's own warnings, every failed cross-check with both of its numbers, and a client-bound run."""
+    checks = cross_checks(monitor.samples, result.samples, result.window, write_transactions(engine.dialect),
+                          embedded(type(engine)))
+    bound = monitoring.client_bound_warning(monitor.samples, result.window)
+    return [*monitor.warnings, *(check.warning() for check in checks if not check.passed), *([bound] if bound else [])]
+
+
+def embedded(engine: type[Engine]) -> bool:
+    """An engine without a server process runs inside Maximus's client processes (SQLite)."""
+    return not engine.capabilities.managed_server
+
+
+def analyse_monitoring(store: ResultsStore, record: RunRecord, samples: Sequence[TxnSample],
+                       figures: RunFigures) -> RunMonitoring:
+    """The run's monitoring figures and cross-checks, recomputed from its stored samples."""
+    engine = engine_class(record.spec.engine)
+    return monitoring.analyse(store.metric_samples(record.id), samples, record.window,
+                              write_transactions(engine.dialect), figures.tpm / 60, embedded(engine))
+
+
+def run_column(report: RunReport) -> RunColumn:
+    """One column of the seeds' run table (``report.console.render_run_table``), headed by its terminals."""
+    return RunColumn(str(report.record.spec.terminals), report.figures, report.monitoring.figures)
 
 
 def _check_after(store: ResultsStore, run_id: int, engine: Engine, result: DriveResult, check: bool) -> list:
@@ -201,16 +267,27 @@ def _check_after(store: ResultsStore, run_id: int, engine: Engine, result: Drive
 
 def check_database(engine: Engine, fresh: bool | None = None) -> list:
     """All twelve conditions of 3.3.2 (11 only when the database is freshly loaded)."""
-    if not engine.exists():
-        raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
-    session = engine.connect()
+    with running(engine):
+        if not engine.exists():
+            raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
+        session = engine.connect()
+        try:
+            info = workload_named("tpcc").database_info(session)
+            if info is None:
+                raise UserError(f"{engine.database} is not a complete Maximus TPC-C database: load it again")
+            return workload_named("tpcc").check(session, info.fresh if fresh is None else fresh)
+        finally:
+            session.close()
+
+
+@contextmanager
+def running(engine: Engine) -> Iterator[Engine]:
+    """The engine's server up for the duration (a no-op for embedded engines), stopped even on Ctrl-C."""
+    engine.start()
     try:
-        info = workload_named("tpcc").database_info(session)
-        if info is None:
-            raise UserError(f"{engine.database} is not a complete Maximus TPC-C database: load it again")
-        return workload_named("tpcc").check(session, info.fresh if fresh is None else fresh)
+        yield engine
     finally:
-        session.close()
+        engine.stop()
 
 
 def open_results(path: Path | None = None) -> ResultsStore:
@@ -227,6 +304,7 @@ class RunReport:
     validity: list
     mix: list
     consistency: list
+    monitoring: object = None  # analysis.monitoring.RunMonitoring
 
 
 def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
@@ -235,9 +313,11 @@ def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     from maximus.workloads.tpcc.validity import mix_report, validity_report
 
     record = store.run(run_id)
-    figures = run_figures(store.samples(run_id), record.window, Tpcc.reported_transactions)
+    samples = store.samples(run_id)
+    figures = run_figures(samples, record.window, Tpcc.reported_transactions)
     validity = validity_report(figures.counts, store.facts(run_id), record.spec.warehouses)
-    return RunReport(record, figures, validity, mix_report(figures.counts), store.consistency(run_id))
+    return RunReport(record, figures, validity, mix_report(figures.counts), store.consistency(run_id),
+                     analyse_monitoring(store, record, samples, figures))
 
 
 def record_failed_run(options: BenchmarkOptions, reason: str) -> int:

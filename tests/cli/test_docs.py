@@ -45,8 +45,8 @@ def test_every_command_and_option_is_documented(command: str) -> None:
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_every_knob_is_documented(engine: str) -> None:
-    for knob in ENGINES[engine].knobs:
-        assert f"| `{knob.name}` |" in README, f"knob {knob.name} of {engine} is not in the README"
+    for name in ENGINES[engine].documented_knobs():
+        assert f"| `{name}` |" in README, f"knob {name} of {engine} is not in the README"
 
 
 def test_quick_start_has_exactly_two_commands() -> None:

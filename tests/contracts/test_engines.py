@@ -1,37 +1,63 @@
-"""The Engine contract, checked for every registered engine (one suite, parametrised)."""
+"""The Engine contract, checked for every registered engine (one suite, parametrised).
+
+PostgreSQL runs as a managed server started by the tests (initdb once, then a server per test).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pytest
 
+from maximus.api import running
 from maximus.engines import ENGINES, Engine
 from maximus.errors import UserError
 from maximus.records import Outcome
 
-ENGINE_CLASSES = list(ENGINES.values())
+FAIL_FAST_ON_LOCKS = {"sqlite": {"busy_timeout": "0"}, "postgres": {"lock_timeout": "200"}}
 
 
-@pytest.fixture(params=ENGINE_CLASSES, ids=lambda cls: cls.name)
+@pytest.fixture(params=sorted(ENGINES), ids=str)
 def engine_class(request: pytest.FixtureRequest) -> type[Engine]:
-    return request.param
+    return ENGINES[request.param]
 
 
-def test_every_knob_has_a_valid_default_and_a_description(engine_class: type[Engine]) -> None:
-    for knob in engine_class.knobs:
-        assert knob.parse(knob.default) == knob.default, knob.name
-        assert knob.description and knob.applies
+@pytest.fixture
+def started(engine_class: type[Engine], server_workdir: Path, tmp_path: Path) -> Iterator[Callable[..., Engine]]:
+    """A factory of running engines, stopped at the end of the test."""
+    engines: list[Engine] = []
+    workdir = server_workdir if engine_class.capabilities.managed_server else tmp_path
+
+    def make(settings: dict | None = None, database: str = "contract") -> Engine:
+        engine = engine_class(workdir, database, settings or {})
+        engine.start()
+        engines.append(engine)
+        return engine
+
+    yield make
+    for engine in engines:
+        engine.stop()
+
+
+def test_every_knob_default_parses_and_is_described(engine_class: type[Engine]) -> None:
+    catalogue = engine_class.catalogue({})
+    assert len(list(catalogue)) >= 9
+    for knob in catalogue:
+        assert knob.description and knob.applies, knob.name
+    for name in engine_class.documented_knobs():
+        knob = catalogue.get(name)
+        assert knob.parse(knob.default) == knob.default or knob.default == ""
 
 
 def test_unknown_knob_suggests_the_closest_name(engine_class: type[Engine], tmp_path: Path) -> None:
-    name = next(iter(engine_class.knobs)).name
+    name = engine_class.documented_knobs()[0]
     with pytest.raises(UserError, match=f"did you mean {name}"):
         engine_class(tmp_path, "db", {name[:-1] + "x": "1"})
 
 
-def test_provision_connect_snapshot_restore(engine_class: type[Engine], tmp_path: Path) -> None:
-    engine = engine_class(tmp_path, "db", {})
+def test_provision_connect_snapshot_restore(started: Callable[..., Engine]) -> None:
+    engine = started()
     engine.provision()
     session = engine.connect()
     session.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b VARCHAR(10))")
@@ -40,6 +66,7 @@ def test_provision_connect_snapshot_restore(engine_class: type[Engine], tmp_path
     session.commit()
     session.close()
     engine.snapshot()
+    assert engine.has_snapshot()
     session = engine.connect()
     session.begin()
     assert session.execute("UPDATE t SET b = ? WHERE a = ?", ("changed", 1)) == 1
@@ -53,8 +80,8 @@ def test_provision_connect_snapshot_restore(engine_class: type[Engine], tmp_path
     assert not engine.exists()
 
 
-def test_rollback_discards_and_errors_are_classified(engine_class: type[Engine], tmp_path: Path) -> None:
-    engine = engine_class(tmp_path, "db", {})
+def test_rollback_discards_and_errors_are_classified(started: Callable[..., Engine]) -> None:
+    engine = started()
     engine.provision()
     session = engine.connect()
     session.execute("CREATE TABLE t (a INTEGER PRIMARY KEY)")
@@ -62,26 +89,49 @@ def test_rollback_discards_and_errors_are_classified(engine_class: type[Engine],
     session.execute("INSERT INTO t (a) VALUES (?)", (1,))
     session.rollback()
     assert session.fetchall("SELECT a FROM t") == []
-    try:
+    with pytest.raises(Exception) as caught:
         session.execute("SELECT * FROM no_such_table")
-    except Exception as error:
-        assert engine.classify(error) is Outcome.FAILED
-    else:
-        pytest.fail("a query on a missing table must raise")
+    assert engine.classify(caught.value) is Outcome.FAILED
     session.close()
 
 
-def test_a_lock_conflict_is_classified_as_retry(engine_class: type[Engine], tmp_path: Path) -> None:
-    engine = engine_class(tmp_path, "db", {"busy_timeout": "0"} if "busy_timeout" in engine_class.knobs else {})
+def test_a_lock_conflict_is_classified_as_retry(started: Callable[..., Engine], engine_class: type[Engine]) -> None:
+    engine = started(FAIL_FAST_ON_LOCKS[engine_class.name])
     engine.provision()
     holder, waiter = engine.connect(), engine.connect()
-    holder.execute("CREATE TABLE t (a INTEGER PRIMARY KEY)")
+    holder.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER)")
+    holder.execute("INSERT INTO t (a, b) VALUES (1, 0)")
     holder.begin()
-    holder.execute("INSERT INTO t (a) VALUES (1)")
+    holder.execute("UPDATE t SET b = b + 1 WHERE a = 1")
     with pytest.raises(Exception) as caught:
         waiter.begin()
-        waiter.execute("INSERT INTO t (a) VALUES (2)")
+        waiter.execute("UPDATE t SET b = b + 1 WHERE a = 1")
     assert engine.classify(caught.value) is Outcome.RETRY
+    waiter.rollback()
     holder.rollback()
     holder.close()
     waiter.close()
+
+
+def test_knobs_take_effect_as_the_engine_reports_them(started: Callable[..., Engine],
+                                                       engine_class: type[Engine]) -> None:
+    knob = {"sqlite": ("cache_size", "-4096", "-4096"), "postgres": ("work_mem", "8MB", "8192 (kB)")}
+    name, value, reported = knob[engine_class.name]
+    engine = started({name: value})
+    engine.provision()
+    session = engine.connect()
+    assert engine.reported_settings(session)[name] == reported
+    session.close()
+
+
+def test_running_stops_the_server_even_on_an_error(engine_class: type[Engine], server_workdir: Path) -> None:
+    engine = engine_class(server_workdir, "contract", {})
+    with pytest.raises(RuntimeError):
+        with running(engine):
+            raise RuntimeError("boom")
+    with pytest.raises(Exception):
+        engine.connect().fetchone("SELECT 1") if engine.capabilities.managed_server else _raise()
+
+
+def _raise() -> None:
+    raise RuntimeError("an embedded engine has no server to be down")

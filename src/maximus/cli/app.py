@@ -25,7 +25,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Maximus: benchmark a database with TPC-C and find out which change makes it faster.")
 out = Console(width=None if sys.stdout.isatty() else 120)  # piped output: wide enough for the tables
 
-Engine = Annotated[str, typer.Option("--engine", "-e", help="Database engine: sqlite.")]
+Engine = Annotated[str, typer.Option("--engine", "-e", help="Database engine: sqlite or postgres.")]
+Dsn = Annotated[Optional[str], typer.Option(
+    "--dsn", help="PostgreSQL: connection string of a server you own (external mode) instead of a managed one.")]
+BinDir = Annotated[Optional[Path], typer.Option(
+    "--bin-dir", help="PostgreSQL: directory of initdb/pg_ctl/postgres for managed mode [default: discovered].")]
+AllowChanges = Annotated[bool, typer.Option(
+    "--allow-changes", help="PostgreSQL external mode: let Maximus set knobs with ALTER SYSTEM and reload.")]
 Knobs = Annotated[Optional[list[str]], typer.Option(
     "--knob", "-k", help="Engine setting NAME=VALUE, repeatable (e.g. -k journal_mode=wal).")]
 Warehouses = Annotated[int, typer.Option("--warehouses", "-w", help="Scale: number of warehouses.")]
@@ -40,10 +46,17 @@ Duration = Annotated[float, typer.Option("--duration", "-d", help="Seconds of th
 
 
 def _options(engine: str, knobs: list[str] | None, warehouses: int, workdir: Path | None, results: Path | None,
+             dsn: str | None = None, bin_dir: Path | None = None, allow_changes: bool = False,
              **rest: object) -> api.BenchmarkOptions:
     return api.BenchmarkOptions(engine=engine, knobs=parse_assignments(knobs or []), warehouses=warehouses,
                                 workdir=workdir or api.default_workdir(), results=results or default_results_path(),
-                                **rest)
+                                connection=_connection(dsn, bin_dir, allow_changes), **rest)
+
+
+def _connection(dsn: str | None, bin_dir: Path | None, allow_changes: bool) -> dict[str, str]:
+    connection = {"dsn": dsn, "bin_dir": str(bin_dir) if bin_dir else None,
+                  "allow_changes": "yes" if allow_changes else None}
+    return {key: value for key, value in connection.items() if value}
 
 
 @app.command()
@@ -81,12 +94,13 @@ def _with_duration(experiment, duration: float):
 
 @app.command()
 def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 1, seed: Seed = 1,
-         workdir: Workdir = None) -> None:
+         workdir: Workdir = None, dsn: Dsn = None, bin_dir: BinDir = None, allow_changes: AllowChanges = False) -> None:
     """Build a TPC-C database from scratch (timed) and keep a pristine copy for later runs."""
-    options = _options(engine, knob, warehouses, workdir, None, seed=seed)
+    options = _options(engine, knob, warehouses, workdir, None, dsn, bin_dir, allow_changes, seed=seed)
     options.validate()
-    target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs)
-    result = api.load_database(target, warehouses, seed, LoadBars(out))
+    target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs, None, options.connection)
+    with api.running(target):
+        result = api.load_database(target, warehouses, seed, LoadBars(out))
     rows = sum(result.rows.values())
     out.print(f"Loaded {warehouses} warehouse(s), {rows:,} rows in [bold]{result.seconds:,.1f} s[/] "
               f"({result.seconds / warehouses:,.1f} s per warehouse) into {target.workdir / target.database}")
@@ -103,20 +117,26 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 
                                             help="Check consistency (3.3.2) after the run.")] = True,
         rebuild: Annotated[bool, typer.Option("--rebuild", help="Build the database again even if a "
                                               "pristine copy exists.")] = False,
-        workdir: Workdir = None, results: Results = None) -> None:
+        monitor: Annotated[bool, typer.Option("--monitor/--no-monitor", help="Sample OS and engine statistics "
+                                              "every second during the run.")] = True,
+        transactions: Annotated[str, typer.Option("--transactions", help="client (SQL sent by the driver), "
+                                                  "server (one stored-function call each), or auto: server "
+                                                  "where the engine has stored functions.")] = "auto",
+        workdir: Workdir = None, results: Results = None, dsn: Dsn = None, bin_dir: BinDir = None,
+        allow_changes: AllowChanges = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
-    options = _options(engine, knob, warehouses, workdir, results, terminals=terminals, warmup_s=warmup,
-                       duration_s=duration, seed=seed, keying_and_think=keying, mix=mix, check=check,
-                       rebuild=rebuild)
+    options = _options(engine, knob, warehouses, workdir, results, dsn, bin_dir, allow_changes, terminals=terminals,
+                       warmup_s=warmup, duration_s=duration, seed=seed, keying_and_think=keying, mix=mix,
+                       check=check, rebuild=rebuild, monitor=monitor, transactions=transactions)
     _run_and_show(options)
 
 
 @app.command("check")
 def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 1,
-                  workdir: Workdir = None) -> None:
+                  workdir: Workdir = None, dsn: Dsn = None, bin_dir: BinDir = None) -> None:
     """Check the twelve consistency conditions of 3.3.2 on the database of the last run."""
-    options = _options(engine, knob, warehouses, workdir, None)
-    target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs)
+    options = _options(engine, knob, warehouses, workdir, None, dsn, bin_dir)
+    target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs, None, options.connection)
     results = api.check_database(target)
     view.render_consistency(out, results)
     failed = [r for r in results if r.passed is False]
@@ -177,6 +197,8 @@ def _show(report: api.RunReport, histograms: bool, environment: bool) -> None:
     view.render_header(out, record)
     view.render_figures(out, report.figures, record.spec.keying_and_think)
     view.render_timeline(out, report.figures)
+    view.render_run_table(out, [api.run_column(report)])
+    view.render_monitoring(out, report.monitoring)
     if histograms:
         view.render_histograms(out, report.figures)
     view.render_bands(out, "Input validity (5.5.1.5)", report.validity)

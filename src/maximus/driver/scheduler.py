@@ -3,7 +3,8 @@
 Timeline: workers connect and report ready; the parent fixes the time origin and releases them;
 warm-up runs from the origin, then the measured window; terminals stop starting transactions at its
 end. Ctrl-C (or ``stop()``) ends the run early: workers finish their transaction and hand over
-their samples, and the run is marked interrupted.
+their samples, and the run is marked interrupted. A monitor, when given, starts sampling just
+before the release (it sees the workers' process ids) and stops after every worker has finished.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import queue
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 from maximus.driver.clock import SystemClock
 from maximus.driver.retry import RetryPolicy
@@ -56,6 +57,14 @@ class Observer(Protocol):
     def tick(self, elapsed_s: float, headline_done: int, all_done: int) -> None: ...
 
 
+class RunMonitor(Protocol):
+    """Samples statistics beside the run (``maximus.samplers.monitor.Monitor``); never raises."""
+
+    def start(self, origin: float, client_pids: Sequence[int]) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 class _Channels:
     def __init__(self, context: Any, terminals: int, single_writer: bool) -> None:
         self.outbox = context.Queue()
@@ -93,7 +102,7 @@ def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     ignore_interrupts()
     try:
         session = spec.engine.connect()
-        transactions = workload_named(spec.workload).transactions(spec.engine.dialect)
+        transactions = workload_named(spec.workload).transactions(spec.engine.dialect, spec.settings)
     except Exception as error:
         channels.outbox.put(("fatal", f"deferred worker {worker} could not start: {error}"))
         return
@@ -130,9 +139,10 @@ def _guarded(body: Any, channels: _Channels, index: int) -> None:
 class Run:
     """One driven run: start, observe, collect. ``stop()`` ends it early (interrupted)."""
 
-    def __init__(self, spec: DriveSpec, observer: Observer | None = None) -> None:
+    def __init__(self, spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor | None = None) -> None:
         self.spec = spec
         self.observer = observer
+        self.monitor = monitor
         self.context = multiprocessing.get_context("spawn")
         self.channels = _Channels(self.context, spec.terminals, spec.engine.capabilities.single_writer)
         self.samples: list[TxnSample] = []
@@ -154,6 +164,8 @@ class Run:
             self._interrupt(terminals, deferred)
         finally:
             self._reap(terminals + deferred)
+            if self.monitor:
+                self.monitor.stop()  # after the workers are gone: the last reading covers all their work
         return self._result(time.monotonic() - started)
 
     def stop(self) -> None:
@@ -177,6 +189,8 @@ class Run:
                 self.stop()
                 raise EngineError(self.errors[0] if self.errors else "a worker process failed to start")
         self.channels.origin.value = time.monotonic() + 0.05
+        if self.monitor:  # its first reading comes before any transaction starts
+            self.monitor.start(self.channels.origin.value, [p.pid for p in processes])
         self.channels.go.set()
         if self.observer:
             self.observer.started(self.spec.warmup_s, self.spec.duration_s)
@@ -236,8 +250,8 @@ class Run:
         return DriveResult(self.samples, self.facts, window, status, self.errors, elapsed)
 
 
-def drive(spec: DriveSpec, observer: Observer | None = None) -> DriveResult:
-    return Run(spec, observer).execute()
+def drive(spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor | None = None) -> DriveResult:
+    return Run(spec, observer, monitor).execute()
 
 
-__all__ = ["DriveResult", "DriveSpec", "Observer", "Outcome", "Run", "drive"]
+__all__ = ["DriveResult", "DriveSpec", "Observer", "Outcome", "Run", "RunMonitor", "drive"]

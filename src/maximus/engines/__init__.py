@@ -5,10 +5,11 @@ from __future__ import annotations
 import difflib
 
 from maximus.engines.base import Capabilities, Dialect, Engine, Session
+from maximus.engines.postgres import PostgresEngine
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.errors import UserError
 
-ENGINES: dict[str, type[Engine]] = {SQLiteEngine.name: SQLiteEngine}
+ENGINES: dict[str, type[Engine]] = {SQLiteEngine.name: SQLiteEngine, PostgresEngine.name: PostgresEngine}
 
 
 def engine_class(name: str) -> type[Engine]:

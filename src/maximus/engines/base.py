@@ -10,6 +10,7 @@ Contract (checked by ``tests/contracts/test_engines.py`` for every engine):
 - ``connect()`` returns a ``Session`` with the connection-time knobs applied.
 - ``classify(error)`` maps a driver exception to ``Outcome.RETRY`` or ``Outcome.FAILED``.
 - ``snapshot()`` / ``restore()`` save and bring back the loaded database, so runs start alike.
+- ``samplers()`` returns the engine's own statistics samplers for a run (may be empty).
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Sequence
 
 from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
+
+if TYPE_CHECKING:
+    from maximus.samplers.base import Sampler
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class Dialect:
     name: str
     clustered_table_suffix: str = ""  # appended to CREATE TABLE when a primary key clusters the rows
     for_update: str = ""  # appended to a SELECT that reads a row it will update
+    primary_keys_after_load: bool = False  # add primary keys after the data (bulk loads are faster)
 
 
 class Session(ABC):
@@ -71,14 +76,28 @@ class Engine(ABC):
     """A database management system under test, configured with validated knob settings."""
 
     name: ClassVar[str]
-    knobs: ClassVar[KnobCatalogue]
+    knobs: KnobCatalogue  # per instance, from catalogue(); engines with a fixed one set it on the class
     capabilities: ClassVar[Capabilities]
     dialect: ClassVar[Dialect]
 
-    def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None) -> None:
+    def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
+                 connection: Mapping[str, str] | None = None) -> None:
         self.workdir = Path(workdir)
         self.database = database
+        self.connection = dict(connection or {})  # engine-specific: a DSN, a binary directory, ...
+        self.knobs = self.catalogue(self.connection)
         self.settings = self.knobs.resolve(settings or {})
+
+    @classmethod
+    def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
+        """The knobs this engine accepts. A fixed catalogue is the class attribute ``knobs``; a server
+        engine may ask the server itself which settings it has."""
+        return cls.knobs
+
+    @classmethod
+    def documented_knobs(cls) -> list[str]:
+        """Knob names the README must document (all of a fixed catalogue)."""
+        return [knob.name for knob in cls.knobs]
 
     @property
     def effective_settings(self) -> dict[str, str]:
@@ -147,6 +166,15 @@ class Engine(ABC):
     def reported_settings(self, session: Session) -> dict[str, str]:
         """The settings as the engine itself reports them on a live session: proof the knobs took effect."""
         return {}
+
+    def samplers(self) -> list[Sampler]:
+        """Fresh samplers of the engine's own statistics for one run (none by default).
+
+        They run in the parent process beside the OS sampler (see ``maximus.samplers.base``). A
+        server engine's sampler also reports its server processes as the process group ``server``
+        (``process_*{group=server}``), so the server's CPU is told from the client's.
+        """
+        return []
 
     def creation_settings(self) -> dict[str, str]:
         """The effective values of knobs that are fixed when the database is built."""

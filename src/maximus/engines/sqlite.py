@@ -13,6 +13,7 @@ from maximus.errors import UserError
 from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue, Size
 from maximus.knobs.registry import parse_size
 from maximus.records import Outcome
+from maximus.samplers.sqlite import SQLiteSampler
 
 _SIDE_FILES = ("-journal", "-wal", "-shm")
 _RETRYABLE = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
@@ -164,6 +165,11 @@ class SQLiteEngine(Engine):
 
     def data_path(self) -> Path:
         return self.workdir
+
+    def samplers(self) -> list[SQLiteSampler]:
+        settings = self.effective_settings
+        return [SQLiteSampler(self.path, wal=settings["journal_mode"] == "wal",
+                              exclusive=settings["locking_mode"] == "exclusive")]
 
     def _copy_checkpointed(self, source: Path, target: Path) -> None:
         connection = sqlite3.connect(source, isolation_level=None)

@@ -208,7 +208,7 @@ def _hygiene(source: _Source, table: Any) -> Hygiene:
 def _resolve(source: _Source, where: tuple, engine: str, settings: Any) -> dict[str, str]:
     if not isinstance(settings, dict):
         raise source.error(where, "expected a table of knob = value")
-    catalogue = engine_class(engine).knobs
+    catalogue = engine_class(engine).catalogue({})
     resolved = {}
     for name, value in settings.items():
         if isinstance(value, (dict, list)):
@@ -222,7 +222,7 @@ def _resolve(source: _Source, where: tuple, engine: str, settings: Any) -> dict[
 
 def _steps(source: _Source, data: Mapping, engine: str) -> tuple[Step, ...]:
     baseline = _resolve(source, ("baseline",), engine, data.get("baseline", {}))
-    catalogue = engine_class(engine).knobs
+    catalogue = engine_class(engine).catalogue({})
     steps = [Step("baseline", baseline, catalogue.with_defaults(baseline))]
     raw_steps = data.get("steps", [])
     if not isinstance(raw_steps, list):

@@ -157,6 +157,8 @@ class KnobCatalogue:
     def _unknown_message(self, name: str) -> str:
         close = difflib.get_close_matches(name, list(self._knobs), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
+        if len(self._knobs) > 20:  # a server's hundreds of settings help nobody in one line
+            return f"unknown {self.engine} knob {name!r}{hint}"
         return f"unknown {self.engine} knob {name!r}{hint} (known: {', '.join(sorted(self._knobs))})"
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from maximus import environment
 from maximus.analysis.metrics import RunFigures
+from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring
 from maximus.store.store import ConsistencyRecord, RunRecord
 from maximus.workloads.tpcc.constants import RESPONSE_TIME_LIMIT
 from maximus.workloads.tpcc.validity import BandResult
@@ -153,3 +154,131 @@ def render_histograms(console: Console, figures: RunFigures) -> None:
             table.add_row(_ms(low), _ms(high), f"{count:,}", "█" * round(30 * count / peak))
         table.add_row("beyond", "", f"{t.histogram.beyond:,}", "")
         console.print(table)
+
+
+# --- the seeds' run table and the monitoring details -------------------------------------------------
+
+
+def _figure(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def _monitored_rows(m: MonitoringFigures) -> list[str]:
+    cpu, disk = m.cpu, m.disk
+    return [_figure(cpu and cpu.user), _figure(cpu and cpu.system), _figure(cpu and cpu.iowait),
+            _figure(cpu and cpu.idle), _figure(disk and disk.reads_per_s), _figure(disk and disk.writes_per_s),
+            _figure(disk and disk.io_mb_per_s, 2), _figure(disk and disk.read_wait_ms, 2),
+            _figure(disk and disk.write_wait_ms, 2), _figure(m.log_sync_wait_ms, 2),
+            _figure(m.data_read_wait_ms, 2), _figure(m.tps_per_cpu_second, 0)]
+
+
+_MONITORED_LABELS = ("CPU user %", "CPU sys %", "CPU iowait %", "CPU idle %", "Reads/s (data device)",
+                     "Writes/s (data device)", "I/O rate MB/s", "Device read wait ms", "Device write wait ms",
+                     "Log sync wait ms", "Data-file read wait ms", "TPS per CPU-second")
+
+
+def run_table_rows(columns: Sequence[RunColumn]) -> list[tuple[str, list[str]]]:
+    """The rows of the seeds' run table, one cell per column: tpmC, CPU, I/O, waits, then latencies.
+
+    A latency cell is p90 / average / maximum in ms over the measured window; "-" marks a figure the
+    run did not measure (see docs/monitoring.md for what each engine provides).
+    """
+    if not columns:
+        return []
+    rows = [("tpmC", [f"{c.figures.tpmc:,}" for c in columns])]
+    monitored = [_monitored_rows(c.monitoring) for c in columns]
+    rows += [(label, [cells[i] for cells in monitored]) for i, label in enumerate(_MONITORED_LABELS)]
+    for i, name in enumerate(t.name for t in columns[0].figures.transactions):
+        cells = []
+        for c in columns:
+            latency = c.figures.transactions[i].latency
+            cells.append(f"{_ms(latency.p90)} / {_ms(latency.average)} / {_ms(latency.maximum)}")
+        rows.append((f"{transaction_label(name)} p90 / avg / max ms", cells))
+    return rows
+
+
+def render_run_table(console: Console, columns: Sequence[RunColumn]) -> None:
+    """The seeds' run table: one column per run, headed by its terminal count."""
+    if not columns:
+        return
+    table = Table(title="Run table (measured window)", title_justify="left")
+    table.add_column("Terminals")
+    for column in columns:
+        table.add_column(column.label, justify="right")
+    for label, cells in run_table_rows(columns):
+        table.add_row(label, *cells)
+    console.print(table)
+
+
+def monitoring_lines(run: RunMonitoring) -> list[str]:
+    """The monitoring details under the run table, as plain lines (rich markup allowed)."""
+    m = run.figures
+    if not m.monitored:
+        return ["Monitoring: none stored for this run (run with --no-monitor, or before monitoring existed)."]
+    lines = [_groups_line(m, run.embedded)]
+    if m.disk:
+        d = m.disk
+        lines.append(f"Data device {d.device}: {d.read_mb_per_s:,.2f} MB/s read, {d.written_mb_per_s:,.2f} MB/s "
+                     f"written, busy {d.busy_percent:.0f} %")
+    if m.context_switches_per_s is not None:
+        lines.append(f"Context switches: {m.context_switches_per_s:,.0f}/s"
+                     + (f" · CPU steal {m.cpu.steal:.1f} %" if m.cpu and m.cpu.steal else ""))
+    lines += [*_engine_lines(m), *_check_lines(run)]
+    if m.sampling_cpu_seconds is not None:
+        lines.append(f"Monitoring cost: {m.sampling_cpu_seconds * 1000:,.0f} ms of CPU for the whole run")
+    return lines
+
+
+def _groups_line(m: MonitoringFigures, embedded: bool) -> str:
+    parts = [f"{name} {g.cpus:.2f} CPUs ({g.processes} process{'es' if g.processes != 1 else ''})"
+             for name, g in m.groups.items()]
+    line = "Process CPU in the window: " + (" · ".join(parts) or "-")
+    if embedded:
+        line += ("\n  [dim]embedded engine: the database works inside the client processes, so their CPU is the "
+                 "database's too; the client-bound check applies to server engines only[/]")
+    elif "server" not in m.groups:
+        line += "\n  [dim]the engine's samplers reported no server processes: no client-bound check[/]"
+    elif m.client_bound:
+        line += f"\n  [yellow]{m.client_bound}[/]"
+    return line
+
+
+def _statistic(s: EngineStatistic) -> str:
+    labels = " ".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+    if s.per_second is not None:
+        value = f"+{s.value:,.0f} ({s.per_second:,.1f}/s)"
+    else:
+        value = environment.format_bytes(int(s.value)) if s.unit == "bytes" else f"{s.value:,.0f} {s.unit}"
+    return f"{labels} {value}" if labels else value
+
+
+def _engine_lines(m: MonitoringFigures) -> list[str]:
+    """Engine samplers' own statistics, one line per name: counters as increase and rate, gauges at the end."""
+    by_name: dict[tuple[str, str], list[EngineStatistic]] = {}
+    for s in m.engine:
+        by_name.setdefault((s.source, s.name), []).append(s)
+    lines = [f"{source} {name}: " + " · ".join(map(_statistic, stats)) for (source, name), stats in by_name.items()]
+    if m.waits:
+        top = " · ".join(f"{w.event} {w.seconds:,.1f} s" + (f" (avg {w.average_ms:.2f} ms)" if w.average_ms else "")
+                         for w in m.waits)
+        lines.append(f"Top wait events: {top}")
+    if m.buffer_hit_ratio is not None:
+        lines.append(f"Buffer hit ratio: {m.buffer_hit_ratio:.2%}")
+    missing = [what for what, absent in (("wait events (so no log-sync or data-file read wait)", not m.waits),
+                                         ("buffer hit ratio", m.buffer_hit_ratio is None)) if absent]
+    if missing:
+        samplers = ", ".join(s for s in m.sources if s != "monitor")
+        lines.append(f"[dim]Not reported by this run's samplers ({samplers}): {' and '.join(missing)}; see "
+                     "docs/monitoring.md[/]")
+    return lines
+
+
+def _check_lines(run: RunMonitoring) -> list[str]:
+    return [f"Cross-check {c.name}: {'[green]ok[/]' if c.passed else '[bold red]MISMATCH[/]'} ({c.detail})"
+            for c in run.checks]
+
+
+def render_monitoring(console: Console, run: RunMonitoring) -> None:
+    console.print("[bold]Monitoring[/] (measured window)")
+    for line in monitoring_lines(run):
+        console.print(line)

@@ -39,6 +39,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             name TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL DEFAULT '', labels TEXT NOT NULL DEFAULT '')""",
         "CREATE INDEX metric_samples_by_run ON metric_samples (run_id, source, name)",
     ),
+    (  # version 3: run options such as the transaction mode (client-side SQL or stored functions)
+        "ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}'",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 
 from maximus.errors import UserError
 from maximus.records import Outcome, RunSpec, RunStatus, TxnSample, Window
+from maximus.samplers.base import MetricSample
 from maximus.store.schema import migrate
 
 
@@ -97,14 +98,14 @@ class ResultsStore:
                 "INSERT INTO runs (started_at, status, engine, workload, warehouses, terminals, warmup_s, duration_s,"
                 " seed, keying_and_think, mix, knobs, effective_knobs, engine_settings, database, load_seconds,"
                 " loaded_in_run, load_seed, constants, environment, warnings, window_start, window_end,"
-                " experiment_id, plan_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                " ?, ?)",
+                " experiment_id, plan_key, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " ?, ?, ?, ?, ?, ?)",
                 (_now(), RunStatus.RUNNING.value, spec.engine, spec.workload, spec.warehouses, spec.terminals,
                  spec.warmup_s, spec.duration_s, spec.seed, int(spec.keying_and_think), spec.mix,
                  json.dumps(dict(spec.knobs)), json.dumps(dict(effective_knobs)), json.dumps(dict(engine_settings)),
                  spec.database, load_seconds, int(loaded_in_run), load_seed, json.dumps(dict(constants)),
                  json.dumps(environment), json.dumps(list(warnings)), window.start, window.end, experiment_id,
-                 plan_key))
+                 plan_key, json.dumps(dict(spec.options))))
         return int(cursor.lastrowid)
 
     def finish_run(self, run_id: int, status: RunStatus, samples: Iterable[TxnSample], facts: Mapping[str, int],
@@ -195,18 +196,33 @@ class ResultsStore:
     def _record(row: tuple) -> RunRecord:
         (run_id, started, finished, status, engine, workload, warehouses, terminals, warmup, duration, seed, keyed,
          mix, knobs, effective, settings, database, load_s, loaded, load_seed, constants, environment, warnings,
-         errors, w_start, w_end, elapsed, experiment_id, plan_key) = row
+         errors, w_start, w_end, elapsed, experiment_id, plan_key, options) = row
         spec = RunSpec(engine, json.loads(knobs), workload, warehouses, terminals, warmup, duration, seed,
-                       bool(keyed), mix, database)
+                       bool(keyed), mix, database, json.loads(options))
         return RunRecord(run_id, started, finished, RunStatus(status), spec, json.loads(effective),
                          json.loads(settings), load_s, bool(loaded), load_seed, json.loads(constants),
                          json.loads(environment), tuple(json.loads(warnings)), tuple(json.loads(errors)),
                          Window(w_start, w_end), elapsed, experiment_id, plan_key)
 
+    def add_metric_samples(self, run_id: int, samples: Iterable[MetricSample]) -> None:
+        """Store a run's raw monitoring samples (labels as JSON), in one transaction."""
+        with self._db:
+            self._db.executemany(
+                "INSERT INTO metric_samples (run_id, time, source, name, value, unit, labels)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((run_id, s.time, s.source, s.name, s.value, s.unit, s.labels_text()) for s in samples))
+
+    def metric_samples(self, run_id: int) -> list[MetricSample]:
+        """A run's monitoring samples in time order; empty for an unmonitored run."""
+        rows = self._db.execute("SELECT time, source, name, value, unit, labels FROM metric_samples"
+                                " WHERE run_id = ? ORDER BY time, rowid", (run_id,))
+        return [MetricSample(t, source, name, value, unit, json.loads(labels or "{}"))
+                for t, source, name, value, unit, labels in rows]
+
 
 _SELECT_RUN = ("SELECT id, started_at, finished_at, status, engine, workload, warehouses, terminals, warmup_s,"
                " duration_s, seed, keying_and_think, mix, knobs, effective_knobs, engine_settings, database,"
                " load_seconds, loaded_in_run, load_seed, constants, environment, warnings, errors, window_start,"
-               " window_end, elapsed_s, experiment_id, plan_key FROM runs")
+               " window_end, elapsed_s, experiment_id, plan_key, options FROM runs")
 _SELECT_EXPERIMENT = ("SELECT id, name, created_at, finished_at, source_path, source_text, plan, status"
                       " FROM experiments")

@@ -27,7 +27,8 @@ class Workload(ABC):
     def expected_rows(self, scale: int) -> Mapping[str, int]: ...
 
     @abstractmethod
-    def transactions(self, dialect: Dialect) -> Mapping[str, Any]: ...
+    def transactions(self, dialect: Dialect, settings: Any = None) -> Mapping[str, Any]:
+        """The transaction objects for this dialect, as the run's settings want them (e.g. server-side)."""
 
     @abstractmethod
     def check(self, session: Session, fresh: bool) -> list[Any]: ...

@@ -14,6 +14,7 @@ from maximus.workloads.tpcc.new_order import NewOrder
 from maximus.workloads.tpcc.order_status import OrderStatus
 from maximus.workloads.tpcc.payment import Payment
 from maximus.workloads.tpcc.stock_level import StockLevel
+from maximus.workloads.tpcc.server_side import ServerSide
 from maximus.workloads.tpcc.transaction import Home, Transaction
 
 TRANSACTION_TYPES = (NewOrder, Payment, OrderStatus, Delivery, StockLevel)
@@ -40,8 +41,12 @@ class Tpcc(Workload):
     def expected_rows(self, scale: int) -> Mapping[str, int]:
         return generate.expected_rows(scale)
 
-    def transactions(self, dialect: Dialect) -> dict[str, Transaction]:
-        return {kind.name: kind(dialect) for kind in TRANSACTION_TYPES}
+    def transactions(self, dialect: Dialect, settings: TpccRunSettings | None = None) -> dict[str, Transaction]:
+        """Client-side transactions, or wrapped as stored-function calls when the run asks for them."""
+        client_side = {kind.name: kind(dialect) for kind in TRANSACTION_TYPES}
+        if settings is None or not settings.server_side:
+            return client_side
+        return {name: ServerSide(transaction) for name, transaction in client_side.items()}
 
     def emulator(self, settings: TpccRunSettings, terminal: int, dialect: Dialect) -> TerminalEmulator:
         return TerminalEmulator(settings, terminal, dialect)

@@ -29,6 +29,9 @@ class Delivery:
     def draw(self, rng: TpccRandom, home: Home) -> DeliveryInput:
         return DeliveryInput(home.w_id, rng.uniform(1, 10))
 
+    def call(self, inputs: DeliveryInput) -> tuple[str, tuple]:
+        return "SELECT tpcc_delivery(?, ?, ?::timestamp)", (inputs.w_id, inputs.carrier_id, now_text())
+
     def facts(self, inputs: DeliveryInput) -> dict[str, int]:
         return {}
 

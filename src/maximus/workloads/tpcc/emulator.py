@@ -22,6 +22,7 @@ class TpccRunSettings:
     constants: NURandConstants  # C-Run (2.1.6.1), the same for all terminals
     weights: Mapping[str, float] | None = None  # None: the 23-card deck
     keying_and_think: bool = False
+    server_side: bool = False  # each transaction one stored-function call
 
 
 class TerminalEmulator:
@@ -36,7 +37,7 @@ class TerminalEmulator:
         self.home = home_of(index, settings.warehouses)
         self.rng = TpccRandom(f"{settings.seed}/terminal/{index}", settings.constants)
         self.mix = make_mix(random.Random(f"{settings.seed}/mix/{index}"), settings.weights)
-        self.transactions: dict[str, Transaction] = Tpcc().transactions(dialect)
+        self.transactions: dict[str, Transaction] = Tpcc().transactions(dialect, settings)
 
     def next(self) -> tuple[Transaction, Any]:
         transaction = self.transactions[self.mix.next()]

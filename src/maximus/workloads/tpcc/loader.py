@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from maximus import __version__
 from maximus.engines.base import Engine, Session
-from maximus.errors import UserError
+from maximus.errors import EngineError, UserError
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.random import NURandConstants
+from maximus.workloads.tpcc.server_side import procedures_sql
 
 Progress = Callable[[str, int], None]  # (table, rows just written)
 
@@ -48,8 +51,11 @@ def load(engine: Engine, warehouses: int, seed: int, progress: Progress = lambda
     session = engine.connect()
     try:
         rows = _populate(engine, session, warehouses, seed, constants, progress)
-        for statement in schema.index_statements() + ["ANALYZE"]:
+        for statement in schema.index_statements(engine.dialect) + ["ANALYZE"]:
             session.execute(statement)
+        procedures = procedures_sql(engine.dialect)
+        if procedures:
+            session.execute(procedures)
         seconds = time.perf_counter() - started
         _write_meta(session, warehouses, seed, constants, seconds, engine.creation_settings())
     finally:
@@ -63,21 +69,76 @@ def _populate(engine: Engine, session: Session, warehouses: int, seed: int, cons
         session.execute(statement)
     rows: dict[str, int] = {}
     since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    for chunks in _chunk_groups(warehouses, seed, constants.c_last, since):
-        session.begin()
-        for chunk in chunks:
-            engine.bulk_insert(session, chunk.table, chunk.columns, chunk.rows)
-            rows[chunk.table] = rows.get(chunk.table, 0) + len(chunk.rows)
-            progress(chunk.table, len(chunk.rows))
-        session.commit()
+    tally = _tally(rows, progress)
+    _write(engine, session, generate.items(seed), tally)
+    workers = _loader_processes(engine, warehouses)
+    if workers == 1:
+        for w_id in range(1, warehouses + 1):
+            _write(engine, session, generate.warehouse_chunks(seed, w_id, constants.c_last, since), tally)
+    else:
+        _parallel(engine, warehouses, seed, constants.c_last, since, workers, tally)
     return rows
 
 
-def _chunk_groups(warehouses: int, seed: int, c_load: int, since: str) -> Iterator[Iterator[generate.Chunk]]:
-    """One group per commit: the items, then one warehouse at a time."""
-    yield generate.items(seed)
-    for w_id in range(1, warehouses + 1):
-        yield generate.warehouse_chunks(seed, w_id, c_load, since)
+def _tally(rows: dict[str, int], progress: Progress) -> Progress:
+    def count(table: str, written: int) -> None:
+        rows[table] = rows.get(table, 0) + written
+        progress(table, written)
+    return count
+
+
+def _write(engine: Engine, session: Session, chunks: Iterator[generate.Chunk], tally: Progress) -> None:
+    """One commit per group of chunks (the items, or one warehouse)."""
+    session.begin()
+    for chunk in chunks:
+        engine.bulk_insert(session, chunk.table, chunk.columns, chunk.rows)
+        tally(chunk.table, len(chunk.rows))
+    session.commit()
+
+
+def _loader_processes(engine: Engine, warehouses: int) -> int:
+    """Engines with concurrent writers load warehouses in parallel, one process per core."""
+    if engine.capabilities.single_writer or warehouses < 2:
+        return 1
+    return max(1, min(os.cpu_count() or 1, warehouses))
+
+
+def _parallel(engine: Engine, warehouses: int, seed: int, c_load: int, since: str, workers: int,
+              tally: Progress) -> None:
+    """Warehouses dealt round-robin to worker processes; each generates and streams its own."""
+    context = multiprocessing.get_context("spawn")
+    reports = context.Queue()
+    shares = [list(range(first, warehouses + 1, workers)) for first in range(1, workers + 1)]
+    processes = [context.Process(target=_load_share, args=(engine, seed, c_load, since, share, reports), daemon=True)
+                 for share in shares]
+    for process in processes:
+        process.start()
+    finished, failures = 0, []
+    while finished < len(processes):
+        kind, *payload = reports.get()
+        if kind == "rows":
+            tally(*payload)
+        else:
+            finished += 1
+            failures += [payload[0]] if payload and payload[0] else []
+    for process in processes:
+        process.join()
+    if failures:
+        raise EngineError(f"a loader process failed: {failures[0]}")
+
+
+def _load_share(engine: Engine, seed: int, c_load: int, since: str, w_ids: list[int], reports: Any) -> None:
+    try:
+        session = engine.connect()
+        try:
+            for w_id in w_ids:
+                _write(engine, session, generate.warehouse_chunks(seed, w_id, c_load, since),
+                       lambda table, written: reports.put(("rows", table, written)))
+        finally:
+            session.close()
+        reports.put(("done", ""))
+    except Exception as error:  # reported to the parent, which fails the load with it
+        reports.put(("done", f"{type(error).__name__}: {error}"))
 
 
 def _write_meta(session: Session, warehouses: int, seed: int, constants: NURandConstants, seconds: float,

@@ -60,6 +60,12 @@ class NewOrder:
         supply = rng.other_warehouse(home.w_id, home.warehouses) if remote else home.w_id
         return OrderLine(i_id, supply, rng.uniform(1, 10))
 
+    def call(self, inputs: NewOrderInput) -> tuple[str, tuple]:
+        lines = inputs.lines
+        return ("SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, ?::timestamp)",
+                (inputs.w_id, inputs.d_id, inputs.c_id, [line.i_id for line in lines],
+                 [line.supply_w_id for line in lines], [line.quantity for line in lines], now_text()))
+
     def facts(self, inputs: NewOrderInput) -> dict[str, int]:
         remote = sum(line.supply_w_id != inputs.w_id for line in inputs.lines)
         return {"order_lines": len(inputs.lines), "remote_order_lines": remote}

@@ -33,6 +33,9 @@ class OrderStatus:
             return OrderStatusInput(home.w_id, d_id, None, rng.customer_last_name())
         return OrderStatusInput(home.w_id, d_id, rng.customer_id(), None)
 
+    def call(self, inputs: OrderStatusInput) -> tuple[str, tuple]:
+        return "SELECT tpcc_order_status(?, ?, ?, ?)", (inputs.w_id, inputs.d_id, inputs.c_id, inputs.c_last)
+
     def facts(self, inputs: OrderStatusInput) -> dict[str, int]:
         return {"by_name": int(inputs.c_id is None)}
 

@@ -45,6 +45,11 @@ class Payment:
         c_id, c_last = (None, rng.customer_last_name()) if by_name else (rng.customer_id(), None)
         return PaymentInput(home.w_id, d_id, c_w_id, c_d_id, c_id, c_last, rng.money(100, 500_000))
 
+    def call(self, inputs: PaymentInput) -> tuple[str, tuple]:
+        return ("SELECT tpcc_payment(?, ?, ?, ?, ?, ?, ?::numeric, ?::timestamp)",
+                (inputs.w_id, inputs.d_id, inputs.c_w_id, inputs.c_d_id, inputs.c_id, inputs.c_last,
+                 f"{inputs.amount:.2f}", now_text()))
+
     def facts(self, inputs: PaymentInput) -> dict[str, int]:
         return {"remote": int(inputs.remote), "by_name": int(inputs.c_id is None)}
 

@@ -90,7 +90,7 @@ META_TABLE = "maximus_meta"
 
 def create_table_sql(table: Table, dialect: Dialect) -> str:
     columns = [f"{name} {kind}" for name, kind in table.columns]
-    if table.primary_key:
+    if table.primary_key and not dialect.primary_keys_after_load:
         columns.append(f"PRIMARY KEY ({', '.join(table.primary_key)})")
     suffix = dialect.clustered_table_suffix if table.primary_key else ""
     return f"CREATE TABLE {table.name} ({', '.join(columns)}){suffix}"
@@ -105,5 +105,8 @@ def schema_statements(dialect: Dialect) -> list[str]:
     return tables + [f"CREATE TABLE {META_TABLE} (name VARCHAR(64) PRIMARY KEY, value VARCHAR(4000))"]
 
 
-def index_statements() -> list[str]:
-    return [create_index_sql(*index) for index in INDEXES]
+def index_statements(dialect: Dialect) -> list[str]:
+    """Statements run after the data is in: primary keys (where added late), then secondary indexes."""
+    keys = [f"ALTER TABLE {t.name} ADD PRIMARY KEY ({', '.join(t.primary_key)})"
+            for t in TABLES if t.primary_key and dialect.primary_keys_after_load]
+    return keys + [create_index_sql(*index) for index in INDEXES]

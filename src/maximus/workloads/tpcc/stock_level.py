@@ -29,6 +29,9 @@ class StockLevel:
         """2.8.1: the terminal's own warehouse and district (2.8.1.1), threshold 10..20."""
         return StockLevelInput(home.w_id, home.d_id, rng.uniform(*STOCK_THRESHOLD_RANGE))
 
+    def call(self, inputs: StockLevelInput) -> tuple[str, tuple]:
+        return "SELECT tpcc_stock_level(?, ?, ?)", (inputs.w_id, inputs.d_id, inputs.threshold)
+
     def facts(self, inputs: StockLevelInput) -> dict[str, int]:
         return {}
 

@@ -39,6 +39,9 @@ class Transaction(Protocol):
     def facts(self, inputs: Any) -> dict[str, int]:
         """Counts the validity bands of 5.5.1.5 need, e.g. {"remote": 1}."""
 
+    def call(self, inputs: Any) -> tuple[str, tuple]:
+        """The stored-function call that does the same work server-side (see sql/<dialect>.sql)."""
+
 
 def now_text() -> str:
     """The current UTC time, in the same form the loader writes dates (4.3.3.1: current date/time)."""

@@ -1,0 +1,262 @@
+"""PostgreSQL benchmark: the Maximus build and driver against the C tools, measured side by side in one run.
+
+1. Build: Maximus builds N warehouses (generation + COPY streams + keys, indexes, ANALYZE) against the
+   time to COPY the same rows, already generated into files on disk, into the same fresh schema with
+   the same keys and indexes (target: ratio <= 1.3).
+2. Run: New-Orders per minute of the Maximus driver (server-side mode: one PL/pgSQL call per transaction)
+   against pgbench, a C client, calling the same functions with the same mix (target: ratio >= 0.95).
+   Client and server CPU seconds per 1,000 transactions are printed for both.
+
+Server configuration (the issue's): shared_buffers=2GB, max_wal_size=8GB, checkpoint_timeout=15min,
+synchronous_commit=on, read committed; no keying or think times. Usage:
+
+    .venv/bin/python bench/postgres_tpcc.py [--warehouses 4] [--duration 60] [--clients 4,8] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+from maximus import api
+from maximus.engines import _process
+from maximus.workloads.tpcc import generate, schema
+from maximus.workloads.tpcc.server_side import procedures_sql
+
+KNOBS = {"shared_buffers": "2GB", "max_wal_size": "8GB", "checkpoint_timeout": "15min", "synchronous_commit": "on"}
+NAMES = "ARRAY['BAR','OUGHT','ABLE','PRI','PRES','ESE','ANTI','CALLY','ATION','EING']"
+MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
+
+
+def main() -> None:
+    options = _arguments()
+    workdir = Path(tempfile.mkdtemp(prefix="maximus-bench-pg-", dir="/var/tmp"))
+    workdir.chmod(0o755)
+    try:
+        engine = api.make_engine("postgres", workdir, options.warehouses, KNOBS)
+        print(f"PostgreSQL {engine.version()} managed in {workdir}; knobs {KNOBS}; read committed; "
+              f"{options.warehouses} warehouses; no keying/think times\n")
+        with api.running(engine):
+            _build(engine, options.warehouses, workdir)
+        _runs(options, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--warehouses", type=int, default=4)
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--warmup", type=float, default=10.0)
+    parser.add_argument("--clients", default="4,8")
+    parser.add_argument("--quick", action="store_true", help="1 warehouse, 10 s runs, 4 clients")
+    options = parser.parse_args()
+    if options.quick:
+        options.warehouses, options.duration, options.warmup, options.clients = 1, 10.0, 3.0, "4"
+    options.client_counts = [int(c) for c in options.clients.split(",")]
+    return options
+
+
+# -- build --------------------------------------------------------------------------------------------
+
+def _build(engine, warehouses: int, workdir: Path) -> None:
+    started = time.perf_counter()
+    result = api.load_database(engine, warehouses, seed=1)
+    maximus_s = time.perf_counter() - started
+    files = _write_files(workdir / "copy-files", warehouses)
+    copy_s = _copy_from_files(engine, files)
+    print("1. Build")
+    print(f"  Maximus build (generate + COPY + keys + indexes + ANALYZE): {maximus_s:7.1f} s "
+          f"({result.seconds:.1f} s inside the loader)")
+    print(f"  COPY of the same rows from files + keys + indexes + ANALYZE: {copy_s:6.1f} s")
+    print(f"  ratio Maximus / COPY-from-files: {maximus_s / copy_s:.2f}  (target <= 1.3)")
+    print(f"  peers (quoted from the issue): BenchBase 42 s, HammerDB 56 s, sysbench-tpcc 62 s, go-tpc 143 s "
+          f"for 4 warehouses; Maximus is {42 / maximus_s * warehouses / 4:.1f}x the fastest per warehouse\n")
+
+
+def _write_files(directory: Path, warehouses: int) -> dict[str, Path]:
+    """The loader's rows, in COPY text format, one file per table (not timed)."""
+    directory.mkdir()
+    files = {table.name: directory / f"{table.name}.copy" for table in schema.TABLES}
+    handles = {name: path.open("w") for name, path in files.items()}
+    chunks = [generate.items(1)] + [generate.warehouse_chunks(1, w, 0, "2026-01-01 00:00:00")
+                                    for w in range(1, warehouses + 1)]
+    for group in chunks:
+        for chunk in group:
+            handles[chunk.table].writelines("\t".join(_text(v) for v in row) + "\n" for row in chunk.rows)
+    for handle in handles.values():
+        handle.close()
+    _process.give_to_server_user(directory)
+    return files
+
+
+def _text(value: object) -> str:
+    return "\\N" if value is None else str(value)
+
+
+def _copy_from_files(engine, files: dict[str, Path]) -> float:
+    with api.running(engine):
+        with psycopg.connect(engine._dsn("postgres"), autocommit=True) as admin:
+            admin.execute('DROP DATABASE IF EXISTS "copy_baseline"')
+            admin.execute('CREATE DATABASE "copy_baseline"')
+        with psycopg.connect(engine._dsn("copy_baseline"), autocommit=True) as db:
+            started = time.perf_counter()
+            for statement in schema.schema_statements(engine.dialect):
+                db.execute(statement)
+            for table, path in files.items():
+                db.execute(f"COPY {table} FROM '{path}'")
+            for statement in schema.index_statements(engine.dialect) + ["ANALYZE"]:
+                db.execute(statement)
+            return time.perf_counter() - started
+
+
+# -- runs ---------------------------------------------------------------------------------------------
+
+def _runs(options: argparse.Namespace, workdir: Path) -> None:
+    print("2. Runs (server-side transactions, same functions, same mix 45/43/4/4/4)")
+    print(f"  {'client':<9}{'clients':>8}{'NO/min':>10}{'TPS':>9}{'client CPU ms/txn':>19}{'server CPU ms/txn':>19}")
+    for clients in options.client_counts:
+        maximus = _maximus_run(options, workdir, clients)
+        pgbench = _pgbench_run(options, workdir, clients)
+        for name, figures in (("Maximus", maximus), ("pgbench", pgbench)):
+            print(f"  {name:<9}{clients:>8}{figures['no_per_min']:>10,.0f}{figures['tps']:>9,.0f}"
+                  f"{figures['client_ms']:>19.3f}{figures['server_ms']:>19.3f}")
+        print(f"  ratio Maximus / pgbench New-Orders/min at {clients} clients: "
+              f"{maximus['no_per_min'] / pgbench['no_per_min']:.2f}  (target >= 0.95)")
+    print("  peers (quoted from the issue, 4/8 clients): HammerDB ~63,000/62,500, BenchBase 45,800/52,600, "
+          "go-tpc 45,300/46,100 New-Orders/min")
+
+
+def _maximus_run(options: argparse.Namespace, workdir: Path, clients: int) -> dict[str, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    self_before = resource.getrusage(resource.RUSAGE_SELF)
+    run_options = api.BenchmarkOptions(engine="postgres", knobs=KNOBS, warehouses=options.warehouses,
+                                       terminals=clients, warmup_s=options.warmup, duration_s=options.duration,
+                                       workdir=workdir, results=workdir / "results.db", check=False,
+                                       transactions="server", monitor=False)
+    server = _ServerCpu(workdir)
+    outcome = api.run_benchmark(run_options, server)
+    client_s = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN), before) + \
+        _cpu(resource.getrusage(resource.RUSAGE_SELF), self_before)
+    store = api.open_results(workdir / "results.db")
+    figures = api.analyse_run(store, outcome.run_id).figures
+    store.close()
+    transactions = sum(1 for s in outcome.result.samples if not s.transaction.startswith("deferred_"))
+    total_s = options.warmup + options.duration
+    return {"no_per_min": figures.tpmc, "tps": figures.tpm / 60, "client_ms": 1000 * client_s / transactions,
+            "server_ms": 1000 * server.seconds(total_s) / transactions}
+
+
+class _ServerCpu:
+    """Reads the postmaster's CPU (its own and its reaped backends') at the start and end of the run."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir, self.pid, self.start, self.end = workdir, 0, 0.0, 0.0
+
+    def started(self, warmup_s: float, duration_s: float) -> None:
+        self.pid = int(next(self.workdir.glob("postgres-*/data/postmaster.pid")).read_text().split()[0])
+        self.start = self.end = _process_cpu(self.pid)
+
+    def tick(self, elapsed_s: float, headline_done: int, all_done: int) -> None:
+        self.end = _process_cpu(self.pid) + _live_children_cpu(self.pid)
+
+    def seconds(self, total_s: float) -> float:
+        return self.end - self.start
+
+
+def _process_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / _ticks()
+
+
+def _live_children_cpu(pid: int) -> float:
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / _ticks()
+    return total
+
+
+def _ticks() -> int:
+    import os
+
+    return os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(after: resource.struct_rusage, before: resource.struct_rusage) -> float:
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _pgbench_run(options: argparse.Namespace, workdir: Path, clients: int) -> dict[str, float]:
+    engine = api.make_engine("postgres", workdir, options.warehouses, KNOBS)
+    scripts = _pgbench_scripts(workdir / "pgbench", options.warehouses)
+    with api.running(engine):
+        engine.restore()
+        postmaster = int((engine.data_dir / "postmaster.pid").read_text().split()[0])
+        server_before = _process_cpu(postmaster)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        command = ["pgbench", "-h", "127.0.0.1", "-p", str(engine.port), "-U", "postgres", "-n", "-M", "prepared",
+                   "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(int(options.duration)),
+                   *[f"-f{scripts[name]}@{weight}" for name, weight in MIX.items()], engine.database]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"pgbench failed: {done.stderr.strip()[-600:]}")
+        output = done.stdout
+        client_s = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN), before)
+        server_s = _process_cpu(postmaster) + _live_children_cpu(postmaster) - server_before
+    tps = float(re.search(r"tps = ([\d.]+)", output).group(1))
+    per_script = [float(t) for t in re.findall(r"\d+ transactions \([\d.]+% of total, tps = ([\d.]+)\)", output)]
+    transactions = int(re.search(r"number of transactions actually processed: (\d+)", output).group(1))
+    return {"no_per_min": per_script[0] * 60, "tps": tps, "client_ms": 1000 * client_s / transactions,
+            "server_ms": 1000 * server_s / transactions}
+
+
+def _pgbench_scripts(directory: Path, warehouses: int) -> dict[str, Path]:
+    """The TPC-C mix as pgbench scripts calling the same functions: home warehouse per client, NURand."""
+    directory.mkdir(exist_ok=True)
+    home = f"\\set w_id :client_id % {warehouses} + 1\n\\set d_id random(1, 10)\n"
+    c_id = "\\set c_id (((random(0, 1023) | random(1, 3000)) + 259) % 3000) + 1\n"
+    name = ("\\set n (((random(0, 255) | random(0, 999)) + 223) % 1000)\n"
+            "\\set n1 :n / 100 + 1\n\\set n2 :n / 10 % 10 + 1\n\\set n3 :n % 10 + 1\n"
+            "\\set by_name random(1, 100)\n\\set c_or_null case when :by_name <= 60 then -1 else :c_id end\n")
+    last = f"({NAMES})[:n1::int] || ({NAMES})[:n2::int] || ({NAMES})[:n3::int]"
+    customer = "NULLIF(:c_or_null::int, -1)"
+    items = "".join(f"\\set i{k} (((random(0, 8191) | random(1, 100000)) + 7911) % 100000) + 1\n"
+                    f"\\set q{k} random(1, 10)\n" for k in range(1, 16))
+    arrays = [f"(ARRAY[{', '.join(f':{p}{k}::int' for k in range(1, 16))}])[1:(:ol_cnt::int)]" for p in ("i", "q")]
+    scripts = {
+        "new_order": home + c_id + "\\set ol_cnt random(5, 15)\n" + items +
+        f"SELECT tpcc_new_order(:w_id::int, :d_id::int, :c_id::int, {arrays[0]}, "
+        "array_fill(:w_id::int, ARRAY[:ol_cnt::int]), " + arrays[1] + ", localtimestamp);\n",
+        "payment": home + c_id + name + "\\set amount random(100, 500000)\n" +
+        f"SELECT tpcc_payment(:w_id::int, :d_id::int, :w_id::int, :d_id::int, {customer}, {last}, "
+        ":amount::int / 100.0, localtimestamp);\n",
+        "order_status": home + c_id + name +
+        f"SELECT tpcc_order_status(:w_id::int, :d_id::int, {customer}, {last});\n",
+        "delivery": home + "\\set carrier random(1, 10)\n"
+        "SELECT tpcc_delivery(:w_id::int, :carrier::int, localtimestamp);\n",
+        "stock_level": home + "\\set threshold random(10, 20)\n\\set home_d :client_id % 10 + 1\n"
+        "SELECT tpcc_stock_level(:w_id::int, :home_d::int, :threshold::int);\n",
+    }
+    paths = {}
+    for script, text in scripts.items():
+        paths[script] = directory / f"{script}.sql"
+        paths[script].write_text(text)
+    return paths
+
+
+if __name__ == "__main__":
+    assert procedures_sql  # the functions both clients call are the loader's (sql/postgres.sql)
+    main()

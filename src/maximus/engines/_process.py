@@ -1,0 +1,84 @@
+"""Server processes owned by Maximus: run as an unprivileged user, find free ports, stop by pid."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+from maximus.errors import EngineError
+
+SERVER_USER = os.environ.get("MAXIMUS_SERVER_USER", "postgres")
+
+
+def running_as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def as_server_user(command: Sequence[str]) -> list[str]:
+    """Servers such as PostgreSQL refuse to run as root: run them as an unprivileged user then."""
+    if not running_as_root():
+        return list(command)
+    if shutil.which("runuser") is None:
+        raise EngineError("running as root needs `runuser` (util-linux) to start the server as an unprivileged user")
+    return ["runuser", "-u", SERVER_USER, "--", *command]
+
+
+def run(command: Sequence[str], what: str, timeout: float = 300, env: dict | None = None) -> str:
+    """Run a command to completion; a failure is an EngineError naming what failed and its last output line."""
+    try:
+        done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise EngineError(f"{what} failed: {error}") from None
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise EngineError(f"{what} failed: {lines[-1] if lines else f'exit code {done.returncode}'}")
+    return done.stdout
+
+
+def give_to_server_user(path: Path) -> None:
+    """Make ``path`` (a file or directory Maximus created) the server user's, and check the user can reach it."""
+    if not running_as_root():
+        return
+    user = pwd.getpwnam(SERVER_USER)
+    os.chown(path, user.pw_uid, user.pw_gid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), user.pw_uid, user.pw_gid)
+    probe = subprocess.run(["runuser", "-u", SERVER_USER, "--", "test", "-w", str(path)], capture_output=True)
+    if probe.returncode != 0:
+        raise EngineError(f"user {SERVER_USER} cannot reach {path} (a parent directory is private): choose a "
+                          "--workdir that user can traverse, such as /var/tmp/maximus")
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process (a zombie, exited but not yet reaped, is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,424 @@
+"""PostgreSQL: a managed throwaway cluster in the work directory, or a server the user owns (a DSN).
+
+Managed mode: Maximus runs ``initdb`` once per work directory and PostgreSQL version, writes the run's
+knobs into ``maximus.conf`` (included by ``postgresql.conf``), starts the server on a free loopback
+port as an unprivileged user when invoked as root, and stops it when done. A server left behind by a
+Maximus that was killed is found by its ``postmaster.pid`` in our data directory and stopped.
+
+Inside the cluster each Maximus database has a pristine twin (``<name>_pristine``); ``restore()``
+recreates the working database from it with ``CREATE DATABASE ... TEMPLATE`` (a file copy).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from maximus.engines import _process
+from maximus.engines.base import Capabilities, Dialect, Engine, Session
+from maximus.errors import EngineError, UserError
+from maximus.knobs import Applies, Knob, KnobCatalogue
+from maximus.records import Outcome
+
+_RETRYABLE_STATES = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
+_CONTEXT = {"postmaster": Applies.RESTART, "sighup": Applies.RELOAD, "superuser": Applies.RELOAD,
+            "user": Applies.RELOAD, "superuser-backend": Applies.RELOAD, "backend": Applies.RELOAD}
+_DURABILITY = {"fsync": {"off"}, "synchronous_commit": {"off"}, "full_page_writes": {"off"}}
+_BOOLEANS = {"on": "on", "off": "off", "true": "on", "false": "off", "yes": "on", "no": "off", "1": "on",
+             "0": "off", "t": "on", "f": "off"}
+_MEMORY_KB = {"b": 1 / 1024, "kb": 1, "mb": 1024, "gb": 1024 ** 2, "tb": 1024 ** 3}
+_TIME_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_REPORTED = ("server_version", "shared_buffers", "wal_buffers", "max_wal_size", "checkpoint_timeout",
+             "synchronous_commit", "fsync", "full_page_writes", "wal_level", "effective_io_concurrency",
+             "default_transaction_isolation", "max_connections")
+
+
+@dataclass(frozen=True)
+class PgValue:
+    """A GUC's type as pg_settings describes it; values keep PostgreSQL's own syntax (e.g. ``2GB``)."""
+
+    vartype: str
+    unit: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    enumvals: tuple[str, ...] = ()
+
+    def parse(self, raw: str) -> str:
+        text = raw.strip()
+        if self.vartype == "bool":
+            if text.lower() not in _BOOLEANS:
+                raise ValueError("expected on or off")
+            return _BOOLEANS[text.lower()]
+        if self.vartype == "enum":
+            if text.lower() not in self.enumvals:
+                raise ValueError(f"expected one of {', '.join(self.enumvals)}")
+            return text.lower()
+        if self.vartype in ("integer", "real"):
+            self._check_number(text)
+        return text
+
+    def _check_number(self, text: str) -> None:
+        match = _NUMBER.match(text)
+        if not match:
+            raise ValueError(f"expected a number{self._unit_hint()}")
+        value = float(match.group(1)) * self._scale(match.group(2))
+        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
+            raise ValueError(f"expected {self.describe()}")
+
+    def _scale(self, given: str) -> float:
+        """How many of the GUC's own units one ``given`` unit is."""
+        if not given:
+            return 1.0
+        table = _MEMORY_KB if self.unit.lower().endswith("b") else _TIME_MS
+        base_unit = self.unit.lower().lstrip("0123456789")
+        multiple = float(self.unit[:-len(base_unit)] or 1) if base_unit else 1.0
+        if given.lower() not in table or base_unit not in table:
+            raise ValueError(f"unit {given!r} does not fit{self._unit_hint()}")
+        return table[given.lower()] / (table[base_unit] * multiple)
+
+    def _unit_hint(self) -> str:
+        return f" (unit {self.unit})" if self.unit else ""
+
+    def describe(self) -> str:
+        if self.enumvals:
+            return ", ".join(self.enumvals)
+        if self.vartype == "bool":
+            return "on or off"
+        if self.minimum is not None:
+            return f"between {self.minimum:g} and {self.maximum:g}{self._unit_hint()}"
+        return self.vartype
+
+
+def _knob(row: Mapping[str, Any]) -> Knob:
+    value_type = PgValue(row["vartype"], row["unit"] or "", _float(row["min_val"]), _float(row["max_val"]),
+                         tuple(row["enumvals"] or ()))
+    return Knob(row["name"], value_type, row["boot_val"] or "", _CONTEXT.get(row["context"], Applies.RESTART),
+                row["short_desc"] or "", row["unit"] or "", frozenset(_DURABILITY.get(row["name"], ())))
+
+
+def _float(value: Any) -> float | None:
+    return None if value in (None, "") else float(value)
+
+
+def find_bin_dir(given: str | None = None) -> Path:
+    """``bin_dir`` if given, else ``pg_config --bindir``, else the newest ``/usr/lib/postgresql/*/bin``."""
+    candidates = [given] if given else []
+    if not given and shutil.which("pg_config"):
+        found = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
+        candidates.append(found.stdout.strip())
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version_key, reverse=True)
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
+            return Path(candidate)
+    where = given or "pg_config, /usr/lib/postgresql/*/bin"
+    raise UserError(f"no PostgreSQL server binaries (initdb, pg_ctl) found in {where}: install postgresql or "
+                    "pass --bin-dir")
+
+
+def _version_key(path: str) -> float:
+    match = re.search(r"/(\d+(?:\.\d+)?)/bin", path)
+    return float(match.group(1)) if match else 0.0
+
+
+class PostgresSession(Session):
+    """A psycopg 3 connection in autocommit mode with explicit BEGIN/COMMIT; ``?`` becomes ``%s``."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self._translated: dict[str, str] = {}
+
+    def _sql(self, sql: str) -> str:
+        translated = self._translated.get(sql)
+        if translated is None:
+            translated = self._translated[sql] = sql.replace("%", "%%").replace("?", "%s")
+        return translated
+
+    def begin(self, read_only: bool = False) -> None:
+        self.connection.execute("BEGIN")
+
+    def commit(self) -> None:
+        self.connection.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.connection.execute("ROLLBACK")
+
+    def _run(self, sql: str, params: Sequence[Any]) -> Any:
+        if not params:  # no placeholders to translate; several statements may then run at once
+            return self.connection.execute(sql)
+        return self.connection.execute(self._sql(sql), params)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._run(sql, params).rowcount
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        return self._run(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self._run(sql, params).fetchall()
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class PostgresEngine(Engine):
+    """Connection settings: ``dsn`` (external mode), ``bin_dir`` (managed mode), ``allow_changes``
+    (external mode: set the knobs with ALTER SYSTEM and reload; off unless the user says so)."""
+
+    name = "postgres"
+    capabilities = Capabilities(single_writer=False, managed_server=True, server_side_procedures=True)
+    dialect = Dialect("postgres", for_update=" FOR UPDATE", primary_keys_after_load=True)
+
+    def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
+                 connection: Mapping[str, str] | None = None) -> None:
+        super().__init__(workdir, database, settings, connection)
+        self.port: int | None = None
+
+    # -- knobs ---------------------------------------------------------------------------------------
+
+    @classmethod
+    def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
+        rows = _settings_rows(connection.get("dsn", ""), connection.get("bin_dir", ""))
+        return KnobCatalogue("postgres", [_knob(row) for row in rows if row["context"] != "internal"])
+
+    @classmethod
+    def documented_knobs(cls) -> list[str]:
+        return sorted(_DURABILITY)
+
+    # -- where things live ---------------------------------------------------------------------------
+
+    @property
+    def external(self) -> bool:
+        return bool(self.connection.get("dsn"))
+
+    @property
+    def bin_dir(self) -> Path:
+        return find_bin_dir(self.connection.get("bin_dir"))
+
+    @property
+    def cluster_dir(self) -> Path:
+        return self.workdir / f"postgres-{_major(self.bin_dir)}"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.cluster_dir / "data"
+
+    @property
+    def pristine(self) -> str:
+        return f"{self.database}_pristine"
+
+    def data_path(self) -> Path:
+        return self.workdir if self.external else self.data_dir
+
+    # -- server lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.external:
+            self._apply_external_knobs()
+            return
+        self._initdb()
+        self.stop_leftover()
+        self.port = _process.free_port()
+        self._write_config()
+        log = self.cluster_dir / "server.log"
+        try:
+            _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-l",
+                                                  str(log), "-w", "-t", "120", "start"]), "starting PostgreSQL")
+        except EngineError:
+            raise EngineError(f"PostgreSQL would not start: {_last_error(log)} (log: {log})") from None
+
+    def stop(self) -> None:
+        if self.external or not (self.data_dir / "postmaster.pid").exists():
+            return
+        _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast",
+                                              "-w", "-t", "120", "stop"]), "stopping PostgreSQL")
+
+    def stop_leftover(self) -> None:
+        """A server of ours left running by a Maximus that was killed: stop it (by its pid, ours only)."""
+        pid_file = self.data_dir / "postmaster.pid"
+        if not pid_file.exists():
+            return
+        pid = int(pid_file.read_text().split()[0])
+        if _process.alive(pid) and str(self.data_dir) in _process.command_line(pid):
+            self.stop()
+
+    def _initdb(self) -> None:
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        self.cluster_dir.mkdir(parents=True, exist_ok=True)
+        _process.give_to_server_user(self.cluster_dir)
+        _process.run(_process.as_server_user([str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U",
+                                              "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"]),
+                     "initdb", timeout=300)
+        with open(self.data_dir / "postgresql.conf", "a") as conf:
+            conf.write("\ninclude_if_exists = 'maximus.conf'\n")
+
+    def _write_config(self) -> None:
+        lines = [f"port = {self.port}", "listen_addresses = '127.0.0.1'", "unix_socket_directories = ''"]
+        lines += [f"{name} = '{value.replace(chr(39), chr(39) * 2)}'" for name, value in self.settings.items()]
+        path = self.data_dir / "maximus.conf"
+        path.write_text("# written by Maximus for this run\n" + "\n".join(lines) + "\n")
+        _process.give_to_server_user(path)
+
+    def _apply_external_knobs(self) -> None:
+        if not self.settings:
+            return
+        if self.connection.get("allow_changes") != "yes":
+            raise UserError("knobs on a server you own change only with --allow-changes (ALTER SYSTEM + reload)")
+        restart = [name for name in self.settings if self.knobs.get(name).applies is Applies.RESTART]
+        if restart:
+            raise UserError(f"{', '.join(restart)} take effect only after a restart, which Maximus does not do "
+                            "to a server it does not own")
+        with self._admin() as admin:
+            for name, value in self.settings.items():
+                admin.execute(f"ALTER SYSTEM SET {name} = '{value.replace(chr(39), chr(39) * 2)}'")
+            admin.execute("SELECT pg_reload_conf()")
+
+    # -- databases -----------------------------------------------------------------------------------
+
+    def _dsn(self, database: str) -> str:
+        if self.external:
+            return _with_database(self.connection["dsn"], database)
+        if self.port is None:
+            raise EngineError("the PostgreSQL server is not running: start() it first")
+        return f"host=127.0.0.1 port={self.port} user=postgres dbname={database}"
+
+    def _admin(self) -> Any:
+        import psycopg
+
+        return psycopg.connect(self._dsn("postgres"), autocommit=True)
+
+    def _database_exists(self, name: str) -> bool:
+        with self._admin() as admin:
+            return admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is not None
+
+    def _copy_database(self, source: str, target: str) -> None:
+        with self._admin() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{target}" TEMPLATE "{source}" STRATEGY FILE_COPY')
+
+    def provision(self) -> None:
+        with self._admin() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{self.database}"')
+
+    def exists(self) -> bool:
+        return self._database_exists(self.database)
+
+    def destroy(self) -> None:
+        with self._admin() as admin:
+            for name in (self.database, self.pristine):
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def snapshot(self) -> None:
+        self._copy_database(self.database, self.pristine)
+
+    def has_snapshot(self) -> bool:
+        return self._database_exists(self.pristine)
+
+    def restore(self) -> None:
+        self._copy_database(self.pristine, self.database)
+
+    def connect(self) -> PostgresSession:
+        import psycopg
+
+        try:
+            return PostgresSession(psycopg.connect(self._dsn(self.database), autocommit=True))
+        except psycopg.OperationalError as error:
+            raise EngineError(f"cannot connect to PostgreSQL: {str(error).strip().splitlines()[-1]}") from None
+
+    def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+        cursor = session.connection.cursor()
+        with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+    def classify(self, error: BaseException) -> Outcome:
+        return Outcome.RETRY if getattr(error, "sqlstate", None) in _RETRYABLE_STATES else Outcome.FAILED
+
+    def version(self) -> str:
+        found = _process.run([str(self.bin_dir / "postgres"), "--version"], "postgres --version")
+        return found.strip().split()[-1] if not self.external else "external"
+
+    def reported_settings(self, session: Session) -> dict[str, str]:
+        names = sorted(set(_REPORTED) | set(self.settings))
+        rows = session.fetchall("SELECT name, setting, COALESCE(unit, '') FROM pg_settings WHERE name = ANY(?)",
+                                (names,))
+        return {name: f"{setting}{_unit_suffix(unit)}" for name, setting, unit in rows}
+
+
+def _unit_suffix(unit: str) -> str:
+    return f" ({unit})" if unit else ""
+
+
+def _major(bin_dir: Path) -> str:
+    found = _process.run([str(bin_dir / "postgres"), "--version"], "postgres --version")
+    return found.strip().split()[-1].split(".")[0]
+
+
+def _with_database(dsn: str, database: str) -> str:
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(dsn, dbname=database)
+
+
+def _last_error(log: Path) -> str:
+    try:
+        lines = [line for line in log.read_text().splitlines() if "FATAL" in line or "ERROR" in line]
+    except OSError:
+        return "no server log"
+    return lines[-1].split(":  ", 1)[-1] if lines else "see the server log"
+
+
+@lru_cache(maxsize=8)
+def _settings_rows(dsn: str, bin_dir: str) -> tuple[dict, ...]:
+    """pg_settings of the server the knobs are for: the user's server, or (cached on disk per version)
+    a throwaway cluster of the managed binaries."""
+    if dsn:
+        return _query_settings(dsn)
+    binaries = find_bin_dir(bin_dir or None)
+    cache = Path.home() / ".cache" / "maximus" / f"pg_settings-{_full_version(binaries)}.json"
+    if cache.exists():
+        return tuple(json.loads(cache.read_text()))
+    rows = _settings_from_throwaway_cluster(binaries)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(list(rows)))
+    return rows
+
+
+def _full_version(bin_dir: Path) -> str:
+    return _process.run([str(bin_dir / "postgres"), "--version"], "postgres --version").strip().split()[-1]
+
+
+def _query_settings(dsn: str) -> tuple[dict, ...]:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    try:
+        with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as connection:
+            rows = connection.execute("SELECT name, vartype, unit, min_val, max_val, enumvals, boot_val, context,"
+                                      " short_desc FROM pg_settings").fetchall()
+    except psycopg.OperationalError as error:
+        raise EngineError(f"cannot connect to PostgreSQL: {str(error).strip().splitlines()[-1]}") from None
+    return tuple({**row, "enumvals": list(row["enumvals"] or [])} for row in rows)
+
+
+def _settings_from_throwaway_cluster(bin_dir: Path) -> tuple[dict, ...]:
+    with tempfile.TemporaryDirectory(prefix="maximus-pg-catalogue-", dir="/tmp") as scratch:
+        Path(scratch).chmod(0o755)  # our own scratch directory: the server user must traverse it
+        engine = PostgresEngine.__new__(PostgresEngine)
+        engine.workdir, engine.database, engine.connection = Path(scratch), "postgres", {"bin_dir": str(bin_dir)}
+        engine.settings, engine.port = {}, None
+        engine.start()
+        try:
+            return _query_settings(engine._dsn("postgres"))
+        finally:
+            engine.stop()

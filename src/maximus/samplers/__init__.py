@@ -1,0 +1,5 @@
+"""Samplers: OS and database statistics read at a fixed interval during every run (see ``base.py``)."""
+
+from maximus.samplers.base import MetricSample, Reading, Sampler, SamplerUnavailable, SamplingContext
+
+__all__ = ["MetricSample", "Reading", "Sampler", "SamplerUnavailable", "SamplingContext"]

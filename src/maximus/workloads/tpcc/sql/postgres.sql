@@ -1,0 +1,131 @@
+-- TPC-C transactions as PL/pgSQL functions: one round trip per business transaction.
+-- Errors are never caught here: serialization failures and deadlocks reach the driver's retry policy.
+-- The New-Order rollback of 2.4.2.3 raises SQLSTATE MX001, which the driver counts as "rolled back".
+
+CREATE OR REPLACE FUNCTION tpcc_new_order(p_w_id int, p_d_id int, p_c_id int, p_i_ids int[], p_supply int[],
+                                          p_qty int[], p_entry timestamp) RETURNS numeric
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_discount numeric; v_w_tax numeric; v_d_tax numeric; v_o_id int; v_price numeric; v_i_data text;
+    v_s_data text; v_dist text; v_amount numeric; v_total numeric := 0;
+    v_count int := array_length(p_i_ids, 1);
+BEGIN
+    SELECT c_discount, w_tax INTO v_discount, v_w_tax FROM customer, warehouse
+     WHERE w_id = p_w_id AND c_w_id = w_id AND c_d_id = p_d_id AND c_id = p_c_id;
+    UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = p_w_id AND d_id = p_d_id
+    RETURNING d_next_o_id - 1, d_tax INTO v_o_id, v_d_tax;
+    INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local)
+    VALUES (v_o_id, p_d_id, p_w_id, p_c_id, p_entry, NULL, v_count,
+            CASE WHEN p_supply <@ ARRAY[p_w_id] THEN 1 ELSE 0 END);
+    INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (v_o_id, p_d_id, p_w_id);
+    FOR i IN 1 .. v_count LOOP
+        SELECT i_price, i_data INTO v_price, v_i_data FROM item WHERE i_id = p_i_ids[i];
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'Item number is not valid' USING ERRCODE = 'MX001';
+        END IF;
+        UPDATE stock SET s_quantity = CASE WHEN s_quantity >= p_qty[i] + 10 THEN s_quantity - p_qty[i]
+                                           ELSE s_quantity - p_qty[i] + 91 END,
+                         s_ytd = s_ytd + p_qty[i], s_order_cnt = s_order_cnt + 1,
+                         s_remote_cnt = s_remote_cnt + CASE WHEN p_supply[i] <> p_w_id THEN 1 ELSE 0 END
+         WHERE s_i_id = p_i_ids[i] AND s_w_id = p_supply[i]
+        RETURNING s_data, CASE p_d_id WHEN 1 THEN s_dist_01 WHEN 2 THEN s_dist_02 WHEN 3 THEN s_dist_03
+                                      WHEN 4 THEN s_dist_04 WHEN 5 THEN s_dist_05 WHEN 6 THEN s_dist_06
+                                      WHEN 7 THEN s_dist_07 WHEN 8 THEN s_dist_08 WHEN 9 THEN s_dist_09
+                                      ELSE s_dist_10 END
+        INTO v_s_data, v_dist;
+        v_amount := round(p_qty[i] * v_price, 2);
+        INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d,
+                                ol_quantity, ol_amount, ol_dist_info)
+        VALUES (v_o_id, p_d_id, p_w_id, i, p_i_ids[i], p_supply[i], NULL, p_qty[i], v_amount, v_dist);
+        v_total := v_total + v_amount;
+    END LOOP;
+    RETURN v_total * (1 - v_discount) * (1 + v_w_tax + v_d_tax);
+END $$;
+
+CREATE OR REPLACE FUNCTION tpcc_customer_by_name(p_w_id int, p_d_id int, p_c_last text) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE v_count int; v_c_id int;
+BEGIN
+    -- 2.5.2.2 / 2.6.2.2: the customer at position ceil(n/2) in C_FIRST order
+    SELECT count(*) INTO v_count FROM customer WHERE c_w_id = p_w_id AND c_d_id = p_d_id AND c_last = p_c_last;
+    SELECT c_id INTO v_c_id FROM customer WHERE c_w_id = p_w_id AND c_d_id = p_d_id AND c_last = p_c_last
+     ORDER BY c_first OFFSET (v_count - 1) / 2 LIMIT 1;
+    IF v_c_id IS NULL THEN
+        RAISE EXCEPTION 'no customer named % in warehouse % district %', p_c_last, p_w_id, p_d_id;
+    END IF;
+    RETURN v_c_id;
+END $$;
+
+CREATE OR REPLACE FUNCTION tpcc_payment(p_w_id int, p_d_id int, p_c_w_id int, p_c_d_id int, p_c_id int,
+                                        p_c_last text, p_amount numeric, p_date timestamp) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE v_w_name text; v_d_name text; v_c_id int := p_c_id; v_credit text;
+BEGIN
+    UPDATE warehouse SET w_ytd = w_ytd + p_amount WHERE w_id = p_w_id RETURNING w_name INTO v_w_name;
+    UPDATE district SET d_ytd = d_ytd + p_amount WHERE d_w_id = p_w_id AND d_id = p_d_id RETURNING d_name INTO v_d_name;
+    IF v_c_id IS NULL THEN
+        v_c_id := tpcc_customer_by_name(p_c_w_id, p_c_d_id, p_c_last);
+    END IF;
+    SELECT c_credit INTO v_credit FROM customer WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_id = v_c_id
+       FOR UPDATE;
+    IF v_credit = 'BC' THEN
+        UPDATE customer SET c_balance = c_balance - p_amount, c_ytd_payment = c_ytd_payment + p_amount,
+                            c_payment_cnt = c_payment_cnt + 1,
+                            c_data = substr(format('%s %s %s %s %s %s ', v_c_id, p_c_d_id, p_c_w_id, p_d_id, p_w_id,
+                                                   to_char(p_amount, 'FM9999990.00')) || c_data, 1, 500)
+         WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_id = v_c_id;
+    ELSE
+        UPDATE customer SET c_balance = c_balance - p_amount, c_ytd_payment = c_ytd_payment + p_amount,
+                            c_payment_cnt = c_payment_cnt + 1
+         WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_id = v_c_id;
+    END IF;
+    INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data)
+    VALUES (v_c_id, p_c_d_id, p_c_w_id, p_d_id, p_w_id, p_date, p_amount, v_w_name || '    ' || v_d_name);
+    RETURN v_c_id;
+END $$;
+
+CREATE OR REPLACE FUNCTION tpcc_order_status(p_w_id int, p_d_id int, p_c_id int, p_c_last text) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE v_c_id int := p_c_id; v_balance numeric; v_o_id int; v_lines int;
+BEGIN
+    IF v_c_id IS NULL THEN
+        v_c_id := tpcc_customer_by_name(p_w_id, p_d_id, p_c_last);
+    END IF;
+    SELECT c_balance INTO v_balance FROM customer WHERE c_w_id = p_w_id AND c_d_id = p_d_id AND c_id = v_c_id;
+    SELECT o_id INTO v_o_id FROM orders WHERE o_w_id = p_w_id AND o_d_id = p_d_id AND o_c_id = v_c_id
+     ORDER BY o_id DESC LIMIT 1;
+    SELECT count(*) INTO v_lines FROM (SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d
+        FROM order_line WHERE ol_w_id = p_w_id AND ol_d_id = p_d_id AND ol_o_id = v_o_id) lines;
+    RETURN v_lines;
+END $$;
+
+CREATE OR REPLACE FUNCTION tpcc_delivery(p_w_id int, p_carrier_id int, p_date timestamp) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE v_o_id int; v_c_id int; v_amount numeric; v_delivered int := 0;
+BEGIN
+    FOR d IN 1 .. 10 LOOP
+        SELECT min(no_o_id) INTO v_o_id FROM new_order WHERE no_w_id = p_w_id AND no_d_id = d;
+        CONTINUE WHEN v_o_id IS NULL;  -- 2.7.4.2: no outstanding order in this district
+        DELETE FROM new_order WHERE no_w_id = p_w_id AND no_d_id = d AND no_o_id = v_o_id;
+        CONTINUE WHEN NOT FOUND;  -- another delivery took it first
+        UPDATE orders SET o_carrier_id = p_carrier_id WHERE o_w_id = p_w_id AND o_d_id = d AND o_id = v_o_id
+        RETURNING o_c_id INTO v_c_id;
+        UPDATE order_line SET ol_delivery_d = p_date WHERE ol_w_id = p_w_id AND ol_d_id = d AND ol_o_id = v_o_id;
+        SELECT sum(ol_amount) INTO v_amount FROM order_line WHERE ol_w_id = p_w_id AND ol_d_id = d AND ol_o_id = v_o_id;
+        UPDATE customer SET c_balance = c_balance + v_amount, c_delivery_cnt = c_delivery_cnt + 1
+         WHERE c_w_id = p_w_id AND c_d_id = d AND c_id = v_c_id;
+        v_delivered := v_delivered + 1;
+    END LOOP;
+    RETURN v_delivered;
+END $$;
+
+CREATE OR REPLACE FUNCTION tpcc_stock_level(p_w_id int, p_d_id int, p_threshold int) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE v_next int; v_low int;
+BEGIN
+    SELECT d_next_o_id INTO v_next FROM district WHERE d_w_id = p_w_id AND d_id = p_d_id;
+    SELECT count(DISTINCT s_i_id) INTO v_low FROM order_line, stock
+     WHERE ol_w_id = p_w_id AND ol_d_id = p_d_id AND ol_o_id < v_next AND ol_o_id >= v_next - 20
+       AND s_w_id = p_w_id AND s_i_id = ol_i_id AND s_quantity < p_threshold;
+    RETURN v_low;
+END $$;

@@ -1,0 +1,125 @@
+"""PostgreSQL on a real managed server started by the tests: lifecycle, knobs, both transaction modes."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from maximus import api
+from maximus.engines import _process
+from maximus.engines.postgres import PostgresEngine
+from maximus.errors import EngineError, UserError
+from maximus.records import Outcome
+
+
+@pytest.fixture(scope="module")
+def loaded(server_workdir: Path) -> Path:
+    """A pristine 1-warehouse build (seed 1) in the managed cluster of ``server_workdir``."""
+    engine = api.make_engine("postgres", server_workdir, 1, {})
+    with api.running(engine):
+        api.load_database(engine, 1, seed=1)
+    return server_workdir
+
+
+@pytest.mark.parametrize("mode", ["server", "client"])
+def test_both_transaction_modes_pass_every_consistency_condition(loaded: Path, tmp_path: Path, mode: str) -> None:
+    options = api.BenchmarkOptions(engine="postgres", workdir=loaded, results=tmp_path / "r.db", terminals=4,
+                                   warmup_s=1.0, duration_s=4.0, transactions=mode)
+    outcome = api.run_benchmark(options)
+    assert outcome.status.value == "complete", outcome.result.errors
+    assert {r.condition: r.passed for r in outcome.consistency} == {**{n: True for n in range(1, 13)}, 11: None}
+    samples = outcome.result.samples
+    assert {s.terminal for s in samples} == {0, 1, 2, 3}
+    assert not [s for s in samples if s.outcome is Outcome.FAILED]
+    assert any(s.outcome is Outcome.ROLLED_BACK for s in samples if s.transaction == "new_order") or len(samples) < 300
+    store = api.open_results(tmp_path / "r.db")
+    record = store.run(outcome.run_id)
+    store.close()
+    assert record.spec.options == {"transactions": mode}
+    assert record.engine_settings["server_version"].startswith("15") or record.engine_settings["server_version"]
+    assert _server_pids(loaded) == []  # stopped after the run
+
+
+def _server_pids(workdir: Path) -> list[int]:
+    pid_file = next(workdir.glob("postgres-*/data/postmaster.pid"), None)
+    return [int(pid_file.read_text().split()[0])] if pid_file else []
+
+
+def test_same_seed_gives_the_same_data_as_sqlite(loaded: Path, built_workdir: Path) -> None:
+    queries = ["SELECT COUNT(*), SUM(s_quantity), SUM(LENGTH(s_data)) FROM stock",
+               "SELECT COUNT(*), ROUND(SUM(ol_amount) * 100), SUM(ol_i_id) FROM order_line",
+               "SELECT SUM(LENGTH(c_data)), SUM(CASE WHEN c_credit = 'BC' THEN 1 ELSE 0 END) FROM customer",
+               "SELECT c_first, c_last, c_phone FROM customer WHERE c_w_id = 1 AND c_d_id = 3 AND c_id = 2000"]
+    lite = sqlite3.connect(built_workdir / "tpcc-1wh.pristine.sqlite")
+    engine = api.make_engine("postgres", loaded, 1, {})
+    with api.running(engine):
+        with psycopg.connect(engine._dsn("tpcc-1wh_pristine")) as pg:
+            for query in queries:
+                assert [int(v) if isinstance(v, (int, float)) or hasattr(v, "as_integer_ratio") else v
+                        for v in pg.execute(query).fetchone()] == \
+                       [int(v) if isinstance(v, (int, float)) else v for v in lite.execute(query).fetchone()], query
+
+
+def test_a_server_left_by_a_killed_maximus_is_found_and_stopped(server_workdir: Path) -> None:
+    first = PostgresEngine(server_workdir, "leftover", {})
+    first.start()  # and never stopped, as if Maximus had been killed
+    (old_pid,) = _server_pids(server_workdir)
+    second = PostgresEngine(server_workdir, "leftover", {})
+    second.start()
+    try:
+        assert not _process.alive(old_pid)
+        assert second.port != first.port or _server_pids(server_workdir) != [old_pid]
+        with psycopg.connect(second._dsn("postgres")) as connection:
+            assert connection.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        second.stop()
+
+
+def test_knobs_are_validated_against_pg_settings_with_units(tmp_path: Path) -> None:
+    engine = PostgresEngine(tmp_path, "x", {"shared_buffers": "2GB", "checkpoint_timeout": "15min",
+                                            "synchronous_commit": "OFF", "fsync": "true"})
+    assert engine.settings == {"shared_buffers": "2GB", "checkpoint_timeout": "15min", "synchronous_commit": "off",
+                               "fsync": "on"}
+    assert engine.durability_warnings() == ["synchronous_commit=off weakens durability"]
+    assert engine.knobs.get("shared_buffers").applies == "restart"
+    assert engine.knobs.get("work_mem").applies == "reload"
+    for name, value, message in [("shared_buffers", "64kB", "between 16 and"), ("checkpoint_timeout", "2d", "between"),
+                                 ("shared_buffers", "2 parsecs", "does not fit"), ("wal_level", "max", "minimal, "),
+                                 ("server_version", "16", "unknown postgres knob")]:
+        with pytest.raises(UserError, match=message):
+            PostgresEngine(tmp_path, "x", {name: value})
+
+
+def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
+    managed = api.make_engine("postgres", loaded, 1, {})
+    managed.start()
+    try:
+        dsn = f"host=127.0.0.1 port={managed.port} user=postgres dbname=postgres"
+        with pytest.raises(UserError, match="--allow-changes"):
+            PostgresEngine(loaded, "x", {"work_mem": "16MB"}, {"dsn": dsn}).start()
+        with pytest.raises(UserError, match="shared_buffers take effect only after a restart"):
+            PostgresEngine(loaded, "x", {"shared_buffers": "1GB"}, {"dsn": dsn, "allow_changes": "yes"}).start()
+        external = PostgresEngine(loaded, "tpcc-1wh", {"work_mem": "16MB"}, {"dsn": dsn, "allow_changes": "yes"})
+        external.start()
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            assert connection.execute("SHOW work_mem").fetchone() == ("16MB",)
+            connection.execute("ALTER SYSTEM RESET work_mem")
+        assert external.has_snapshot() and external.data_path() == loaded
+    finally:
+        managed.stop()
+
+
+def test_a_server_that_will_not_start_is_one_line_with_exit_code_3(tmp_path: Path, server_workdir: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "maximus", "run", "-e", "postgres", "-k", "shared_buffers=900GB",
+                             "--workdir", str(server_workdir), "--results", str(tmp_path / "r.db"), "--duration", "1"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3
+    assert result.stderr.startswith("error: PostgreSQL would not start: could not map anonymous shared memory")
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    with pytest.raises(EngineError):
+        api.make_engine("postgres", server_workdir, 1, {}).connect()
