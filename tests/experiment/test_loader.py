@@ -43,6 +43,8 @@ def test_a_valid_file_becomes_cumulative_steps() -> None:
     assert experiment.steps[1].changes == {"page_size": "4096"}
     assert experiment.steps[2].knobs["page_size"] == "4096"  # cumulative: DB3 keeps DB2's change
     assert experiment.steps[2].knobs["journal_mode"] == "wal"
+    assert experiment.steps[2].replaced == {"journal_mode": "delete", "synchronous": "full"}  # engine defaults
+    assert "cache_size" not in experiment.steps[2].knobs  # only what the file sets reaches the engine
     assert experiment.clients == (1, 2) and experiment.repeats == 3 and experiment.order is Order.SEQUENTIAL
     assert experiment.hygiene.load is LoadPolicy.PER_STEP and experiment.workload.duration_s == 2.0
 

@@ -38,7 +38,7 @@ def test_every_run_is_planned_once_with_its_configuration() -> None:
     runs = _plan()
     assert len({run.key for run in runs}) == len(runs) == 2 * 2 * 2
     assert {run.knobs["journal_mode"] for run in runs if run.step == 1} == {"wal"}
-    assert {run.knobs.get("journal_mode") for run in runs if run.step == 0} == {"delete"}
+    assert {run.knobs.get("journal_mode") for run in runs if run.step == 0} == {None}  # not set: engine default
     assert {run.seed for run in runs if run.repeat == 2} == {2}  # same inputs for every step of a repeat
 
 

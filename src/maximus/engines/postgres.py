@@ -59,9 +59,10 @@ class PgValue:
                 raise ValueError("expected on or off")
             return _BOOLEANS[text.lower()]
         if self.vartype == "enum":
-            if text.lower() not in self.enumvals:
+            spelled = {value.lower(): value for value in self.enumvals}  # PostgreSQL's spelling, e.g. TLSv1.2
+            if text.lower() not in spelled:
                 raise ValueError(f"expected one of {', '.join(self.enumvals)}")
-            return text.lower()
+            return spelled[text.lower()]
         if self.vartype in ("integer", "real"):
             self._check_number(text)
         return text

@@ -222,8 +222,7 @@ def _resolve(source: _Source, where: tuple, engine: str, settings: Any) -> dict[
 
 def _steps(source: _Source, data: Mapping, engine: str) -> tuple[Step, ...]:
     baseline = _resolve(source, ("baseline",), engine, data.get("baseline", {}))
-    catalogue = engine_class(engine).catalogue({})
-    steps = [Step("baseline", baseline, catalogue.with_defaults(baseline))]
+    steps = [Step("baseline", baseline, baseline)]
     raw_steps = data.get("steps", [])
     if not isinstance(raw_steps, list):
         raise source.error(("steps",), "expected [[steps]] tables")
@@ -243,7 +242,8 @@ def _step(source: _Source, index: int, raw: Any, engine: str, previous: Step) ->
     if "set" not in raw or not raw["set"]:
         raise source.error((*where, "set"), "a step must set at least one knob, e.g. set = { page_size = 8192 }")
     changes = _resolve(source, (*where, "set"), engine, raw["set"])
-    unchanged = [knob for knob, value in changes.items() if previous.knobs[knob] == value]
+    before = engine_class(engine).catalogue({}).with_defaults(previous.knobs)
+    unchanged = [knob for knob, value in changes.items() if before[knob] == value]
     if unchanged:
         raise source.error((*where, "set", unchanged[0]),
                            f"sets {unchanged[0]} to {changes[unchanged[0]]}, which the previous step already has")
@@ -253,7 +253,7 @@ def _step(source: _Source, index: int, raw: Any, engine: str, previous: Step) ->
     if len(changes) > 1 and not multi:
         raise source.error((*where, "set"), f"changes {len(changes)} variables ({', '.join(changes)}): change one "
                            "variable per step, or mark the step multi = true")
-    return Step(name, changes, {**previous.knobs, **changes}, multi)
+    return Step(name, changes, {**previous.knobs, **changes}, multi, {knob: before[knob] for knob in changes})
 
 
 def _servable(source: _Source, engine: str, steps: tuple[Step, ...], clients: tuple[int, ...]) -> None:

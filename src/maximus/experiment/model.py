@@ -23,8 +23,9 @@ class Step:
 
     name: str
     changes: Mapping[str, str]
-    knobs: Mapping[str, str]  # the whole configuration after this step's changes
+    knobs: Mapping[str, str]  # every knob set so far (baseline + changes); the rest keep engine defaults
     multi: bool = False
+    replaced: Mapping[str, str] = field(default_factory=dict)  # each changed knob's value before this step
 
 
 @dataclass(frozen=True)

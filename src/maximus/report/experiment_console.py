@@ -52,7 +52,7 @@ def render_experiment(console: Console, report) -> None:
 def _render_step(console: Console, report, index: int) -> None:
     step, summary = report.experiment.steps[index], report.summary
     previous = report.experiment.steps[index - 1] if index else None
-    changed = ", ".join(f"{k} {previous.knobs[k]} → {v}" for k, v in step.changes.items()) if previous else "baseline"
+    changed = ", ".join(f"{k} {step.replaced[k]} → {v}" for k, v in step.changes.items()) if previous else "baseline"
     knobs = " ".join(f"[bold cyan]{k}={v}[/]" if k in step.changes and previous else f"{k}={v}"
                      for k, v in step.knobs.items())
     table = Table(title=f"Step {index}: {step.name} ({changed})", title_justify="left", caption=knobs,
