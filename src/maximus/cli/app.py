@@ -175,6 +175,9 @@ from maximus.cli.experiments import compare, experiment_app  # noqa: E402  (regi
 
 app.add_typer(experiment_app, name="experiment")
 app.command("compare")(compare)
+from maximus.cli.reports import export, report  # noqa: E402  (registered below)
+app.command("report")(report)
+app.command("export")(export)
 
 
 def _run_and_show(options: api.BenchmarkOptions) -> None:

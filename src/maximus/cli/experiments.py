@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from maximus import api
+from maximus.cli.reports import write_experiment_report
 from maximus.errors import MaximusError
 from maximus.experiment import runner
 from maximus.experiment.plan import PlannedRun
@@ -80,6 +81,7 @@ def run_command(file: Annotated[Path, typer.Argument(metavar="FILE", help="Exper
     workdir, results = _paths(workdir, results)
     experiment_id = runner.start(file, workdir, results, ConsoleProgress(out))
     show_experiment(out, experiment_id, results)
+    write_experiment_report(out, experiment_id, results)
 
 
 @experiment_app.command("resume")
@@ -92,6 +94,7 @@ def resume_command(experiment_id: Annotated[Optional[int], typer.Argument(
     workdir, results = _paths(workdir, results)
     finished = runner.resume(experiment_id, workdir, results, ConsoleProgress(out))
     show_experiment(out, finished, results)
+    write_experiment_report(out, finished, results)
 
 
 @experiment_app.command("show")

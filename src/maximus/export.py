@@ -1,0 +1,240 @@
+"""Every figure of a run or an experiment, and the raw time series, as JSON documents or CSV tables.
+
+Pure functions of ``report.bundle`` objects; ``cli/reports.py`` writes what they return. Formats,
+column by column, are in docs/report.md. Conventions shared by both formats:
+
+- latencies and times are in seconds in JSON (as the analysis computes them); CSV columns say
+  their unit in their name (``_ms``, ``_s``, ``_pct``, ``_per_s``);
+- a value that was not measured or cannot be computed (NaN) is ``null`` in JSON, an empty CSV cell;
+- ``schema`` numbers the document layout; it changes when a field changes meaning.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import fields, is_dataclass
+from enum import Enum
+from typing import Any, Callable, Mapping, Sequence
+
+from maximus.analysis.compare import Estimate, Ratio
+from maximus.report.bundle import ExperimentData, RunData
+from maximus.report.tables import benchmark_label
+from maximus.workloads.tpcc import Tpcc
+from maximus.workloads.tpcc.constants import TRANSACTIONS, VALIDITY_BANDS
+
+SCHEMA = 1
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready data: dataclasses and mappings as objects, sequences as lists, enums as their values,
+    NaN and infinities as None."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value
+
+
+def ratio_data(ratio: Ratio | None) -> dict | None:
+    """A ratio B/A with its 95 % interval, change in percent, verdict and repeats needed."""
+    if ratio is None:
+        return None
+    return plain(ratio) | {"change_percent": plain(ratio.change_percent)}
+
+
+# --- JSON ---------------------------------------------------------------------------------------------
+
+
+def run_document(run: RunData) -> dict:
+    """One run: configuration, figures, latencies, validity, mix, consistency, monitoring, raw series."""
+    return {"kind": "run", "schema": SCHEMA, **_run(run)}
+
+
+def _run(run: RunData) -> dict:
+    report, record = run.report, run.report.record
+    figures = report.figures
+    return {
+        "run": plain(record) | {"benchmark": benchmark_label(record.spec.keying_and_think),
+                                "planned": plain(run.planned)},
+        "figures": {"tpmc": figures.tpmc, "nopm": plain(figures.nopm), "tpm": plain(figures.tpm),
+                    "outcomes": dict(figures.outcomes), "counts": dict(figures.counts)},
+        "transactions": [plain(t) for t in figures.transactions],
+        "validity": [plain(b) | {"status": b.status} for b in report.validity],
+        "mix": [plain(b) | {"status": b.status} for b in report.mix],
+        "consistency": [plain(c) for c in report.consistency],
+        "monitoring": plain(report.monitoring),
+        "series": {"per_second": [{"second": s, "new_orders": n, "transactions": t} for s, n, t in figures.per_second],
+                   "metrics": [plain(m) for m in run.metrics]},
+    }
+
+
+def experiment_document(data: ExperimentData) -> dict:
+    """The experiment, its plan, per (step, clients) cell the estimates, ratios and verdicts, then every run."""
+    report = data.report
+    summary = report.summary
+    names = summary.step_names
+    cells = [plain(c) | {"step_name": names[c.step], "tps": plain(data.tps[c.step, c.clients]),
+                         "vs_previous": ratio_data(c.vs_previous), "vs_baseline": ratio_data(c.vs_baseline),
+                         "load_vs_baseline": ratio_data(c.load_vs_baseline)} for c in summary.cells]
+    return {"kind": "experiment", "schema": SCHEMA,
+            "experiment": plain(report.record) | {"model": plain(report.experiment)},
+            "summary": {"headline": summary.headline(), "planned": summary.planned, "finished": summary.finished,
+                        "significant_steps": summary.significant_steps, "warnings": list(summary.warnings)},
+            "cells": cells, "runs": [_run(run) for run in data.runs]}
+
+
+def to_json(document: Mapping) -> str:
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"
+
+
+# --- CSV ------------------------------------------------------------------------------------------------
+
+Column = tuple[str, Callable[[RunData], Any]]
+
+
+def _latency_columns() -> list[Column]:
+    columns: list[Column] = []
+    for name in Tpcc.reported_transactions:
+        pick = (lambda n: lambda r: next(t for t in r.report.figures.transactions if t.name == n))(name)
+        columns.append((f"{name}_count", lambda r, p=pick: p(r).completed))
+        for stat in ("average", "p50", "p90", "p95", "p99", "maximum"):
+            columns.append((f"{name}_{'avg' if stat == 'average' else 'max' if stat == 'maximum' else stat}_ms",
+                            lambda r, p=pick, s=stat: getattr(p(r).latency, s) * 1000))
+    return columns
+
+
+def _band(kind: str, name: str) -> Callable[[RunData], Any]:
+    return lambda r: next((b.value for b in getattr(r.report, kind) if b.name == name), None)
+
+
+def _monitored(pick: Callable[[Any], Any]) -> Callable[[RunData], Any]:
+    def get(run: RunData) -> Any:
+        figures = run.report.monitoring.figures if run.report.monitoring else None
+        return pick(figures) if figures is not None and figures.monitored else None
+    return get
+
+
+_MONITORING: list[Column] = [
+    ("cpu_user_pct", _monitored(lambda m: m.cpu and m.cpu.user)),
+    ("cpu_system_pct", _monitored(lambda m: m.cpu and m.cpu.system)),
+    ("cpu_iowait_pct", _monitored(lambda m: m.cpu and m.cpu.iowait)),
+    ("cpu_idle_pct", _monitored(lambda m: m.cpu and m.cpu.idle)),
+    ("cpu_steal_pct", _monitored(lambda m: m.cpu and m.cpu.steal)),
+    ("reads_per_s", _monitored(lambda m: m.disk and m.disk.reads_per_s)),
+    ("writes_per_s", _monitored(lambda m: m.disk and m.disk.writes_per_s)),
+    ("read_mb_per_s", _monitored(lambda m: m.disk and m.disk.read_mb_per_s)),
+    ("written_mb_per_s", _monitored(lambda m: m.disk and m.disk.written_mb_per_s)),
+    ("read_wait_ms", _monitored(lambda m: m.disk and m.disk.read_wait_ms)),
+    ("write_wait_ms", _monitored(lambda m: m.disk and m.disk.write_wait_ms)),
+    ("log_sync_wait_ms", _monitored(lambda m: m.log_sync_wait_ms)),
+    ("data_read_wait_ms", _monitored(lambda m: m.data_read_wait_ms)),
+    ("tps_per_cpu_second", _monitored(lambda m: m.tps_per_cpu_second)),
+]
+
+
+def _consistency(passed: bool | None) -> Callable[[RunData], int]:
+    return lambda r: sum(1 for c in r.report.consistency if c.passed is passed)
+
+
+def _planned(attribute: str) -> Callable[[RunData], Any]:
+    return lambda r: getattr(r.planned, attribute) if r.planned else None
+
+
+RUN_COLUMNS: list[Column] = [
+    ("run_id", lambda r: r.id), ("experiment_id", lambda r: r.report.record.experiment_id),
+    ("step", _planned("step")), ("step_name", _planned("step_name")), ("clients", _planned("clients")),
+    ("repeat", _planned("repeat")), ("status", lambda r: r.report.record.status.value),
+    ("started_at", lambda r: r.report.record.started_at), ("finished_at", lambda r: r.report.record.finished_at),
+    ("engine", lambda r: r.report.record.spec.engine),
+    ("engine_version", lambda r: r.report.record.environment.get("engine", {}).get("version")),
+    ("warehouses", lambda r: r.report.record.spec.warehouses), ("terminals", lambda r: r.report.record.spec.terminals),
+    ("warmup_s", lambda r: r.report.record.spec.warmup_s), ("duration_s", lambda r: r.report.record.spec.duration_s),
+    ("seed", lambda r: r.report.record.spec.seed),
+    ("keying_and_think", lambda r: r.report.record.spec.keying_and_think),
+    ("benchmark", lambda r: benchmark_label(r.report.record.spec.keying_and_think)),
+    ("mix", lambda r: r.report.record.spec.mix),
+    ("knobs", lambda r: " ".join(f"{k}={v}" for k, v in r.report.record.spec.knobs.items())),
+    ("load_s", lambda r: r.report.record.load_seconds), ("loaded_in_run", lambda r: r.report.record.loaded_in_run),
+    ("tpmc", lambda r: r.report.figures.tpmc), ("nopm", lambda r: r.report.figures.nopm),
+    ("tpm", lambda r: r.report.figures.tpm),
+    *((name, (lambda n: lambda r: r.report.figures.outcomes.get(n))(name))
+      for name in ("committed", "rolled_back", "retried", "failed")),
+    *_latency_columns(),
+    *((name, _band("validity", name)) for name in VALIDITY_BANDS),
+    *((f"{name}_share_pct", _band("mix", f"{name}_share_percent")) for name in TRANSACTIONS),
+    *_MONITORING,
+    ("consistency_passed", _consistency(True)), ("consistency_failed", _consistency(False)),
+    ("consistency_skipped", _consistency(None)),
+    ("warnings", lambda r: " | ".join(r.report.record.warnings)),
+    ("errors", lambda r: " | ".join(r.report.record.errors)),
+]
+
+
+def runs_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[Any]]]:
+    """One row per run with its configuration and figures (``RUN_COLUMNS``)."""
+    return [name for name, _ in RUN_COLUMNS], [[get(run) for _, get in RUN_COLUMNS] for run in runs]
+
+
+def _estimate_cells(name: str, value: Estimate, scale: float = 1.0) -> dict[str, Any]:
+    return {f"{name}_mean": value.mean * scale, f"{name}_low": value.low * scale, f"{name}_high": value.high * scale}
+
+
+def _ratio_cells(name: str, ratio: Ratio | None) -> dict[str, Any]:
+    if ratio is None:
+        return {f"{name}_{part}": None for part in ("ratio", "low", "high", "verdict", "repeats_needed")}
+    return {f"{name}_ratio": ratio.ratio, f"{name}_low": ratio.low, f"{name}_high": ratio.high,
+            f"{name}_verdict": ratio.verdict.value, f"{name}_repeats_needed": ratio.repeats_needed}
+
+
+def cells_table(data: ExperimentData) -> tuple[list[str], list[list[Any]]]:
+    """One row per (step, client count): estimates over repeats (mean and 95 % CI) and ratios with verdicts."""
+    rows = []
+    for c in data.report.summary.cells:
+        row = {"step": c.step, "step_name": data.report.summary.step_names[c.step], "clients": c.clients,
+               "repeats": c.tpmc.n, "failed": c.failed, **_estimate_cells("tpmc", c.tpmc),
+               **_estimate_cells("nopm", c.nopm), **_estimate_cells("tps", data.tps[c.step, c.clients]),
+               **_estimate_cells("p90_new_order_ms", c.p90_new_order_s, 1000), **_estimate_cells("load_s", c.load_s),
+               **_ratio_cells("vs_previous", c.vs_previous), **_ratio_cells("vs_baseline", c.vs_baseline),
+               **_ratio_cells("load_vs_baseline", c.load_vs_baseline),
+               "run_ids": " ".join(map(str, c.run_ids))}
+        rows.append(row)
+    header = list(rows[0]) if rows else ["step"]
+    return header, [[row[name] for name in header] for row in rows]
+
+
+SERIES_COLUMNS = ["run_id", "time_s", "source", "name", "labels", "value", "unit"]
+
+
+def series_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[Any]]]:
+    """The raw time series, long form: per second of each run the New-Orders and all business transactions
+    completed (source ``driver``), then every stored monitoring sample as read (counters cumulative)."""
+    rows: list[list[Any]] = []
+    for run in runs:
+        for second, new_orders, transactions in run.report.figures.per_second:
+            rows.append([run.id, float(second), "driver", "new_orders_completed", "{}", new_orders, "count"])
+            rows.append([run.id, float(second), "driver", "transactions_completed", "{}", transactions, "count"])
+        rows += [[run.id, m.time, m.source, m.name, m.labels_text(), m.value, m.unit] for m in run.metrics]
+    return SERIES_COLUMNS, rows
+
+
+def to_csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([_csv_value(v) for v in row] for row in rows)
+    return out.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
+        return ""
+    return value

@@ -1,0 +1,94 @@
+"""What a report or an export needs, read from the results store in one go.
+
+A ``RunData`` is one stored run analysed (``api.analyse_run``) with its raw monitoring samples and
+its place in an experiment's plan; an ``ExperimentData`` is ``api.analyse_experiment`` plus every
+run of the experiment as ``RunData``. Both are frozen and hold no store handle, so rendering and
+exporting are pure functions of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from maximus import api
+from maximus.analysis.compare import Estimate, estimate
+from maximus.experiment.plan import PlannedRun, from_data
+from maximus.records import RunStatus
+from maximus.samplers.base import MetricSample
+from maximus.store import ResultsStore
+
+
+@dataclass(frozen=True)
+class RunData:
+    """One run, analysed, with its raw metric samples; ``planned`` is None for a run outside experiments."""
+
+    report: api.RunReport
+    metrics: tuple[MetricSample, ...]
+    planned: PlannedRun | None = None
+
+    @property
+    def id(self) -> int:
+        return self.report.record.id
+
+    @property
+    def complete(self) -> bool:
+        return self.report.record.status is RunStatus.COMPLETE
+
+    @property
+    def label(self) -> str:
+        """E.g. "run 12 · 2 clients · repeat 1" (or "run 12 · 2 terminals" outside an experiment)."""
+        if self.planned is None:
+            return f"run {self.id} · {_plural(self.report.record.spec.terminals, 'terminal')}"
+        return f"run {self.id} · {_plural(self.planned.clients, 'client')} · repeat {self.planned.repeat}"
+
+    @property
+    def long_label(self) -> str:
+        """The label with the step's name, e.g. "run 12 · wal · 2 clients · repeat 1"."""
+        if self.planned is None:
+            return self.label
+        return (f"run {self.id} · {self.planned.step_name} · {_plural(self.planned.clients, 'client')} · "
+                f"repeat {self.planned.repeat}")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class ExperimentData:
+    report: api.ExperimentReport
+    runs: tuple[RunData, ...]  # in the order they were stored
+    tps: Mapping[tuple[int, int], Estimate]  # (step, clients) -> transactions per second over repeats
+
+    def cell_runs(self, step: int, clients: int) -> list[RunData]:
+        return [r for r in self.runs if r.planned and r.planned.step == step and r.planned.clients == clients]
+
+    def step_runs(self, step: int) -> list[RunData]:
+        return [r for r in self.runs if r.planned and r.planned.step == step]
+
+
+def gather_run(store: ResultsStore, run_id: int, planned: PlannedRun | None = None) -> RunData:
+    return RunData(api.analyse_run(store, run_id), tuple(store.metric_samples(run_id)), planned)
+
+
+def gather_experiment(store: ResultsStore, experiment_id: int) -> ExperimentData:
+    """The experiment's summary and every run that belongs to its plan (raises UserError if unknown)."""
+    report = api.analyse_experiment(store, experiment_id)
+    planned = {run.key: run for run in from_data(report.record.plan["runs"])}
+    runs = tuple(gather_run(store, r.id, planned[r.plan_key]) for r in store.runs(experiment_id)
+                 if r.plan_key in planned)
+    tps = {(c.step, c.clients): estimate([r.report.figures.tpm / 60 for r in runs if r.complete
+                                          and r.planned.step == c.step and r.planned.clients == c.clients])
+           for c in report.summary.cells}
+    return ExperimentData(report, runs, tps)
+
+
+def representative(runs: Sequence[RunData]) -> RunData | None:
+    """The complete run with the median tpmC (the lower one of an even count); None without one.
+
+    The run table and the per-run charts show one real run per cell rather than averages of
+    latencies or CPU shares, which would describe no run that happened.
+    """
+    complete = sorted((r for r in runs if r.complete), key=lambda r: (r.report.figures.tpmc, r.id))
+    return complete[(len(complete) - 1) // 2] if complete else None

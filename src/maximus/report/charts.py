@@ -1,0 +1,238 @@
+"""What each chart of the HTML report shows, as plain data: pure "info" functions, no drawing.
+
+Every chart is a function from analysis results (``analysis.*``) to a frozen info object; the
+renderer (``report.plotting``) turns an info object into a plotly figure and nothing else. Tests
+check the info objects, so what a chart says is tested without looking at pixels.
+
+Conventions: times in seconds from the run's time origin; latencies in milliseconds; a value
+that was not measured is ``None`` (drawn as a gap, never as zero); an info object with no lines or
+panels carries a ``note`` saying why, and the report prints the note instead of an empty chart.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from maximus.analysis.compare import Estimate
+from maximus.analysis.experiment import ExperimentSummary
+from maximus.analysis.metrics import RunFigures, TransactionFigures
+from maximus.analysis.timeseries import CpuTimeline, DiskTimeline
+from maximus.records import Window
+
+TRANSACTION_LABELS = {"new_order": "New-Order", "payment": "Payment", "order_status": "Order-Status",
+                      "delivery": "Delivery", "deferred_delivery": "Deferred-Delivery", "stock_level": "Stock-Level"}
+
+
+def transaction_label(name: str) -> str:
+    return TRANSACTION_LABELS.get(name, name)
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) or math.isinf(value) else float(value)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One trace. ``low``/``high`` (same length as ``y``) bound a confidence band when given.
+    ``axis`` is "y" or "y2" (the chart's second, right-hand axis)."""
+
+    name: str
+    x: tuple[float, ...]
+    y: tuple[float | None, ...]
+    low: tuple[float | None, ...] | None = None
+    high: tuple[float | None, ...] | None = None
+    text: tuple[str, ...] = ()
+    axis: str = "y"
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A point event on the x axis, such as a checkpoint, of the line named ``line`` (drawn in its colour)."""
+
+    x: float
+    line: str
+
+
+@dataclass(frozen=True)
+class Span:
+    """A shaded x interval, such as the measured window."""
+
+    start: float
+    end: float
+    label: str
+
+
+@dataclass(frozen=True)
+class LineChart:
+    title: str
+    x_title: str
+    y_title: str
+    lines: tuple[Line, ...]
+    markers: tuple[Marker, ...] = ()
+    spans: tuple[Span, ...] = ()
+    stacked: bool = False  # lines are shares of one whole, drawn as stacked areas
+    y2_title: str = ""
+    note: str = ""
+    floor: float | None = None  # the y axis starts here (throughput cannot be negative, its interval can)
+    x_ticks: tuple[float, ...] = ()  # label exactly these x values (client counts), when given
+
+
+@dataclass(frozen=True)
+class GainBar:
+    """One step's tpmC against the previous step (percent, with its 95 % interval) and the baseline."""
+
+    step: str
+    change_percent: float | None
+    low_percent: float | None
+    high_percent: float | None
+    verdict: str
+    vs_baseline_percent: float | None
+
+
+@dataclass(frozen=True)
+class GainChart:
+    title: str
+    clients: int
+    bars: tuple[GainBar, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class HistogramPanel:
+    """One transaction's response times (5.6.1): equal bins from 0 to 4 x p90, with the marks the spec asks
+    for. ``beyond`` counts the responses past the last edge, which ``max_ms`` then lies beyond."""
+
+    transaction: str
+    edges_ms: tuple[float, ...]
+    counts: tuple[int, ...]
+    beyond: int
+    average_ms: float | None
+    p90_ms: float | None
+    max_ms: float | None
+
+
+@dataclass(frozen=True)
+class HistogramChart:
+    title: str
+    panels: tuple[HistogramPanel, ...]
+    note: str = ""
+
+
+# --- experiment charts ----------------------------------------------------------------------------
+
+
+def _percent(ratio: float) -> float | None:
+    """A ratio B/A as a change in percent (1.25 -> +25); None when it is unknown (NaN)."""
+    return _finite(100 * (ratio - 1))
+
+
+def gain_chart(summary: ExperimentSummary, clients: int | None = None) -> GainChart:
+    """Each step's tpmC gain over the previous step, at ``clients`` (default: the largest count)."""
+    count = clients if clients is not None else max(summary.clients)
+    bars = []
+    for step in range(1, len(summary.step_names)):
+        cell = summary.cell(step, count)
+        ratio = cell.vs_previous
+        bars.append(GainBar(summary.step_names[step], _percent(ratio.ratio), _percent(ratio.low),
+                            _percent(ratio.high), ratio.verdict.value, _percent(cell.vs_baseline.ratio)))
+    note = "" if bars else "only a baseline: no step to gain from"
+    return GainChart(f"tpmC gain per step at {count} clients (95 % CI)", count, tuple(bars), note)
+
+
+def _bounds(estimates: Sequence[Estimate], scale: float = 1.0
+            ) -> tuple[tuple[float | None, ...], tuple[float | None, ...], tuple[float | None, ...]]:
+    means = tuple(_finite(e.mean * scale) for e in estimates)
+    lows = tuple(_finite(e.low * scale) for e in estimates)
+    highs = tuple(_finite(e.high * scale) for e in estimates)
+    return means, lows, highs
+
+
+def throughput_against_clients(summary: ExperimentSummary) -> LineChart:
+    """Mean tpmC per client count, one line per configuration, with its 95 % confidence band."""
+    lines = []
+    for step, name in enumerate(summary.step_names):
+        means, lows, highs = _bounds([summary.cell(step, c).tpmc for c in summary.clients])
+        lines.append(Line(name, tuple(float(c) for c in summary.clients), means, lows, highs))
+    return LineChart("Throughput against clients (mean over repeats, 95 % CI band)", "clients (terminals)",
+                     "tpmC", tuple(lines), floor=0.0, x_ticks=tuple(float(c) for c in summary.clients))
+
+
+def p90_against_throughput(summary: ExperimentSummary) -> LineChart:
+    """New-Order p90 response time against tpmC (5.6.2), one point per client count, one line per configuration."""
+    lines = []
+    for step, name in enumerate(summary.step_names):
+        cells = [summary.cell(step, c) for c in summary.clients]
+        throughput = tuple(_finite(c.tpmc.mean) for c in cells)
+        p90 = tuple(_finite(c.p90_new_order_s.mean * 1000) for c in cells)
+        known = [(x, y, clients_label(c.clients)) for x, y, c in zip(throughput, p90, cells) if x is not None]
+        lines.append(Line(name, tuple(x for x, _, _ in known), tuple(y for _, y, _ in known),
+                          text=tuple(t for _, _, t in known)))
+    return LineChart("New-Order p90 response time against throughput (5.6.2)", "tpmC",
+                     "New-Order p90 (ms)", tuple(lines))
+
+
+# --- run charts -------------------------------------------------------------------------------------
+
+
+def clients_label(count: int) -> str:
+    return f"{count} client{'s' if count != 1 else ''}"
+
+
+def histogram_panel(transaction: TransactionFigures) -> HistogramPanel:
+    """5.6.1 for one transaction; the bins are ``analysis.stats.histogram``'s, in milliseconds."""
+    latency = transaction.latency
+    return HistogramPanel(transaction_label(transaction.name), tuple(e * 1000 for e in transaction.histogram.edges),
+                          transaction.histogram.counts, transaction.histogram.beyond,
+                          _finite(latency.average * 1000), _finite(latency.p90 * 1000), _finite(latency.maximum * 1000))
+
+
+def response_histograms(figures: RunFigures, title: str) -> HistogramChart:
+    """One panel per transaction type that completed in the measured window, Deferred-Delivery included."""
+    panels = tuple(histogram_panel(t) for t in figures.transactions if t.completed)
+    return HistogramChart(title, panels, "" if panels else "no transaction completed in the measured window")
+
+
+def throughput_over_time(runs: Sequence[tuple[str, RunFigures, tuple[float, ...] | None]], title: str) -> LineChart:
+    """New-Orders per minute in each second of each run (5.6.3), warm-up included, measured window shaded.
+
+    ``runs`` holds (label, figures, checkpoint times or None when the engine reports none).
+    """
+    lines, markers = [], []
+    for label, figures, checkpoints in runs:
+        seconds = tuple(float(s) for s, _, _ in figures.per_second)
+        lines.append(Line(label, seconds, tuple(60.0 * n for _, n, _ in figures.per_second)))
+        markers += [Marker(t, label) for t in checkpoints or ()]
+    spans = _window_spans([f.window for _, f, _ in runs])
+    reported = any(c is not None for _, _, c in runs)
+    note = ("▲ on the time axis: a checkpoint observed in the sampling interval ending there, in its run's colour"
+            if reported else "checkpoints: not reported by this engine's samplers in this configuration")
+    return LineChart(title, "elapsed seconds", "New-Orders per minute", tuple(lines), tuple(markers), spans,
+                     note=note if lines else "no transaction completed")
+
+
+def _window_spans(windows: Sequence[Window]) -> tuple[Span, ...]:
+    distinct = sorted({(w.start, w.end) for w in windows})
+    return tuple(Span(start, end, "measured window") for start, end in distinct)
+
+
+def cpu_over_time(timeline: CpuTimeline | None, window: Window, title: str) -> LineChart:
+    """CPU user / system / iowait / idle / steal shares per sampling interval, stacked to 100 %."""
+    if timeline is None:
+        return LineChart(title, "elapsed seconds", "% of all CPUs", (), note="CPU: not measured in this run")
+    lines = tuple(Line(mode, timeline.times, tuple(_finite(v) for v in values))
+                  for mode, values in timeline.shares.items())
+    return LineChart(title, "elapsed seconds", "% of all CPUs", lines, spans=_window_spans([window]), stacked=True)
+
+
+def io_over_time(timeline: DiskTimeline | None, window: Window, title: str) -> LineChart:
+    """The data device's reads and writes per second (left axis) and MB per second (right axis)."""
+    if timeline is None:
+        return LineChart(title, "elapsed seconds", "I/O per second", (), note="I/O: not measured in this run")
+    series = (("reads/s", timeline.reads_per_s, "y"), ("writes/s", timeline.writes_per_s, "y"),
+              ("read MB/s", timeline.read_mb_per_s, "y2"), ("written MB/s", timeline.written_mb_per_s, "y2"))
+    lines = tuple(Line(name, tuple(t for t, _ in points), tuple(_finite(v) for _, v in points), axis=axis)
+                  for name, points, axis in series)
+    return LineChart(f"{title} (device {timeline.device})", "elapsed seconds", "operations per second", lines,
+                     spans=_window_spans([window]), y2_title="MB per second")

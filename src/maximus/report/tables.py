@@ -1,0 +1,336 @@
+"""What each table of the HTML report shows, as plain data: header, warnings, steps, run table, conformance.
+
+Pure functions of ``report.bundle`` objects, like ``report.charts``: values stay numbers (or
+``analysis`` estimates and ratios) and the renderer formats them. A figure a run did not measure is
+``None``, which the report prints as "not measured".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from maximus import environment
+from maximus.analysis.compare import Estimate, Ratio, Verdict
+from maximus.report.bundle import ExperimentData, RunData, representative
+from maximus.report.charts import clients_label, transaction_label
+from maximus.store.store import ConsistencyRecord
+from maximus.workloads.tpcc.constants import RESPONSE_TIME_LIMIT
+from maximus.workloads.tpcc.validity import BandResult
+
+NOISY_HALF_WIDTH_PERCENT = 10.0  # a cell whose tpmC interval is wider than ±10 % cannot resolve small gains
+SIGNIFICANT = (Verdict.FASTER, Verdict.SLOWER)
+
+
+def benchmark_label(keying_and_think: bool) -> str:
+    """5.2.5: without keying and think times a run is TPC-C-like, never TPC-C."""
+    return "TPC-C" if keying_and_think else "TPC-C-like (keying and think times off)"
+
+
+# --- header ------------------------------------------------------------------------------------------
+
+
+def experiment_facts(data: ExperimentData) -> list[tuple[str, str]]:
+    """Experiment, engine and version, workload, plan and dates, as (label, value) rows."""
+    record, experiment, summary = data.report.record, data.report.experiment, data.report.summary
+    workload, hygiene = experiment.workload, experiment.hygiene
+    runs = [r.report.record for r in data.runs]
+    rows = [("Experiment", f"{record.id}: {experiment.name}"), ("Description", experiment.description),
+            ("Engine", _engine_versions(data.runs) or experiment.engine),
+            ("Workload", f"{benchmark_label(workload.keying_and_think)} · {workload.warehouses} warehouse(s) · "
+                         f"{workload.warmup_s:g} s warm-up · {workload.duration_s:g} s measured · "
+                         f"mix {workload.mix}"),
+            ("Plan", f"{len(experiment.steps)} configurations × clients {', '.join(map(str, experiment.clients))} × "
+                     f"{experiment.repeats} repeat(s), {experiment.order.value}; load {hygiene.load.value}, "
+                     f"restore {'on' if hygiene.restore else 'off'}, drop caches "
+                     f"{'on' if hygiene.drop_caches else 'off'}"),
+            ("Runs", f"{summary.finished} of {summary.planned} finished · status {record.status}"),
+            ("Created", _date(record.created_at)), ("Finished", _date(record.finished_at))]
+    if runs:
+        rows.append(("Runs took place", f"{_date(runs[0].started_at)} to {_date(runs[-1].finished_at)}"))
+    return [(label, value) for label, value in rows if value]
+
+
+def run_facts(run: RunData) -> list[tuple[str, str]]:
+    record = run.report.record
+    spec = record.spec
+    return [("Run", str(record.id)), ("Engine", _engine_versions([run])),
+            ("Workload", f"{benchmark_label(spec.keying_and_think)} · {spec.warehouses} warehouse(s) · "
+                         f"{spec.terminals} terminal(s) · {spec.warmup_s:g} s warm-up · {spec.duration_s:g} s "
+                         f"measured · mix {spec.mix} · seed {spec.seed}"),
+            ("Status", record.status.value), ("Started", _date(record.started_at)),
+            ("Finished", _date(record.finished_at)),
+            ("Load time", "-" if record.load_seconds is None else
+             f"{record.load_seconds:,.1f} s ({'built for this run' if record.loaded_in_run else 'built earlier'})")]
+
+
+def _date(stamp: str | None) -> str:
+    return (stamp or "").replace("T", " ").replace("+00:00", " UTC")
+
+
+def _engine_versions(runs: Sequence[RunData]) -> str:
+    found = {(r.report.record.spec.engine, r.report.record.environment.get("engine", {}).get("version", ""))
+             for r in runs}
+    return ", ".join(f"{name} {version}".strip() for name, version in sorted(found))
+
+
+def machine_facts(runs: Sequence[RunData]) -> list[tuple[str, str]]:
+    """The environment fingerprint of the first run (``environment.describe``), plus a note when runs differ."""
+    fingerprints = [r.report.record.environment for r in runs if r.report.record.environment]
+    if not fingerprints:
+        return []
+    rows = environment.describe(dict(fingerprints[0]))
+    differing = {_host_key(f) for f in fingerprints}
+    if len(differing) > 1:
+        rows.append(("Note", f"the runs saw {len(differing)} different machines or storage set-ups"))
+    return rows
+
+
+def _host_key(fingerprint) -> str:
+    return repr({k: v for k, v in fingerprint.items() if k not in ("captured_at", "storage")}
+                | {"device": fingerprint.get("storage", {}).get("device")})
+
+
+# --- warnings ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A warning of the report: its kind (noisy, client-bound, validity, durability, failed, run), its text
+    and the runs it concerns (empty when it concerns a configuration)."""
+
+    kind: str
+    text: str
+    runs: tuple[int, ...] = ()
+
+
+def experiment_notices(data: ExperimentData) -> list[Notice]:
+    summary, experiment = data.report.summary, data.report.experiment
+    notices = [Notice("noisy", w) for w in summary.warnings]
+    wide = [(experiment.steps[c.step].name, c.clients, c.tpmc.half_width_percent) for c in summary.cells
+            if not math.isnan(c.tpmc.half_width_percent) and c.tpmc.half_width_percent > NOISY_HALF_WIDTH_PERCENT]
+    if wide:
+        cells = ", ".join(f"{name} at {clients_label(clients)} ±{width:.0f} %" for name, clients, width in wide)
+        notices.append(Notice("noisy", f"tpmC 95 % interval wider than ±{NOISY_HALF_WIDTH_PERCENT:.0f} % in "
+                                       f"{len(wide)} of {len(summary.cells)} cells ({cells}): add repeats or "
+                                       "lengthen the runs to resolve smaller gains"))
+    return notices + run_notices(data.runs)
+
+
+def run_notices(runs: Sequence[RunData]) -> list[Notice]:
+    """Client-bound runs, failed runs, validity bands missed, then each stored run warning once, with its runs.
+
+    A warning the engine stored for a knob value that weakens durability (``name=value weakens durability``,
+    for one of the run's own knobs) is of kind durability and names the steps whose runs carry it.
+    """
+    notices, bounds = [], set()
+    for run in runs:
+        monitoring = run.report.monitoring
+        bound = monitoring.figures.client_bound if monitoring else None
+        if bound:
+            notices.append(Notice("client-bound", f"run {run.id}: {bound}", (run.id,)))
+            bounds.add(bound)
+        if not run.complete:
+            reason = "; ".join(run.report.record.errors) or "no reason stored"
+            notices.append(Notice("failed", f"run {run.id} {run.report.record.status.value}: {reason}", (run.id,)))
+    notices += validity_notices(runs)
+    grouped: dict[str, list[RunData]] = {}
+    for run in runs:
+        for text in run.report.record.warnings:
+            if text not in bounds:  # a client-bound run's warning is shown above
+                grouped.setdefault(text, []).append(run)
+    return notices + [_stored_warning(text, carriers) for text, carriers in grouped.items()]
+
+
+def _stored_warning(text: str, runs: Sequence[RunData]) -> Notice:
+    knobs = runs[0].report.record.effective_knobs
+    if text not in {f"{name}={value} weakens durability" for name, value in knobs.items()}:
+        return Notice("run", text, tuple(r.id for r in runs))
+    steps = list(dict.fromkeys(r.planned.step_name for r in runs if r.planned))
+    return Notice("durability", (f"{', '.join(steps)}: " if steps else "") + text, tuple(r.id for r in runs))
+
+
+def validity_notices(runs: Sequence[RunData]) -> list[Notice]:
+    """One notice per input-validity band (5.5.1.5) that some run missed, with each such run's value."""
+    missed: dict[tuple[str, float, float], list[tuple[int, float]]] = {}
+    for run in runs:
+        for band in run.report.validity:
+            if band.status == "OUT OF BAND":
+                missed.setdefault((band.name, band.low, band.high), []).append((run.id, band.value))
+    return [Notice("validity", f"{name.replace('_', ' ')} outside {low:g}–{high:g} (5.5.1.5) in {len(found)} of "
+                               f"{len(runs)} run(s): " + ", ".join(f"run {i} {v:.2f}" for i, v in found),
+                   )  # the text names the runs already
+            for (name, low, high), found in missed.items()]
+
+
+# --- summary and steps --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Baseline against the final step at the largest client count, and each step's verdicts."""
+
+    headline: str
+    clients: int
+    baseline: str
+    final: str
+    tpmc_baseline: Estimate
+    tpmc_final: Estimate
+    tpmc_gain: Ratio | None
+    load_baseline: Estimate
+    load_final: Estimate
+    load_gain: Ratio | None
+    verdicts: tuple[tuple[str, tuple[tuple[int, Ratio], ...], bool], ...]  # step, (clients, vs previous), significant
+
+
+def summary(data: ExperimentData) -> Summary:
+    s, steps = data.report.summary, data.report.experiment.steps
+    clients, last = max(s.clients), len(steps) - 1
+    first, final = s.cell(0, clients), s.cell(last, clients)
+    verdicts = []
+    for index in range(1, len(steps)):
+        ratios = tuple((c, s.cell(index, c).vs_previous) for c in s.clients)
+        verdicts.append((steps[index].name, ratios, any(r.verdict in SIGNIFICANT for _, r in ratios)))
+    return Summary(s.headline(), clients, steps[0].name, steps[last].name, first.tpmc, final.tpmc, final.vs_baseline,
+                   first.load_s, final.load_s, final.load_vs_baseline, tuple(verdicts))
+
+
+@dataclass(frozen=True)
+class StepRow:
+    clients: int
+    failed: int
+    load_s: Estimate
+    tps: Estimate
+    tpmc: Estimate
+    nopm: Estimate
+    p90_new_order_s: Estimate
+    vs_previous: Ratio | None
+    vs_baseline: Ratio | None
+
+
+@dataclass(frozen=True)
+class StepTable:
+    """The seeds' form: the whole configuration with the changed knobs marked, then results per client count."""
+
+    index: int
+    name: str
+    changes: tuple[tuple[str, str, str], ...]  # (knob, before, after); empty for the baseline
+    knobs: tuple[tuple[str, str, bool], ...]  # (knob, value, changed by this step): every knob the file sets
+    rows: tuple[StepRow, ...]
+
+
+def step_table(data: ExperimentData, index: int) -> StepTable:
+    steps, s = data.report.experiment.steps, data.report.summary
+    step, previous = steps[index], steps[index - 1] if index else None
+    changes = tuple((k, step.replaced.get(k, previous.knobs.get(k, "default")), v)
+                    for k, v in step.changes.items()) if previous else ()
+    knobs = tuple((k, v, previous is not None and k in step.changes) for k, v in step.knobs.items())
+    rows = tuple(StepRow(c, cell.failed, cell.load_s, data.tps[index, c], cell.tpmc, cell.nopm, cell.p90_new_order_s,
+                         cell.vs_previous, cell.vs_baseline)
+                 for c in s.clients for cell in [s.cell(index, c)])
+    return StepTable(index, step.name, changes, knobs, rows)
+
+
+# --- the run table of the HP white paper --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunTableRow:
+    label: str
+    values: tuple[float | None, ...]  # one per column; None: not measured
+    digits: int = 1
+
+
+@dataclass(frozen=True)
+class RunTable:
+    title: str
+    columns: tuple[str, ...]  # e.g. "2 clients (run 14)"
+    rows: tuple[RunTableRow, ...]
+
+
+def _monitored(run: RunData | None, pick) -> float | None:
+    figures = run.report.monitoring.figures if run and run.report.monitoring else None
+    value = pick(figures) if figures is not None and figures.monitored else None
+    return None if value is None or math.isnan(value) else float(value)
+
+
+_MONITORED_ROWS = (  # label, digits shown, the figure in analysis.monitoring.MonitoringFigures
+    ("CPU user %", 1, lambda m: m.cpu and m.cpu.user), ("CPU sys %", 1, lambda m: m.cpu and m.cpu.system),
+    ("CPU wait (iowait) %", 1, lambda m: m.cpu and m.cpu.iowait), ("CPU idle %", 1, lambda m: m.cpu and m.cpu.idle),
+    ("Physical reads/s", 1, lambda m: m.disk and m.disk.reads_per_s),
+    ("Physical writes/s", 1, lambda m: m.disk and m.disk.writes_per_s),
+    ("I/O rate MB/s", 2, lambda m: m.disk and m.disk.io_mb_per_s),
+    ("Log-sync wait ms", 2, lambda m: m.log_sync_wait_ms),
+    ("Data-file read wait ms", 2, lambda m: m.data_read_wait_ms),
+)
+
+
+def run_table(title: str, columns: Sequence[tuple[str, RunData | None]]) -> RunTable:
+    """One column per (label, run): tpmC, CPU u/s/w/i, reads/s, writes/s, I/O rate, log-sync and data-file read
+    waits, then p90 / avg / max (ms) of every transaction type, Deferred-Delivery included."""
+    runs = [run for _, run in columns]
+    rows = [RunTableRow("tpmC", tuple(float(r.report.figures.tpmc) if r else None for r in runs), 0)]
+    rows += [RunTableRow(label, tuple(_monitored(r, pick) for r in runs), digits)
+             for label, digits, pick in _MONITORED_ROWS]
+    names = next((tuple(t.name for t in r.report.figures.transactions) for r in runs if r), ())
+    for index, name in enumerate(names):
+        for stat, pick in (("p90", lambda l: l.p90), ("avg", lambda l: l.average), ("max", lambda l: l.maximum)):
+            values = tuple(_ms(pick(r.report.figures.transactions[index].latency)) if r else None for r in runs)
+            rows.append(RunTableRow(f"{transaction_label(name)} {stat} ms", values))
+    return RunTable(title, tuple(label for label, _ in columns), tuple(rows))
+
+
+def _ms(seconds: float) -> float | None:
+    return None if math.isnan(seconds) else seconds * 1000
+
+
+def sweep_columns(data: ExperimentData, step: int) -> list[tuple[str, RunData | None]]:
+    """The representative run of each client count of a step (see ``bundle.representative``)."""
+    columns = []
+    for clients in data.report.summary.clients:
+        run = representative(data.cell_runs(step, clients))
+        columns.append((clients_label(clients) + (f" (run {run.id})" if run else " (no complete run)"), run))
+    return columns
+
+
+def unmeasured_note(runs: Sequence[RunData | None]) -> str:
+    """Why rows of the run table say "not measured", from what the runs' samplers reported."""
+    monitored = [r.report.monitoring.figures for r in runs if r and r.report.monitoring]
+    if not any(m.monitored for m in monitored):
+        return "No monitoring samples were stored for these runs: CPU, I/O and wait rows are not measured."
+    if all(m.log_sync_wait_ms is None and m.data_read_wait_ms is None for m in monitored):
+        sources = sorted({s for m in monitored for s in m.sources if s != "monitor"})
+        return (f"Log-sync and data-file read waits are not measured: this run's samplers ({', '.join(sources)}) "
+                "report no wait events (SQLite has no wait interface).")
+    return ""
+
+
+# --- spec conformance ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conformance:
+    run_id: int
+    label: str  # the run's place in the plan
+    status: str
+    benchmark: str  # benchmark_label()
+    validity: tuple[BandResult, ...]
+    mix: tuple[BandResult, ...]
+    response_limits: tuple[tuple[str, float | None, float, bool | None], ...]  # name, p90 s, limit s, within
+    consistency: tuple[ConsistencyRecord, ...]
+
+
+def conformance(runs: Sequence[RunData]) -> list[Conformance]:
+    """Per run: validity bands (5.5.1.5), mix (5.2.3), p90 limits (5.2.5.3) and consistency (3.3.2)."""
+    rows = []
+    for run in runs:
+        report = run.report
+        limits = tuple((transaction_label(t.name), None if math.isnan(t.latency.p90) else t.latency.p90,
+                        RESPONSE_TIME_LIMIT[t.name], None if math.isnan(t.latency.p90)
+                        else t.latency.p90 <= RESPONSE_TIME_LIMIT[t.name])
+                       for t in report.figures.transactions if t.name in RESPONSE_TIME_LIMIT)
+        rows.append(Conformance(run.id, run.long_label, report.record.status.value,
+                                benchmark_label(report.record.spec.keying_and_think), tuple(report.validity),
+                                tuple(report.mix), limits, tuple(report.consistency)))
+    return rows

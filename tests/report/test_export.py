@@ -1,0 +1,130 @@
+"""``maximus export`` on a real experiment: every figure and the raw series, as JSON and as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from maximus import api
+from maximus.cli.app import app
+from maximus.errors import UserError
+from maximus.export import RUN_COLUMNS, SERIES_COLUMNS, plain
+
+
+def _export(results: Path, *args: str) -> str:
+    result = CliRunner().invoke(app, ["export", *args, "--results", str(results)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def document(finished_experiment) -> dict:
+    """The experiment's JSON export, through the real command."""
+    results, experiment_id = finished_experiment
+    done = subprocess.run([sys.executable, "-m", "maximus", "export", str(experiment_id), "--format", "json",
+                           "--results", str(results)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout, parse_constant=lambda name: pytest.fail(f"{name} in the JSON export"))
+
+
+def test_json_has_every_cell_with_estimates_ratios_and_verdicts(document) -> None:
+    assert document["kind"] == "experiment" and document["schema"] == 1
+    assert document["experiment"]["name"] == "report test"
+    cells = {(c["step_name"], c["clients"]): c for c in document["cells"]}
+    assert sorted(cells) == [("baseline", 1), ("baseline", 2), ("wal", 1), ("wal", 2)]
+    wal = cells["wal", 2]
+    assert wal["tpmc"]["n"] == 2 and wal["tpmc"]["low"] <= wal["tpmc"]["mean"] <= wal["tpmc"]["high"]
+    assert wal["vs_previous"]["verdict"] in ("faster", "slower", "within noise")
+    assert wal["vs_previous"]["change_percent"] == pytest.approx(100 * (wal["vs_previous"]["ratio"] - 1))
+    assert cells["baseline", 1]["vs_previous"] is None and wal["tps"]["mean"] > 0
+    assert document["summary"]["headline"].endswith("1 step significant")
+
+
+def test_json_has_every_run_with_figures_latencies_validity_consistency_and_raw_series(document,
+                                                                                     finished_experiment) -> None:
+    results, _ = finished_experiment
+    runs = document["runs"]
+    assert len(runs) == 8
+    store = api.open_results(results)
+    try:
+        expected = {r["run"]["id"]: api.analyse_run(store, r["run"]["id"]).figures.tpmc for r in runs}
+    finally:
+        store.close()
+    for run in runs:
+        assert run["figures"]["tpmc"] == expected[run["run"]["id"]]
+        assert [t["name"] for t in run["transactions"]][-2:] == ["deferred_delivery", "stock_level"]
+        assert {"count", "p90", "average", "maximum"} <= set(run["transactions"][0]["latency"])
+        assert len(run["validity"]) == 6 and {b["status"] for b in run["validity"]} <= {"ok", "OUT OF BAND", "n/a",
+                                                                                         "no data"}
+        assert len(run["consistency"]) == 12
+        assert run["run"]["benchmark"].startswith("TPC-C-like") and run["run"]["planned"]["key"]
+        assert run["series"]["per_second"] and run["series"]["metrics"]
+        assert run["monitoring"]["figures"]["cpu"]["user"] is not None
+
+
+def test_csv_has_one_row_per_run_with_its_figures(finished_experiment, document) -> None:
+    results, experiment_id = finished_experiment
+    rows = list(csv.DictReader(io.StringIO(_export(results, str(experiment_id), "--format", "csv"))))
+    assert len(rows) == 8 and list(rows[0]) == [name for name, _ in RUN_COLUMNS]
+    by_id = {r["run"]["id"]: r for r in document["runs"]}
+    for row in rows:
+        run = by_id[int(row["run_id"])]
+        assert int(row["tpmc"]) == run["figures"]["tpmc"]
+        assert row["step_name"] == run["run"]["planned"]["step_name"] and row["clients"] in ("1", "2")
+        assert float(row["new_order_p90_ms"]) == pytest.approx(1000 * run["transactions"][0]["latency"]["p90"])
+        assert row["log_sync_wait_ms"] == ""  # SQLite reports no waits: an empty cell, not 0
+        assert int(row["consistency_passed"]) + int(row["consistency_skipped"]) == 12
+
+
+def test_csv_cells_and_series(finished_experiment) -> None:
+    results, experiment_id = finished_experiment
+    cells = list(csv.DictReader(io.StringIO(_export(results, str(experiment_id), "--format", "csv", "--cells"))))
+    assert [(c["step_name"], c["clients"]) for c in cells] == [("baseline", "1"), ("baseline", "2"), ("wal", "1"),
+                                                              ("wal", "2")]
+    assert cells[0]["vs_previous_verdict"] == "" and cells[3]["vs_previous_verdict"]
+    text = _export(results, "--format", "csv", "--series")  # the newest experiment by default
+    series = list(csv.DictReader(io.StringIO(text)))
+    assert list(series[0]) == SERIES_COLUMNS
+    assert len({row["run_id"] for row in series}) == 8
+    names = {(row["source"], row["name"]) for row in series}
+    assert {("driver", "new_orders_completed"), ("driver", "transactions_completed"),
+            ("os", "cpu_seconds_total"), ("sqlite", "commits_total")} <= names
+
+
+def test_a_single_run_exports_alone(finished_experiment, tmp_path: Path) -> None:
+    results, experiment_id = finished_experiment
+    store = api.open_results(results)
+    run_id = store.runs(experiment_id)[-1].id
+    store.close()
+    target = tmp_path / "run.json"
+    _export(results, "--run", str(run_id), "-o", str(target))
+    data = json.loads(target.read_text())
+    assert data["kind"] == "run" and data["run"]["id"] == run_id and "cells" not in data
+    rows = list(csv.DictReader(io.StringIO(_export(results, "--run", str(run_id), "--format", "csv"))))
+    assert [int(r["run_id"]) for r in rows] == [run_id]
+
+
+def test_bad_export_options_are_one_line_errors(finished_experiment) -> None:
+    results, _ = finished_experiment
+    for args, message in ((["--series"], "add --format csv"),
+                          (["--run", "1", "--format", "csv", "--cells"], "--cells needs an experiment"),
+                          (["1", "--run", "1"], "not both")):
+        result = CliRunner().invoke(app, ["export", *args, "--results", str(results)])
+        assert isinstance(result.exception, UserError) and message in str(result.exception)
+    done = subprocess.run([sys.executable, "-m", "maximus", "export", "--format", "xml", "--results", str(results)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr == "error: --format must be json or csv, got 'xml'\n"
+
+
+def test_plain_turns_nan_into_null_and_enums_into_values() -> None:
+    from maximus.analysis.compare import Ratio, Verdict
+
+    assert plain(Ratio(float("nan"), 1.0, float("inf"), Verdict.NEEDS_REPEATS, None)) == {
+        "ratio": None, "low": 1.0, "high": None, "verdict": "needs repeats", "repeats_needed": None}

@@ -1,0 +1,30 @@
+"""Rendering without a browser: a run with nothing measured degrades to notes, and text is escaped."""
+
+from __future__ import annotations
+
+from maximus.records import RunStatus
+from maximus.report import html
+
+from .test_tables import _run
+
+
+def test_an_unmonitored_run_says_not_measured_instead_of_drawing_empty_charts() -> None:
+    page = html.run_page(_run(7, 60))
+    assert 'id="chart-histograms-run"' in page and 'id="chart-timeline-run"' in page
+    assert 'id="chart-cpu-run"' not in page and 'id="chart-io-run"' not in page
+    assert "CPU: not measured in this run" in page and "I/O: not measured in this run" in page
+    assert "No monitoring samples were stored for these runs" in page
+    assert "checkpoints: not reported" in page
+    assert page.count('<span class="not-measured">not measured</span>') >= 9  # every monitored row of the table
+
+
+def test_a_failed_run_renders_with_its_reason_and_no_charts() -> None:
+    page = html.run_page(_run(8, 0, status=RunStatus.FAILED))
+    assert "run 8 failed: boom" in page
+    assert 'class="chart"' not in page and "no transaction completed in the measured window" in page
+
+
+def test_user_text_is_escaped_and_the_page_is_self_contained() -> None:
+    page = html.run_page(_run(9, 10, knobs={"journal_mode": "<script>alert(1)</script>"}))
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.count("<script src") == 0 and "Plotly.newPlot" in page
