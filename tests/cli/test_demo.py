@@ -10,7 +10,7 @@ from pathlib import Path
 def test_demo_runs_an_experiment_and_prints_run_details_and_step_tables(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "maximus", "demo", "--duration", "2", "--workdir",
                              str(tmp_path / "work"), "--results", str(tmp_path / "results.db")],
-                            capture_output=True, text=True, timeout=400)
+                            capture_output=True, text=True, timeout=400, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     for expected in ("tpmC", "NOPM", "TPM", "New-Order", "Payment", "Order-Status", "Deferred-Delivery",
                      "Stock-Level", "Input validity (5.5.1.5)", "Consistency (3.3.2)", "Load time:", "TPC-C-like",
@@ -19,6 +19,9 @@ def test_demo_runs_an_experiment_and_prints_run_details_and_step_tables(tmp_path
                      "of 2 steps significant"):
         assert expected in result.stdout, expected
     assert "FAIL" not in result.stdout
+    report = tmp_path / "maximus-report-1.html"
+    assert f"Report: {report.name}" in result.stdout and report.stat().st_size > 1_000_000  # plotly inlined
+    assert "<script src=" not in report.read_text()  # self-contained: nothing to fetch
     assert result.stdout.count("run 6/6") == 1
     runs = subprocess.run([sys.executable, "-m", "maximus", "runs", "--results", str(tmp_path / "results.db")],
                           capture_output=True, text=True, timeout=60)

@@ -66,6 +66,7 @@ def demo(workdir: Workdir = None, results: Results = None,
     from importlib import resources
 
     from maximus.cli.experiments import ConsoleProgress, show_experiment
+    from maximus.cli.reports import write_experiment_report
     from maximus.experiment import runner
 
     workdir, results = workdir or api.default_workdir(), results or default_results_path()
@@ -84,6 +85,7 @@ def demo(workdir: Workdir = None, results: Results = None,
     _show(report, histograms=False, environment=False)
     out.rule("The experiment")
     show_experiment(out, experiment_id, results)
+    write_experiment_report(out, experiment_id, results)
 
 
 def _with_duration(experiment, duration: float):
