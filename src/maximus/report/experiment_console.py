@@ -2,39 +2,29 @@
 
 from __future__ import annotations
 
-import math
 
 from rich.console import Console
 from rich.table import Table
 
 from maximus.analysis.compare import Estimate, Ratio, Verdict
+from maximus.report.format import estimate_text, ratio_text, verdict_text
 
 _VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.WITHIN_NOISE: "yellow",
                   Verdict.NEEDS_REPEATS: "dim"}
 
 
-def _estimate(value: Estimate, unit: str = "", digits: int = 0) -> str:
-    if value.n == 0:
-        return "-"
-    text = f"{value.mean:,.{digits}f}{unit}"
-    return text if value.n < 2 else f"{text} ± {(value.high - value.mean):,.{digits}f}"
+def _estimate(value: Estimate, digits: int = 0) -> str:
+    return estimate_text(value, digits)
 
 
 def _ratio(ratio: Ratio | None, interval: bool = True) -> str:
-    if ratio is None or math.isnan(ratio.ratio):
-        return "-"
-    if math.isnan(ratio.low) or not interval:
-        return f"{ratio.change_percent:+.1f} %"
-    return f"{ratio.change_percent:+.1f} % ({100 * (ratio.low - 1):+.0f}…{100 * (ratio.high - 1):+.0f})"
+    return ratio_text(ratio, interval, digits=0)
 
 
 def _verdict(ratio: Ratio | None) -> str:
     if ratio is None:
         return "baseline"
-    text = ratio.verdict.value
-    if ratio.repeats_needed:
-        text += f" (≈{ratio.repeats_needed} repeats)"
-    return f"[{_VERDICT_STYLE[ratio.verdict]}]{text}[/]"
+    return f"[{_VERDICT_STYLE[ratio.verdict]}]{verdict_text(ratio)}[/]"
 
 
 def render_experiment(console: Console, report) -> None:

@@ -21,6 +21,7 @@ from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_timeline
 from maximus.report import charts, tables
 from maximus.report.bundle import ExperimentData, RunData, representative
+from maximus.report.format import estimate_text, ratio_text, verdict_text
 from maximus.report.plotting import figure
 from maximus.store.store import ConsistencyRecord
 from maximus.workloads.tpcc.validity import BandResult
@@ -111,26 +112,18 @@ def _number(value: float | None, digits: int = 1) -> str:
 
 
 def _estimate(value: Estimate, digits: int = 0, scale: float = 1.0) -> str:
-    if value.n == 0:
-        return "-"
-    text = f"{value.mean * scale:,.{digits}f}"
-    return text if value.n < 2 else f"{text} ± {(value.high - value.mean) * scale:,.{digits}f}"
+    return estimate_text(value, digits, scale)
 
 
 def _ratio(ratio: Ratio | None, interval: bool = True, sep: str = " ") -> str:
     """A change in percent with its 95 % interval after ``sep`` (HTML, e.g. "<br>")."""
-    if ratio is None or math.isnan(ratio.ratio):
-        return "-"
-    if math.isnan(ratio.low) or not interval:
-        return f"{ratio.change_percent:+.1f} %"
-    return f"{ratio.change_percent:+.1f} %{sep}({100 * (ratio.low - 1):+.1f} … {100 * (ratio.high - 1):+.1f})"
+    return ratio_text(ratio, interval, sep)
 
 
 def _verdict(ratio: Ratio | None) -> str:
     if ratio is None:
         return '<span class="verdict-baseline">baseline</span>'
-    text = ratio.verdict.value + (f" (≈{ratio.repeats_needed} repeats)" if ratio.repeats_needed else "")
-    return f'<span class="verdict-{ratio.verdict.value.replace(" ", "-")}">{escape(text)}</span>'
+    return f'<span class="verdict-{ratio.verdict.value.replace(" ", "-")}">{escape(verdict_text(ratio))}</span>'
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], css: str = "", text_columns: int = 1) -> str:

@@ -1,0 +1,30 @@
+"""Text for estimates, ratios and verdicts, shared by the terminal and the HTML report."""
+
+from __future__ import annotations
+
+import math
+
+from maximus.analysis.compare import Estimate, Ratio
+
+
+def estimate_text(value: Estimate, digits: int = 0, scale: float = 1.0) -> str:
+    """``mean ± half-width`` (just the mean with one value, ``-`` with none)."""
+    if value.n == 0:
+        return "-"
+    text = f"{value.mean * scale:,.{digits}f}"
+    return text if value.n < 2 else f"{text} ± {(value.high - value.mean) * scale:,.{digits}f}"
+
+
+def ratio_text(ratio: Ratio | None, interval: bool = True, sep: str = " ", digits: int = 1) -> str:
+    """A change in percent, with its 95 % interval after ``sep`` when there is one."""
+    if ratio is None or math.isnan(ratio.ratio):
+        return "-"
+    if math.isnan(ratio.low) or not interval:
+        return f"{ratio.change_percent:+.1f} %"
+    return (f"{ratio.change_percent:+.1f} %{sep}({100 * (ratio.low - 1):+.{digits}f} … "
+            f"{100 * (ratio.high - 1):+.{digits}f})")
+
+
+def verdict_text(ratio: Ratio) -> str:
+    """The verdict, with how many repeats would resolve a difference lost in the noise."""
+    return ratio.verdict.value + (f" (≈{ratio.repeats_needed} repeats)" if ratio.repeats_needed else "")
