@@ -204,7 +204,7 @@ def benchmark(workdir: Path, options: Options) -> None:
     print(f"\n3. TPC-C-like runs, each from the pristine build ('vs peer' = NO/min / quoted "
           f"{PEER_NO_PER_MIN:,.0f}):")
     rows = run_all(workdir, options)
-    print(f"\n   Commit ceiling re-measured after the runs (the fsync rate drifts):")
+    print("\n   Commit ceiling re-measured after the runs (the fsync rate drifts):")
     after = measure_ceiling(workdir, options.ceiling_s)
     print("\nSummary:")
     summarise(rows, ceiling, after["delete+full"])
