@@ -123,3 +123,21 @@ def test_a_server_that_will_not_start_is_one_line_with_exit_code_3(tmp_path: Pat
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     with pytest.raises(EngineError):
         api.make_engine("postgres", server_workdir, 1, {}).connect()
+
+
+def test_many_keyed_terminals_share_a_few_processes(loaded: Path, tmp_path: Path) -> None:
+    """Asynchronous terminals: 60 keyed terminals with think times in one process per core."""
+    options = api.BenchmarkOptions(engine="postgres", workdir=loaded, results=tmp_path / "r.db", terminals=60,
+                                   warmup_s=0.5, duration_s=5.0, keying_and_think=True, transactions="server")
+    engine = api.make_engine("postgres", loaded, 1, {})
+    from maximus.workloads.tpcc.emulator import TpccRunSettings
+    from maximus.workloads.tpcc.random import NURandConstants
+
+    settings = TpccRunSettings(1, 1, NURandConstants.for_run(0, 1), server_side=True)
+    assert api.terminals_per_process(engine, settings, 60) == 30  # two cores: two processes of 30
+    outcome = api.run_benchmark(options)
+    assert outcome.status.value == "complete", outcome.result.errors
+    assert all(r.passed is not False for r in outcome.consistency)
+    started = {s.terminal for s in outcome.result.samples}
+    assert len(started) >= 20  # keying times of 2 s let many terminals finish a first transaction in 5.5 s
+    assert max(s.start for s in outcome.result.samples if not s.transaction.startswith("deferred")) >= 2.0

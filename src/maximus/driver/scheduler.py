@@ -9,6 +9,7 @@ before the release (it sees the workers' process ids) and stops after every work
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import queue
 import time
@@ -16,6 +17,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
+from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
 from maximus.driver.retry import RetryPolicy
 from maximus.driver.terminal import Recorder, Terminal, gated_transaction, ignore_interrupts
@@ -37,6 +39,12 @@ class DriveSpec:
     duration_s: float
     deferred_workers: int = 1
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    terminals_per_process: int = 1  # above 1: asynchronous terminals sharing a process (async engines)
+
+    def shares(self) -> list[range]:
+        """The terminal indices each terminal process hosts."""
+        size = max(1, self.terminals_per_process)
+        return [range(first, min(first + size, self.terminals)) for first in range(0, self.terminals, size)]
 
 
 @dataclass
@@ -97,6 +105,38 @@ def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
     session.close()
 
 
+def _async_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
+    """A process of asynchronous terminals: each with its own session, all on one event loop."""
+    ignore_interrupts()
+    asyncio.run(_async_terminals(spec, spec.shares()[worker], channels, worker))
+
+
+async def _async_terminals(spec: DriveSpec, indices: range, channels: _Channels, worker: int) -> None:
+    try:
+        sessions = [await spec.engine.connect_async() for _ in indices]
+        workload = workload_named(spec.workload)
+        emulators = [workload.emulator(spec.settings, index, spec.engine.dialect) for index in indices]
+    except Exception as error:
+        channels.outbox.put(("fatal", f"terminal process {worker} could not start: {type(error).__name__}: {error}"))
+        return
+    channels.outbox.put(("ready", worker))
+    await asyncio.get_running_loop().run_in_executor(None, channels.go.wait)
+    origin = channels.origin.value
+    window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
+    await asyncio.sleep(max(origin - time.monotonic(), 0))
+    recorder = Recorder(channels.outbox, window, origin)
+    terminals = [AsyncTerminal(index, emulator, session, spec.engine, recorder, origin + window.end, spec.retry,
+                               channels.counters, channels.deliveries, channels.stop)
+                 for index, emulator, session in zip(indices, emulators, sessions)]
+    try:
+        await run_terminals(terminals)
+    except Exception:
+        channels.outbox.put(("fatal", f"terminal process {worker} crashed:\n{traceback.format_exc()}"))
+    recorder.flush(time.monotonic())
+    for session in sessions:
+        await session.close()
+
+
 def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """2.7.2: executes queued deferred transactions; records queue-to-completion time."""
     ignore_interrupts()
@@ -152,7 +192,10 @@ class Run:
 
     def execute(self) -> DriveResult:
         started = time.monotonic()
-        terminals = [self._process(_terminal_main, i) for i in range(self.spec.terminals)]
+        if self.spec.terminals_per_process > 1:
+            terminals = [self._process(_async_main, i) for i in range(len(self.spec.shares()))]
+        else:
+            terminals = [self._process(_terminal_main, i) for i in range(self.spec.terminals)]
         deferred = [self._process(_deferred_main, i) for i in range(self.spec.deferred_workers)]
         try:
             self._start(terminals + deferred)

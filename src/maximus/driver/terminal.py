@@ -51,6 +51,9 @@ class Recorder:
 def timed_transaction(session: Session, engine: Engine, retry: RetryPolicy, transaction: Any,
                       inputs: Any) -> tuple[Outcome, int, str]:
     def attempt() -> None:
+        if getattr(transaction, "single_statement", False):
+            transaction.execute(session, inputs)  # autocommit: the one statement is the transaction
+            return
         session.begin(read_only=transaction.read_only)
         transaction.execute(session, inputs)
         session.commit()

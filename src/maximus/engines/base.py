@@ -34,6 +34,7 @@ class Capabilities:
     single_writer: bool  # one write transaction at a time (see Engine.gated)
     managed_server: bool  # Maximus starts and stops a server process
     server_side_procedures: bool
+    async_sessions: bool = False  # connect_async(): many terminals share one process
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,16 @@ class Session(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+class AsyncSession(ABC):
+    """One connection of an asynchronous terminal: single statements in autocommit mode."""
+
+    @abstractmethod
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    @abstractmethod
+    async def close(self) -> None: ...
 
 
 class Engine(ABC):
@@ -136,6 +147,10 @@ class Engine(ABC):
 
     @abstractmethod
     def connect(self) -> Session: ...
+
+    async def connect_async(self) -> AsyncSession:
+        """An asynchronous session (engines whose capabilities say ``async_sessions``)."""
+        raise NotImplementedError(f"{self.name} has no asynchronous sessions")
 
     @abstractmethod
     def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from maximus.engines import _process
-from maximus.engines.base import Capabilities, Dialect, Engine, Session
+from maximus.engines.base import AsyncSession, Capabilities, Dialect, Engine, Session
 from maximus.errors import EngineError, UserError
 from maximus.knobs import Applies, Knob, KnobCatalogue
 from maximus.records import Outcome
@@ -130,6 +130,26 @@ def _version_key(path: str) -> float:
     return float(match.group(1)) if match else 0.0
 
 
+def placeholders(sql: str) -> str:
+    """The workload's ``?`` placeholders in psycopg's ``%s`` form."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class PostgresAsyncSession(AsyncSession):
+    """A psycopg 3 async connection in autocommit mode: each statement is its own transaction."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self._translated: dict[str, str] = {}
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        translated = self._translated.get(sql) or self._translated.setdefault(sql, placeholders(sql))
+        await self.connection.execute(translated, params)
+
+    async def close(self) -> None:
+        await self.connection.close()
+
+
 class PostgresSession(Session):
     """A psycopg 3 connection in autocommit mode with explicit BEGIN/COMMIT; ``?`` becomes ``%s``."""
 
@@ -140,7 +160,7 @@ class PostgresSession(Session):
     def _sql(self, sql: str) -> str:
         translated = self._translated.get(sql)
         if translated is None:
-            translated = self._translated[sql] = sql.replace("%", "%%").replace("?", "%s")
+            translated = self._translated[sql] = placeholders(sql)
         return translated
 
     def begin(self, read_only: bool = False) -> None:
@@ -175,7 +195,8 @@ class PostgresEngine(Engine):
     (external mode: set the knobs with ALTER SYSTEM and reload; off unless the user says so)."""
 
     name = "postgres"
-    capabilities = Capabilities(single_writer=False, managed_server=True, server_side_procedures=True)
+    capabilities = Capabilities(single_writer=False, managed_server=True, server_side_procedures=True,
+                                async_sessions=True)
     dialect = Dialect("postgres", for_update=" FOR UPDATE", primary_keys_after_load=True)
 
     def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
@@ -193,6 +214,12 @@ class PostgresEngine(Engine):
     @classmethod
     def documented_knobs(cls) -> list[str]:
         return sorted(_DURABILITY)
+
+    def validate_run(self, terminals: int) -> None:
+        """Every terminal and deferred worker holds a connection: a managed server gets enough of them."""
+        needed = terminals + 20  # deferred workers, samplers, admin sessions
+        if not self.external and "max_connections" not in self.settings and needed > 100:
+            self.settings["max_connections"] = str(needed)
 
     # -- where things live ---------------------------------------------------------------------------
 
@@ -333,6 +360,15 @@ class PostgresEngine(Engine):
 
         try:
             return PostgresSession(psycopg.connect(self._dsn(self.database), autocommit=True))
+        except psycopg.OperationalError as error:
+            raise EngineError(f"cannot connect to PostgreSQL: {str(error).strip().splitlines()[-1]}") from None
+
+    async def connect_async(self) -> PostgresAsyncSession:
+        import psycopg
+
+        try:
+            return PostgresAsyncSession(await psycopg.AsyncConnection.connect(self._dsn(self.database),
+                                                                            autocommit=True))
         except psycopg.OperationalError as error:
             raise EngineError(f"cannot connect to PostgreSQL: {str(error).strip().splitlines()[-1]}") from None
 

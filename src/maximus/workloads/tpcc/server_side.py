@@ -22,9 +22,18 @@ def procedures_sql(dialect: Dialect) -> str | None:
 class ServerSide:
     """Wraps a transaction so that it runs as one function call; everything else is the transaction's."""
 
+    single_statement = True  # one call in autocommit mode is atomic: no BEGIN/COMMIT round trips
+
     def __init__(self, inner: Transaction) -> None:
         self.inner = inner
         self.name, self.read_only, self.deferred = inner.name, inner.read_only, inner.deferred
+
+    def statement(self, inputs: Any) -> tuple[str, tuple]:
+        return self.inner.call(inputs)
+
+    @staticmethod
+    def rolled_back_by_rule(error: BaseException) -> bool:
+        return getattr(error, "sqlstate", None) == ROLLBACK_SQLSTATE
 
     def draw(self, rng: TpccRandom, home: Home) -> Any:
         return self.inner.draw(rng, home)

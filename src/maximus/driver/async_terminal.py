@@ -1,0 +1,85 @@
+"""Many terminals in one worker process: asyncio tasks, each with its own asynchronous session.
+
+Used for engines with asynchronous sessions when every transaction is a single statement (server-side
+stored functions), so a thousand keyed terminals with think times fit in a few processes. The
+terminal's rules are those of ``terminal.Terminal``: keying time, transaction, think time; the same
+samples, facts, live counters and deferred queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from maximus.driver.retry import RetryPolicy
+from maximus.driver.terminal import Recorder
+from maximus.engines.base import AsyncSession, Engine
+from maximus.records import Outcome, TxnSample
+
+_STOP_POLL_S = 0.25
+
+
+@dataclass
+class AsyncTerminal:
+    index: int
+    emulator: Any
+    session: AsyncSession
+    engine: Engine
+    recorder: Recorder
+    end: float  # monotonic time after which no transaction starts
+    retry: RetryPolicy
+    counters: Any
+    delivery_queue: Any
+    stop: Any  # multiprocessing event
+
+    async def run(self) -> None:
+        while time.monotonic() < self.end and not self.stop.is_set():
+            transaction, inputs = self.emulator.next()
+            if not await self._sleep(self.emulator.keying_time(transaction.name)):
+                break
+            await self._one(transaction, inputs)
+            if not await self._sleep(self.emulator.think_time(transaction.name)):
+                break
+
+    async def _sleep(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            if self.stop.is_set():
+                return False
+            await asyncio.sleep(min(remaining, _STOP_POLL_S))
+        return not self.stop.is_set()
+
+    async def _one(self, transaction: Any, inputs: Any) -> None:
+        started = time.monotonic()
+        if transaction.deferred:
+            self.delivery_queue.put((self.index, started - self.recorder.origin, transaction.name, inputs))
+            outcome, attempts, error = Outcome.COMMITTED, 1, ""
+        else:
+            outcome, attempts, error = await self._execute(transaction, inputs)
+        finished = time.monotonic()
+        if outcome is not Outcome.FAILED:
+            self.counters[2 * self.index + 1] += 1
+            self.counters[2 * self.index] += transaction.name == self.emulator.headline
+        sample = TxnSample(self.index, transaction.name, started - self.recorder.origin, finished - started,
+                           outcome, attempts, error)
+        self.recorder.record(sample, transaction.facts(inputs), finished)
+
+    async def _execute(self, transaction: Any, inputs: Any) -> tuple[Outcome, int, str]:
+        sql, params = transaction.statement(inputs)
+        for number in range(1, self.retry.max_attempts + 1):
+            try:
+                await self.session.execute(sql, params)
+                return Outcome.COMMITTED, number, ""
+            except Exception as error:  # classified: a failure is counted, never swallowed
+                if transaction.rolled_back_by_rule(error):
+                    return Outcome.ROLLED_BACK, number, ""
+                if self.engine.classify(error) is not Outcome.RETRY or number == self.retry.max_attempts:
+                    return Outcome.FAILED, number, f"{type(error).__name__}: {error}"
+                await asyncio.sleep(self.retry.first_backoff_s * 2 ** (number - 1))
+        raise AssertionError("unreachable")
+
+
+async def run_terminals(terminals: list[AsyncTerminal]) -> None:
+    await asyncio.gather(*(terminal.run() for terminal in terminals))
