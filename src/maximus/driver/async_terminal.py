@@ -44,12 +44,13 @@ class AsyncTerminal:
                 break
 
     async def _sleep(self, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
+        """Keying or think time, cut short at the end of the run or a stop: False when the terminal is done."""
+        deadline = min(time.monotonic() + seconds, self.end)
         while (remaining := deadline - time.monotonic()) > 0:
             if self.stop.is_set():
                 return False
             await asyncio.sleep(min(remaining, _STOP_POLL_S))
-        return not self.stop.is_set()
+        return not self.stop.is_set() and time.monotonic() < self.end
 
     async def _one(self, transaction: Any, inputs: Any) -> None:
         started = time.monotonic()

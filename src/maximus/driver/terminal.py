@@ -89,12 +89,17 @@ class Terminal:
     def run(self) -> None:
         while self.clock.now() < self.end:
             transaction, inputs = self.emulator.next()
-            if not self.clock.sleep(self.emulator.keying_time(transaction.name)):
+            if not self._pause(self.emulator.keying_time(transaction.name)):
                 break
             self._one(transaction, inputs)
-            if not self.clock.sleep(self.emulator.think_time(transaction.name)):
+            if not self._pause(self.emulator.think_time(transaction.name)):
                 break
         self.recorder.flush(self.clock.now())
+
+    def _pause(self, seconds: float) -> bool:
+        """Keying or think time, cut short at the end of the run: False when the terminal is done."""
+        left = self.end - self.clock.now()
+        return self.clock.sleep(min(seconds, left)) and seconds < left
 
     def _one(self, transaction: Any, inputs: Any) -> None:
         started = self.clock.now()
