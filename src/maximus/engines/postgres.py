@@ -27,6 +27,8 @@ from maximus.engines.base import AsyncSession, Capabilities, Dialect, Engine, Se
 from maximus.errors import EngineError, UserError
 from maximus.knobs import Applies, Knob, KnobCatalogue
 from maximus.records import Outcome
+from maximus.samplers.base import Sampler
+from maximus.samplers.postgres import IO_TIMING, WAL_IO_TIMING, PostgresSampler
 
 _RETRYABLE_STATES = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
 _CONTEXT = {"postmaster": Applies.RESTART, "sighup": Applies.RELOAD, "superuser": Applies.RELOAD,
@@ -39,7 +41,10 @@ _TIME_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d":
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _REPORTED = ("server_version", "shared_buffers", "wal_buffers", "max_wal_size", "checkpoint_timeout",
              "synchronous_commit", "fsync", "full_page_writes", "wal_level", "effective_io_concurrency",
-             "default_transaction_isolation", "max_connections")
+             "default_transaction_isolation", "max_connections", IO_TIMING, WAL_IO_TIMING)
+# What the sampler needs to time data-file reads and WAL writes and syncs; a managed server gets them on
+# unless the run's knobs say otherwise (the sampler's notes then record that Maximus did it).
+_MONITORING_SETTINGS = {IO_TIMING: "on", WAL_IO_TIMING: "on"}
 
 
 @dataclass(frozen=True)
@@ -243,6 +248,24 @@ class PostgresEngine(Engine):
     def pristine(self) -> str:
         return f"{self.database}_pristine"
 
+    @property
+    def effective_settings(self) -> dict[str, str]:
+        """As the base class, with the timing settings a managed server gets for monitoring."""
+        return {**super().effective_settings, **self._monitoring_settings()}
+
+    def _monitoring_settings(self) -> dict[str, str]:
+        """Managed mode: the sampler's timing settings that the run's knobs leave unset (and this version has)."""
+        if self.external:
+            return {}
+        return {name: value for name, value in _MONITORING_SETTINGS.items()
+                if name not in self.settings and name in self.knobs}
+
+    def samplers(self) -> list[Sampler]:
+        """The server's statistics views, its sessions' wait events and (managed mode) its processes."""
+        pid_file = None if self.external else self.data_dir / "postmaster.pid"
+        return [PostgresSampler(lambda: self._dsn("postgres"), self.database, pid_file,
+                                tuple(self._monitoring_settings()))]
+
     def data_path(self) -> Path:
         return self.workdir if self.external else self.data_dir
 
@@ -291,7 +314,8 @@ class PostgresEngine(Engine):
 
     def _write_config(self) -> None:
         lines = [f"port = {self.port}", "listen_addresses = '127.0.0.1'", "unix_socket_directories = ''"]
-        lines += [f"{name} = '{value.replace(chr(39), chr(39) * 2)}'" for name, value in self.settings.items()]
+        lines += [f"{name} = '{value.replace(chr(39), chr(39) * 2)}'"
+                  for name, value in {**self._monitoring_settings(), **self.settings}.items()]
         path = self.data_dir / "maximus.conf"
         path.write_text("# written by Maximus for this run\n" + "\n".join(lines) + "\n")
         _process.give_to_server_user(path)
