@@ -306,6 +306,15 @@ def running(engine: Engine) -> Iterator[Engine]:
         engine.stop()
 
 
+def report_of_run(results: Path, run_id: int) -> RunReport:
+    """``analyse_run`` on the results database at ``results``, opened and closed around it."""
+    store = ResultsStore(results)
+    try:
+        return analyse_run(store, run_id)
+    finally:
+        store.close()
+
+
 def open_results(path: Path | None = None) -> ResultsStore:
     return ResultsStore(path or default_results_path())
 

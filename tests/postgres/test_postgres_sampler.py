@@ -313,18 +313,10 @@ def _run(workdir: Path, results: Path) -> api.RunOutcome:
                                                   warmup_s=1.0, duration_s=4.0, check=False))
 
 
-def _report(results: Path, run_id: int) -> api.RunReport:
-    store = api.open_results(results)
-    try:
-        return api.analyse_run(store, run_id)
-    finally:
-        store.close()
-
-
 def test_a_monitored_run_shows_commits_wal_waits_and_server_cpu(loaded: Path, tmp_path: Path) -> None:
     results = tmp_path / "r.db"
     outcome = _run(loaded, results)
-    report = _report(results, outcome.run_id)
+    report = api.report_of_run(results, outcome.run_id)
     figures, checks = report.monitoring.figures, {c.name: c for c in report.monitoring.checks}
     assert outcome.status is RunStatus.COMPLETE
     assert set(figures.sources) == {"os", "postgres", "monitor"}
@@ -388,7 +380,7 @@ def test_an_injected_commit_mismatch_and_a_sampler_that_cannot_start_are_warning
     monkeypatch.setattr(api, "run_samplers", samplers)
     results = tmp_path / "r.db"
     outcome = _run(loaded, results)
-    record = _report(results, outcome.run_id).record
+    record = api.report_of_run(results, outcome.run_id).record
     assert outcome.status is RunStatus.COMPLETE and outcome.result.samples
     assert [w for w in record.warnings if "'postgres-missing' could not start" in w and "no_such_database" in w]
     (mismatch,) = [w for w in record.warnings if w.startswith("cross-check of commits failed")]

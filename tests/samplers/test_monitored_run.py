@@ -26,18 +26,10 @@ def _run(workdir: Path, results: Path, **overrides) -> api.RunOutcome:
     return api.run_benchmark(api.BenchmarkOptions(workdir=workdir, results=results, **settings))
 
 
-def _report(results: Path, run_id: int) -> api.RunReport:
-    store = api.open_results(results)
-    try:
-        return api.analyse_run(store, run_id)
-    finally:
-        store.close()
-
-
 def test_a_monitored_run_stores_plausible_os_and_sqlite_figures(workdir: Path, tmp_path: Path) -> None:
     results = tmp_path / "results.db"
     outcome = _run(workdir, results)  # default knobs: rollback journal, synchronous=full: every commit is fsynced
-    report = _report(results, outcome.run_id)
+    report = api.report_of_run(results, outcome.run_id)
     figures, checks = report.monitoring.figures, {c.name: c for c in report.monitoring.checks}
     assert outcome.status is RunStatus.COMPLETE
     assert set(figures.sources) == {"os", "sqlite", "monitor"}
@@ -93,7 +85,7 @@ def test_an_injected_mismatch_and_a_raising_sampler_are_warnings_of_a_complete_r
     monkeypatch.setattr(api, "run_samplers", lambda engine: [*real(engine)[:-1], Skewed(real(engine)[-1]), Broken()])
     results = tmp_path / "results.db"
     outcome = _run(workdir, results)
-    record = _report(results, outcome.run_id).record
+    record = api.report_of_run(results, outcome.run_id).record
     assert outcome.status is RunStatus.COMPLETE and outcome.result.samples
     broken = [w for w in record.warnings if "sampler 'broken' failed" in w]
     assert broken and "RuntimeError: sensor on fire" in broken[0]
@@ -106,7 +98,7 @@ def test_an_injected_mismatch_and_a_raising_sampler_are_warnings_of_a_complete_r
 def test_without_monitoring_nothing_is_sampled_and_show_says_so(workdir: Path, tmp_path: Path) -> None:
     results = tmp_path / "results.db"
     outcome = _run(workdir, results, monitor=False, duration_s=2.0)
-    report = _report(results, outcome.run_id)
+    report = api.report_of_run(results, outcome.run_id)
     assert not report.monitoring.figures.monitored and report.monitoring.checks == ()
     shown = CliRunner().invoke(app, ["show", str(outcome.run_id), "--results", str(results)])
     assert "Monitoring: none stored for this run" in shown.output

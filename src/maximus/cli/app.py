@@ -65,8 +65,7 @@ def demo(workdir: Workdir = None, results: Results = None,
     """Run a small experiment on SQLite (baseline, page size 8K, WAL; 2 repeats; about two minutes)."""
     from importlib import resources
 
-    from maximus.cli.experiments import ConsoleProgress, show_experiment
-    from maximus.cli.reports import write_experiment_report
+    from maximus.cli.experiments import ConsoleProgress, finish_experiment
     from maximus.experiment import runner
 
     workdir, results = workdir or api.default_workdir(), results or default_results_path()
@@ -84,8 +83,7 @@ def demo(workdir: Workdir = None, results: Results = None,
     out.rule(f"The last run in detail (run {last})")
     _show(report, histograms=False, environment=False)
     out.rule("The experiment")
-    show_experiment(out, experiment_id, results)
-    write_experiment_report(out, experiment_id, results)
+    finish_experiment(out, experiment_id, results)
 
 
 def _with_duration(experiment, duration: float):
@@ -165,12 +163,7 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run number, 
                                                   "histograms (5.6.1).")] = False,
          results: Results = None) -> None:
     """Print one stored run: figures, response times, validity, consistency, environment."""
-    store = api.open_results(results)
-    try:
-        report = api.analyse_run(store, run_id)
-    finally:
-        store.close()
-    _show(report, histograms, environment=True)
+    _show(api.report_of_run(results or default_results_path(), run_id), histograms, environment=True)
 
 
 from maximus.cli.experiments import compare, experiment_app  # noqa: E402  (registered below)
@@ -188,12 +181,7 @@ def _run_and_show(options: api.BenchmarkOptions) -> None:
         outcome = api.run_benchmark(options, countdown, LoadBars(out))
     finally:
         countdown.stop()
-    store = api.open_results(options.results)
-    try:
-        report = api.analyse_run(store, outcome.run_id)
-    finally:
-        store.close()
-    _show(report, histograms=False, environment=False)
+    _show(api.report_of_run(options.results, outcome.run_id), histograms=False, environment=False)
     _exit_for(outcome)
 
 

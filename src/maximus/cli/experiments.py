@@ -72,6 +72,12 @@ def show_experiment(console: Console, experiment_id: int, results: Path) -> None
     render_experiment(console, report)
 
 
+def finish_experiment(console: Console, experiment_id: int, results: Path) -> None:
+    """The end of every experiment: its step tables and summary, then its HTML report."""
+    show_experiment(console, experiment_id, results)
+    write_experiment_report(console, experiment_id, results)
+
+
 @experiment_app.command("run")
 def run_command(file: Annotated[Path, typer.Argument(metavar="FILE", help="Experiment file (TOML).")],
                 workdir: Workdir = None, results: Results = None) -> None:
@@ -79,9 +85,7 @@ def run_command(file: Annotated[Path, typer.Argument(metavar="FILE", help="Exper
     from maximus.cli.app import out
 
     workdir, results = _paths(workdir, results)
-    experiment_id = runner.start(file, workdir, results, ConsoleProgress(out))
-    show_experiment(out, experiment_id, results)
-    write_experiment_report(out, experiment_id, results)
+    finish_experiment(out, runner.start(file, workdir, results, ConsoleProgress(out)), results)
 
 
 @experiment_app.command("resume")
@@ -92,9 +96,7 @@ def resume_command(experiment_id: Annotated[Optional[int], typer.Argument(
     from maximus.cli.app import out
 
     workdir, results = _paths(workdir, results)
-    finished = runner.resume(experiment_id, workdir, results, ConsoleProgress(out))
-    show_experiment(out, finished, results)
-    write_experiment_report(out, finished, results)
+    finish_experiment(out, runner.resume(experiment_id, workdir, results, ConsoleProgress(out)), results)
 
 
 @experiment_app.command("show")
