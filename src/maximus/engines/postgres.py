@@ -406,8 +406,7 @@ class PostgresEngine(Engine):
         return Outcome.RETRY if getattr(error, "sqlstate", None) in _RETRYABLE_STATES else Outcome.FAILED
 
     def version(self) -> str:
-        found = _process.run([str(self.bin_dir / "postgres"), "--version"], "postgres --version")
-        return found.strip().split()[-1] if not self.external else "external"
+        return _full_version(self.bin_dir) if not self.external else "external"
 
     def reported_settings(self, session: Session) -> dict[str, str]:
         names = sorted(set(_REPORTED) | set(self.settings))
@@ -421,8 +420,7 @@ def _unit_suffix(unit: str) -> str:
 
 
 def _major(bin_dir: Path) -> str:
-    found = _process.run([str(bin_dir / "postgres"), "--version"], "postgres --version")
-    return found.strip().split()[-1].split(".")[0]
+    return _full_version(bin_dir).split(".")[0]
 
 
 def _with_database(dsn: str, database: str) -> str:
@@ -455,7 +453,9 @@ def _settings_rows(dsn: str, bin_dir: str) -> tuple[dict, ...]:
     return rows
 
 
+@lru_cache(maxsize=8)
 def _full_version(bin_dir: Path) -> str:
+    """The server binaries' version, asked once per directory (the data directory's name depends on it)."""
     return _process.run([str(bin_dir / "postgres"), "--version"], "postgres --version").strip().split()[-1]
 
 
