@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -86,6 +87,7 @@ def test_knobs_are_validated_against_pg_settings_with_units(tmp_path: Path) -> N
     assert engine.settings == {"shared_buffers": "2GB", "checkpoint_timeout": "15min", "synchronous_commit": "off",
                                "fsync": "on"}
     assert engine.durability_warnings() == ["synchronous_commit=off weakens durability"]
+    assert re.fullmatch(r"\d+\.\d+", engine.version())  # e.g. 15.18, not Debian's packaging suffix
     assert engine.knobs.get("shared_buffers").applies == "restart"
     assert engine.knobs.get("work_mem").applies == "reload"
     for name, value, message in [("shared_buffers", "64kB", "between 16 and"), ("checkpoint_timeout", "2d", "between"),

@@ -455,8 +455,11 @@ def _settings_rows(dsn: str, bin_dir: str) -> tuple[dict, ...]:
 
 @lru_cache(maxsize=8)
 def _full_version(bin_dir: Path) -> str:
-    """The server binaries' version, asked once per directory (the data directory's name depends on it)."""
-    return _process.run([str(bin_dir / "postgres"), "--version"], "postgres --version").strip().split()[-1]
+    """The server binaries' version, asked once per directory (the data directory's name depends on it):
+    ``postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)`` gives ``15.18``."""
+    found = _process.run([str(bin_dir / "postgres"), "--version"], "postgres --version")
+    match = re.search(r"\(PostgreSQL\) (\S+)", found)
+    return match.group(1) if match else found.strip().split()[-1]
 
 
 def _query_settings(dsn: str) -> tuple[dict, ...]:
