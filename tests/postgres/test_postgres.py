@@ -143,3 +143,12 @@ def test_many_keyed_terminals_share_a_few_processes(loaded: Path, tmp_path: Path
     started = {s.terminal for s in outcome.result.samples}
     assert len(started) >= 20  # keying times of 2 s let many terminals finish a first transaction in 5.5 s
     assert max(s.start for s in outcome.result.samples if not s.transaction.startswith("deferred")) >= 2.0
+
+
+def test_the_catalogue_comes_from_a_throwaway_cluster_when_nothing_is_cached() -> None:
+    """The path a fresh machine takes: no cached pg_settings, so a scratch cluster is started and read."""
+    from maximus.engines.postgres import _settings_from_throwaway_cluster, find_bin_dir
+
+    rows = {row["name"]: row for row in _settings_from_throwaway_cluster(find_bin_dir())}
+    assert rows["shared_buffers"]["unit"] == "8kB" and rows["shared_buffers"]["context"] == "postmaster"
+    assert "minimal" in rows["wal_level"]["enumvals"]

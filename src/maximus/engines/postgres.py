@@ -481,6 +481,7 @@ def _settings_from_throwaway_cluster(bin_dir: Path) -> tuple[dict, ...]:
         engine = PostgresEngine.__new__(PostgresEngine)
         engine.workdir, engine.database, engine.connection = Path(scratch), "postgres", {"bin_dir": str(bin_dir)}
         engine.settings, engine.port = {}, None
+        engine.knobs = KnobCatalogue("postgres", [])  # the catalogue is what this cluster is started to read
         engine.start()
         try:
             return _query_settings(engine._dsn("postgres"))
