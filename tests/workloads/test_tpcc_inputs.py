@@ -276,21 +276,27 @@ def test_nothing_is_remote_with_one_warehouse() -> None:
 
 def test_home_of_gives_each_terminal_its_own_warehouse_and_district() -> None:
     homes = [home_of(t, 3) for t in range(30)]
-    assert homes[0] == Home(1, 1, 3) and homes[9] == Home(1, 10, 3) and homes[10] == Home(2, 1, 3)
+    assert homes[0] == Home(1, 1, 3) and homes[1] == Home(2, 1, 3) and homes[3] == Home(1, 2, 3)
+    assert homes[29] == Home(3, 10, 3)
     assert len({(h.w_id, h.d_id) for h in homes}) == 30  # 2.8.1.1: unique (W_ID, D_ID) per terminal
     assert all(h.warehouses == 3 for h in homes)
+
+
+def test_fewer_terminals_than_warehouses_times_ten_still_use_every_warehouse() -> None:
+    assert {home_of(t, 4).w_id for t in range(4)} == {1, 2, 3, 4}
+    assert [home_of(t, 4).w_id for t in range(8)].count(2) == 2
 
 
 def test_emulator_draws_follow_the_deck_and_the_terminal_home() -> None:
     settings = TpccRunSettings(warehouses=3, seed=21, constants=CONSTANTS)
     emulator = TerminalEmulator(settings, 14, DIALECT)
-    assert emulator.home == Home(2, 5, 3)
+    assert emulator.home == Home(3, 5, 3)
     for _ in range(100):
         block = [emulator.next() for _ in range(23)]
         assert Counter(t.name for t, _ in block) == {"new_order": 10, "payment": 10, "order_status": 1,
                                                       "delivery": 1, "stock_level": 1}
         for transaction, inputs in block:
-            assert inputs.w_id == 2
+            assert inputs.w_id == 3
             if transaction.name == "stock_level":
                 assert inputs.d_id == 5
 

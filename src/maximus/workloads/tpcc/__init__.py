@@ -21,9 +21,13 @@ TRANSACTION_TYPES = (NewOrder, Payment, OrderStatus, Delivery, StockLevel)
 
 
 def home_of(terminal: int, warehouses: int) -> Home:
-    """4.2.2 and 2.8.1.1: terminals are spread over warehouses, each with its own district."""
-    w_id = terminal // TERMINALS_PER_WAREHOUSE % warehouses + 1
-    return Home(w_id, terminal % TERMINALS_PER_WAREHOUSE + 1, warehouses)
+    """4.2.2 and 2.8.1.1: terminals are dealt over the warehouses in turn, each with its own district.
+
+    With the full ten terminals per warehouse every (warehouse, district) pair has one terminal;
+    with fewer, every warehouse still gets its share, as it would in a scaled-down real system, rather
+    than the first warehouse taking them all and serialising every Payment on its one row.
+    """
+    return Home(terminal % warehouses + 1, terminal // warehouses % TERMINALS_PER_WAREHOUSE + 1, warehouses)
 
 
 class Tpcc(Workload):
