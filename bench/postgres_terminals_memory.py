@@ -111,7 +111,7 @@ def _server_side():
     from maximus.workloads.tpcc.emulator import TpccRunSettings
     from maximus.workloads.tpcc.random import NURandConstants
 
-    return TpccRunSettings(1, 1, NURandConstants(0, 0, 0), server_side=True)
+    return TpccRunSettings(1, 1, NURandConstants(0, 0, 0), keying_and_think=True, server_side=True)
 
 
 if __name__ == "__main__":

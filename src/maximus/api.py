@@ -206,12 +206,24 @@ def deferred_workers(terminals: int) -> int:
     return max(1, min(terminals // 10, 2 * (os.cpu_count() or 1)))
 
 
+_BUSY_TERMINAL_PROCESSES_PER_CORE = 16
+
+
 def terminals_per_process(engine: Engine, settings: TpccRunSettings, terminals: int) -> int:
-    """Asynchronous terminals, one process per core, where the engine allows it and every transaction is
-    one statement; otherwise a process per terminal."""
+    """1 (a process per terminal) unless terminals spend most of their time waiting.
+
+    A terminal without keying and think times is busy all the time, and a synchronous session in its
+    own process is the cheapest client there is; asynchronous terminals sharing one process per core
+    cost about twice the CPU per transaction but little memory, so they serve keyed terminals and
+    runs with more terminals than processes can be afforded for. They need every transaction to be
+    one statement (server-side mode) and an engine with asynchronous sessions.
+    """
     if not (engine.capabilities.async_sessions and settings.server_side):
         return 1
-    processes = min(terminals, os.cpu_count() or 1)
+    cores = os.cpu_count() or 1
+    if not settings.keying_and_think and terminals <= _BUSY_TERMINAL_PROCESSES_PER_CORE * cores:
+        return 1
+    processes = min(terminals, cores)
     return -(-terminals // processes)
 
 

@@ -81,6 +81,29 @@ def test_a_server_left_by_a_killed_maximus_is_found_and_stopped(server_workdir: 
         second.stop()
 
 
+def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sqlstate(loaded: Path) -> None:
+    """The session's cheap path for stored-function calls behaves like a psycopg execute."""
+    engine = api.make_engine("postgres", loaded, 1, {})
+    with api.running(engine):
+        engine.restore()
+        session = engine.connect()
+        try:
+            sql = "SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, ?::timestamp)"
+            before = session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2")[0]
+            session.call(sql, (1, 2, 7, [5, 6], [1, 1], [3, 4], "2026-11-21 10:00:00"))
+            assert session.fetchone("SELECT o_ol_cnt, o_c_id FROM orders WHERE o_w_id = 1 AND o_d_id = 2 "
+                                    "AND o_id = ?", (before,)) == (2, 7)
+            with pytest.raises(psycopg.Error) as rollback:  # 2.4.2.3: the unused item rolls the order back
+                session.call(sql, (1, 2, 7, [5, 100001], [1, 1], [3, 4], "2026-11-21 10:00:00"))
+            assert rollback.value.sqlstate == "MX001"
+            assert session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2")[0] == before + 1
+            session.call("SELECT tpcc_order_status(?, ?, ?, ?)", (1, 2, None, "BARBARBAR"))  # a NULL customer id
+            with pytest.raises(psycopg.errors.UndefinedFunction):
+                session.call("SELECT no_such_function(?)", (1,))
+        finally:
+            session.close()
+
+
 def test_knobs_are_validated_against_pg_settings_with_units(tmp_path: Path) -> None:
     engine = PostgresEngine(tmp_path, "x", {"shared_buffers": "2GB", "checkpoint_timeout": "15min",
                                             "synchronous_commit": "OFF", "fsync": "true"})
@@ -135,7 +158,7 @@ def test_many_keyed_terminals_share_a_few_processes(loaded: Path, tmp_path: Path
     from maximus.workloads.tpcc.emulator import TpccRunSettings
     from maximus.workloads.tpcc.random import NURandConstants
 
-    settings = TpccRunSettings(1, 1, NURandConstants.for_run(0, 1), server_side=True)
+    settings = TpccRunSettings(1, 1, NURandConstants.for_run(0, 1), keying_and_think=True, server_side=True)
     assert api.terminals_per_process(engine, settings, 60) == 30  # two cores: two processes of 30
     outcome = api.run_benchmark(options)
     assert outcome.status.value == "complete", outcome.result.errors

@@ -20,7 +20,7 @@ from typing import Any, Protocol, Sequence
 from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import Recorder, Terminal, gated_transaction, ignore_interrupts
+from maximus.driver.terminal import Recorder, Terminal, from_wire, gated_transaction, ignore_interrupts
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import Outcome, RunStatus, TxnSample, Window
@@ -253,7 +253,7 @@ class Run:
         except queue.Empty:
             return None
         if message[0] == "samples":
-            self.samples.extend(message[1])
+            self.samples.extend(map(from_wire, message[1]))
             for name, value in message[2].items():
                 self.facts[name] = self.facts.get(name, 0) + value
         elif message[0] == "fatal":

@@ -25,18 +25,22 @@ _FLUSH_EVERY_SAMPLES = 2000
 
 @dataclass
 class Recorder:
-    """Collects samples and in-window facts; ships them to the parent in batches."""
+    """Collects samples and in-window facts; ships them to the parent in batches.
+
+    Samples travel as plain tuples (``to_wire``): pickling a dataclass costs about 3 µs a sample on
+    each side, a tuple of numbers and strings a twentieth of that.
+    """
 
     outbox: Any  # a multiprocessing queue
     window: Window
     origin: float
-    samples: list[TxnSample] = field(default_factory=list)
+    samples: list[tuple] = field(default_factory=list)
     facts: Counter = field(default_factory=Counter)
     last_flush: float = 0.0
 
     def record(self, sample: TxnSample, facts: dict[str, int], now: float) -> None:
-        self.samples.append(sample)
-        if self.window.contains(sample) and sample.outcome is not Outcome.FAILED:
+        self.samples.append(to_wire(sample))
+        if facts and self.window.contains(sample) and sample.outcome is not Outcome.FAILED:
             self.facts.update({f"{sample.transaction}.{name}": value for name, value in facts.items()})
         if len(self.samples) >= _FLUSH_EVERY_SAMPLES or now - self.last_flush >= _FLUSH_EVERY_S:
             self.flush(now)
@@ -46,6 +50,16 @@ class Recorder:
             self.outbox.put(("samples", self.samples, dict(self.facts)))
             self.samples, self.facts = [], Counter()
         self.last_flush = now
+
+
+def to_wire(sample: TxnSample) -> tuple:
+    return (sample.terminal, sample.transaction, sample.start, sample.latency, sample.outcome.value,
+            sample.attempts, sample.error)
+
+
+def from_wire(fields: tuple) -> TxnSample:
+    terminal, transaction, start, latency, outcome, attempts, error = fields
+    return TxnSample(terminal, transaction, start, latency, Outcome(outcome), attempts, error)
 
 
 def timed_transaction(session: Session, engine: Engine, retry: RetryPolicy, transaction: Any,

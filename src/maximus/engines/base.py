@@ -69,6 +69,14 @@ class Session(ABC):
     @abstractmethod
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
 
+    def call(self, sql: str, params: Sequence[Any]) -> None:
+        """Run one statement whose result nobody reads, many times over (a stored-function call).
+
+        Engines with a cheaper path for a repeated statement (prepared once, parameters as text)
+        override this; the driver's client cost per transaction is mostly spent here.
+        """
+        self.fetchone(sql, params)
+
     @abstractmethod
     def close(self) -> None: ...
 

@@ -52,8 +52,15 @@ class TpccRandom:
     def __init__(self, seed: int | str, constants: NURandConstants) -> None:
         self._rng = random.Random(seed)
         self.constants = constants
-        self.uniform = self._rng.randint  # 2.1.5: random(x, y), both ends included
         self.random = self._rng.random
+
+    def uniform(self, x: int, y: int) -> int:
+        """2.1.5: random(x, y), both ends included.
+
+        A 53-bit float scaled to the range: five times cheaper than ``randint`` (a New-Order draws
+        about 45 numbers), and the bias, under y - x + 1 in 2**53, is far below anything measurable.
+        """
+        return x + int(self.random() * (y - x + 1))
 
     def nurand(self, a: int, x: int, y: int, c: int) -> int:
         """2.1.6: NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x."""

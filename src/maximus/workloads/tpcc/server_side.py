@@ -44,7 +44,7 @@ class ServerSide:
     def execute(self, session: Session, inputs: Any) -> None:
         sql, params = self.inner.call(inputs)
         try:
-            session.fetchone(sql, params)
+            session.call(sql, params)
         except Exception as error:
             if getattr(error, "sqlstate", None) == ROLLBACK_SQLSTATE:
                 raise RollbackByRule(str(error)) from error
