@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -347,6 +348,8 @@ def test_a_monitored_run_shows_commits_wal_waits_and_server_cpu(loaded: Path, tm
     assert float(log_sync) > 0
     assert "server" in shown.output.split("Process CPU in the window:", 1)[1].splitlines()[0]
     assert "Top wait events:" in shown.output and "Cross-check commits: ok" in shown.output
+    top = shown.output.split("Top wait events:", 1)[1].split("\n", 1)[0]
+    assert re.search(r"\d+\.\d% of active time", top), top  # sampled events as shares, not seconds
 
 
 class Skewed(Sampler):

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from maximus import environment
 from maximus.analysis.metrics import RunFigures
-from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring
+from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring, WaitEvent
 from maximus.store.store import ConsistencyRecord, RunRecord
 from maximus.workloads.tpcc.constants import RESPONSE_TIME_LIMIT
 from maximus.workloads.tpcc.validity import BandResult
@@ -252,6 +252,13 @@ def _statistic(s: EngineStatistic) -> str:
     return f"{labels} {value}" if labels else value
 
 
+def _wait(w: WaitEvent) -> str:
+    """A sampled event as its share of the sessions' active time (what was sampled); a timed one as time."""
+    if w.share is not None:
+        return f"{w.event} {w.share:.1%} of active time (~{w.seconds:,.1f} s)"
+    return f"{w.event} {w.seconds:,.1f} s" + (f" (avg {w.average_ms:.2f} ms)" if w.average_ms else "")
+
+
 def _engine_lines(m: MonitoringFigures) -> list[str]:
     """Engine samplers' own statistics, one line per name: counters as increase and rate, gauges at the end."""
     by_name: dict[tuple[str, str], list[EngineStatistic]] = {}
@@ -259,9 +266,7 @@ def _engine_lines(m: MonitoringFigures) -> list[str]:
         by_name.setdefault((s.source, s.name), []).append(s)
     lines = [f"{source} {name}: " + " · ".join(map(_statistic, stats)) for (source, name), stats in by_name.items()]
     if m.waits:
-        top = " · ".join(f"{w.event} {w.seconds:,.1f} s" + (f" (avg {w.average_ms:.2f} ms)" if w.average_ms else "")
-                         for w in m.waits)
-        lines.append(f"Top wait events: {top}")
+        lines.append(f"Top wait events: {' · '.join(map(_wait, m.waits))}")
     if m.buffer_hit_ratio is not None:
         lines.append(f"Buffer hit ratio: {m.buffer_hit_ratio:.2%}")
     missing = [what for what, absent in (("wait events (so no log-sync or data-file read wait)", not m.waits),
