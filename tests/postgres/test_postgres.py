@@ -175,3 +175,12 @@ def test_the_catalogue_comes_from_a_throwaway_cluster_when_nothing_is_cached() -
     rows = {row["name"]: row for row in _settings_from_throwaway_cluster(find_bin_dir())}
     assert rows["shared_buffers"]["unit"] == "8kB" and rows["shared_buffers"]["context"] == "postmaster"
     assert "minimal" in rows["wal_level"]["enumvals"]
+
+
+def test_the_catalogue_cache_follows_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from maximus.engines.postgres import _cache_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert _cache_dir() == tmp_path / "maximus"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert _cache_dir() == Path.home() / ".cache" / "maximus"

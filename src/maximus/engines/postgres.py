@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -482,13 +483,18 @@ def _settings_rows(dsn: str, bin_dir: str) -> tuple[dict, ...]:
     if dsn:
         return _query_settings(dsn)
     binaries = find_bin_dir(bin_dir or None)
-    cache = Path.home() / ".cache" / "maximus" / f"pg_settings-{_full_version(binaries)}.json"
+    cache = _cache_dir() / f"pg_settings-{_full_version(binaries)}.json"
     if cache.exists():
         return tuple(json.loads(cache.read_text()))
     rows = _settings_from_throwaway_cluster(binaries)
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(list(rows)))
     return rows
+
+
+def _cache_dir() -> Path:
+    """$XDG_CACHE_HOME/maximus, by default ~/.cache/maximus."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "maximus"
 
 
 @lru_cache(maxsize=8)
