@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
@@ -51,8 +52,7 @@ def load(engine: Engine, warehouses: int, seed: int, progress: Progress = lambda
     session = engine.connect()
     try:
         rows = _populate(engine, session, warehouses, seed, constants, progress)
-        for statement in schema.index_statements(engine.dialect) + ["ANALYZE"]:
-            session.execute(statement)
+        _index_and_analyze(engine, session, rows)
         procedures = procedures_sql(engine.dialect)
         if procedures:
             session.execute(procedures)
@@ -70,14 +70,37 @@ def _populate(engine: Engine, session: Session, warehouses: int, seed: int, cons
     rows: dict[str, int] = {}
     since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     tally = _tally(rows, progress)
-    _write(engine, session, generate.items(seed), tally)
     workers = _loader_processes(engine, warehouses)
     if workers == 1:
+        _write(engine, session, generate.items(seed), tally)
         for w_id in range(1, warehouses + 1):
             _write(engine, session, generate.warehouse_chunks(seed, w_id, constants.c_last, since), tally)
     else:
-        _parallel(engine, warehouses, seed, constants.c_last, since, workers, tally)
+        _parallel(engine, session, warehouses, seed, constants.c_last, since, workers, tally)
     return rows
+
+
+def _index_and_analyze(engine: Engine, session: Session, rows: dict[str, int]) -> None:
+    """Keys, indexes and statistics: one table after another on a single-writer engine, else the
+    tables side by side, biggest first, on one session per core (each index build is one process)."""
+    by_table = schema.index_statements_by_table(engine.dialect)
+    if engine.capabilities.single_writer:
+        for statement in [s for statements in by_table.values() for s in statements] + ["ANALYZE"]:
+            session.execute(statement)
+        return
+    tables = sorted(rows, key=rows.get, reverse=True)
+
+    def finish(table: str) -> None:
+        own = engine.connect()
+        try:
+            for statement in by_table.get(table, []) + [f"ANALYZE {table}"]:
+                own.execute(statement)
+        finally:
+            own.close()
+
+    with ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, len(tables)))) as pool:
+        list(pool.map(finish, tables))  # list(): the first failure is raised here
+    session.execute(f"ANALYZE {schema.META_TABLE}")
 
 
 def _tally(rows: dict[str, int], progress: Progress) -> Progress:
@@ -103,9 +126,10 @@ def _loader_processes(engine: Engine, warehouses: int) -> int:
     return max(1, min(os.cpu_count() or 1, warehouses))
 
 
-def _parallel(engine: Engine, warehouses: int, seed: int, c_load: int, since: str, workers: int,
+def _parallel(engine: Engine, session: Session, warehouses: int, seed: int, c_load: int, since: str, workers: int,
               tally: Progress) -> None:
-    """Warehouses dealt round-robin to worker processes; each generates and streams its own."""
+    """Warehouses dealt round-robin to worker processes; each generates and streams its own. The items
+    go in from this process while the workers start."""
     context = multiprocessing.get_context("spawn")
     reports = context.Queue()
     shares = [list(range(first, warehouses + 1, workers)) for first in range(1, workers + 1)]
@@ -113,6 +137,7 @@ def _parallel(engine: Engine, warehouses: int, seed: int, c_load: int, since: st
                  for share in shares]
     for process in processes:
         process.start()
+    _write(engine, session, generate.items(seed), tally)
     finished, failures = 0, []
     while finished < len(processes):
         kind, *payload = reports.get()

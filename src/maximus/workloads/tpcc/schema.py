@@ -107,6 +107,15 @@ def schema_statements(dialect: Dialect) -> list[str]:
 
 def index_statements(dialect: Dialect) -> list[str]:
     """Statements run after the data is in: primary keys (where added late), then secondary indexes."""
-    keys = [f"ALTER TABLE {t.name} ADD PRIMARY KEY ({', '.join(t.primary_key)})"
-            for t in TABLES if t.primary_key and dialect.primary_keys_after_load]
-    return keys + [create_index_sql(*index) for index in INDEXES]
+    return [statement for statements in index_statements_by_table(dialect).values() for statement in statements]
+
+
+def index_statements_by_table(dialect: Dialect) -> dict[str, list[str]]:
+    """The same statements grouped by table, in order: tables can be indexed side by side."""
+    by_table: dict[str, list[str]] = {}
+    for t in TABLES:
+        if t.primary_key and dialect.primary_keys_after_load:
+            by_table.setdefault(t.name, []).append(f"ALTER TABLE {t.name} ADD PRIMARY KEY ({', '.join(t.primary_key)})")
+    for index in INDEXES:
+        by_table.setdefault(index[1], []).append(create_index_sql(*index))
+    return by_table
