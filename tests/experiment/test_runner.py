@@ -126,7 +126,7 @@ def test_a_killed_experiment_resumes_and_stores_every_run_exactly_once(tmp_path:
     path = _write(tmp_path, repeats=3, duration=2.0)
     command = [sys.executable, "-m", "maximus", "experiment", "run", str(path), "--workdir", str(workdir),
                "--results", str(results)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         statuses = _statuses(results)
@@ -138,7 +138,8 @@ def test_a_killed_experiment_resumes_and_stores_every_run_exactly_once(tmp_path:
     process.wait(timeout=30)
     assert _statuses(results)[-1][1] == "running"  # the runner died mid-run
     resumed = subprocess.run([sys.executable, "-m", "maximus", "experiment", "resume", "--workdir", str(workdir),
-                              "--results", str(results)], capture_output=True, text=True, timeout=300)
+                              "--results", str(results)], capture_output=True, text=True, timeout=300,
+                             cwd=tmp_path)  # the report goes to the current directory, not the checkout
     assert resumed.returncode == 0, resumed.stderr
     assert "marked interrupted and will run again" in resumed.stdout
     statuses = _statuses(results)
