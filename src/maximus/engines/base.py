@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
 
@@ -165,6 +167,17 @@ class Engine(ABC):
         """Append rows fast, inside the caller's transaction."""
 
     @abstractmethod
+    def bulk_insert_columns(self, session: Session, table: str, columns: Sequence[str],
+                            values: Sequence[np.ndarray]) -> None:
+        """Append rows given column by column, inside the caller's transaction.
+
+        ``values`` holds one 1-D numpy array per column, all of one length: integers, floats, or text
+        as bytes (``S`` dtype, UTF-8, trailing NULs are padding). A NULL is a masked entry of a
+        ``numpy.ma.MaskedArray``. The rows stored are those ``bulk_insert(..., rows_of(values))`` stores;
+        an engine may build its bulk format from the arrays without a Python object per value.
+        """
+
+    @abstractmethod
     def classify(self, error: BaseException) -> Outcome:
         """``Outcome.RETRY`` for a conflict worth retrying, ``Outcome.FAILED`` otherwise."""
 
@@ -202,3 +215,22 @@ class Engine(ABC):
     def creation_settings(self) -> dict[str, str]:
         """The effective values of knobs that are fixed when the database is built."""
         return {k.name: self.effective_settings[k.name] for k in self.knobs if k.applies == "creation"}
+
+
+def rows_of(values: Sequence[np.ndarray]) -> list[tuple]:
+    """The rows of ``bulk_insert_columns``'s columns, as Python values (text as str, NULL as None)."""
+    return list(zip(*(_python_values(column) for column in values)))
+
+
+def _python_values(column: np.ndarray) -> list:
+    if np.ma.isMaskedArray(column) and np.ma.getmaskarray(column).any():
+        data = np.array(_python_values(np.ma.getdata(column)), dtype=object)
+        data[np.ma.getmaskarray(column)] = None
+        return data.tolist()
+    column = np.ma.getdata(column)
+    if column.dtype.kind == "S":
+        try:
+            return column.astype(f"U{column.dtype.itemsize}").tolist()  # one C cast while the text is ASCII
+        except UnicodeDecodeError:
+            return [text.decode() for text in column.tolist()]
+    return column.tolist()
