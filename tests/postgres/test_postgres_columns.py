@@ -11,6 +11,7 @@ import pytest
 from maximus.engines._copy_text import copy_text
 from maximus.engines.base import Session, rows_of
 from maximus.engines.postgres import PostgresEngine
+from maximus.workloads.tpcc import generate, schema
 
 SINCE = "2026-01-02 03:04:05"
 MIXED = ("id INTEGER, small SMALLINT, money NUMERIC(12,2), rate NUMERIC(4,4), real_ FLOAT8, name VARCHAR(30), "
@@ -82,3 +83,13 @@ def test_columns_read_back_identical_to_rows_with_nulls_floats_and_strings(
     assert len(by_rows) == len(names) and by_columns == by_rows
     assert any(row[1] is None for row in by_rows) and any(row[7] is None for row in by_rows)
 
+
+def test_generated_chunks_read_back_identical_to_rows(session: tuple[PostgresEngine, Session]) -> None:
+    engine, own = session
+    chunks = [*generate.customers(1, 2, 3, 157, SINCE), *generate.orders(1, 2, 3, SINCE), next(generate.stock(1, 2)),
+              *generate.warehouse(1, 2), *generate.districts(1, 2)]
+    for chunk in chunks:
+        own.execute(schema.create_table_sql(schema.TABLES_BY_NAME[chunk.table], engine.dialect).replace(
+            "CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
+        by_rows, by_columns = _both_ways(engine, own, chunk.table, chunk.columns, chunk.values)
+        assert len(by_rows) == len(chunk) and by_columns == by_rows, chunk.table

@@ -2,7 +2,8 @@
 
 Every table chunk comes from its own random stream keyed by (seed, table, warehouse, district), so
 the data for a warehouse is the same whichever process or engine generates it, in whatever order.
-A chunk is a ``Chunk``: the table, its column names and its rows as a list of tuples.
+A chunk is a ``Chunk``: the table, its column names and one numpy array per column (text as bytes,
+NULLs masked), so an engine can build its bulk format without a Python object per value.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Iterator
 
 import numpy as np
 
+from maximus.engines.base import rows_of
 from maximus.workloads.tpcc import schema
 from maximus.workloads.tpcc.constants import (
     A_C_LAST, CUSTOMERS_PER_DISTRICT, DISTRICTS_PER_WAREHOUSE, FIRST_UNDELIVERED_ORDER, INITIAL_C_BALANCE,
@@ -24,7 +26,8 @@ _ALNUM = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _DIGITS = np.frombuffer(b"0123456789", dtype=np.uint8)
 _LETTERS = _ALNUM[:26]
 _ORIGINAL = np.frombuffer(b"ORIGINAL", dtype=np.uint8)
-_LAST_NAMES = np.array(LAST_NAMES)
+_ONES = np.frombuffer(b"11111", dtype=np.uint8)
+_LAST_NAMES = np.array(LAST_NAMES, dtype="S")
 _STOCK_CHUNK = 25_000
 _TABLE_IDS = {table.name: number for number, table in enumerate(schema.TABLES)}
 
@@ -33,7 +36,15 @@ _TABLE_IDS = {table.name: number for number, table in enumerate(schema.TABLES)}
 class Chunk:
     table: str
     columns: tuple[str, ...]
-    rows: list[tuple]
+    values: tuple[np.ndarray, ...]  # one per column, as Engine.bulk_insert_columns takes them
+
+    def __len__(self) -> int:
+        return len(self.values[0])
+
+    @property
+    def rows(self) -> list[tuple]:
+        """The same rows as Python values (text as str, NULL as None)."""
+        return rows_of(self.values)
 
 
 def rng_for(seed: int, table: str, *keys: int) -> np.random.Generator:
@@ -41,7 +52,7 @@ def rng_for(seed: int, table: str, *keys: int) -> np.random.Generator:
 
 
 def _strings(rng: np.random.Generator, alphabet: np.ndarray, n: int, low: int, high: int,
-             original: bool = False) -> list[str]:
+             original: bool = False) -> np.ndarray:
     """4.3.2.2: n random strings of ``alphabet`` with lengths uniform in [low, high].
 
     With ``original``, 10 % of them, chosen at random, carry "ORIGINAL" at a random position
@@ -52,7 +63,7 @@ def _strings(rng: np.random.Generator, alphabet: np.ndarray, n: int, low: int, h
     if original:
         _stamp_original(rng, chars, lengths)
     chars[np.arange(high) >= lengths[:, None]] = 0  # numpy drops trailing NULs from bytes
-    return chars.view(f"S{high}").ravel().astype(f"U{high}").tolist()
+    return chars.view(f"S{high}").ravel()
 
 
 def _stamp_original(rng: np.random.Generator, chars: np.ndarray, lengths: np.ndarray) -> None:
@@ -61,30 +72,35 @@ def _stamp_original(rng: np.random.Generator, chars: np.ndarray, lengths: np.nda
     chars[rows[:, None], starts[:, None] + np.arange(len(_ORIGINAL))] = _ORIGINAL
 
 
-def _zips(rng: np.random.Generator, n: int) -> list[str]:
+def _zips(rng: np.random.Generator, n: int) -> np.ndarray:
     """4.3.2.7: four random digits followed by "11111"."""
-    return [digits + "11111" for digits in _strings(rng, _DIGITS, n, 4, 4)]
+    digits = _strings(rng, _DIGITS, n, 4, 4).view(np.uint8).reshape(n, 4)
+    return np.hstack([digits, np.broadcast_to(_ONES, (n, len(_ONES)))]).view("S9").ravel()
 
 
-def _address(rng: np.random.Generator, n: int) -> list[list[str]]:
+def _address(rng: np.random.Generator, n: int) -> list[np.ndarray]:
     """4.3.3.1: street 1 and 2, city (a-strings 10..20), state (2 letters), zip."""
     return [_strings(rng, _ALNUM, n, 10, 20), _strings(rng, _ALNUM, n, 10, 20),
             _strings(rng, _ALNUM, n, 10, 20), _strings(rng, _LETTERS, n, 2, 2), _zips(rng, n)]
 
 
-def _money(rng: np.random.Generator, low_cents: int, high_cents: int, n: int) -> list[float]:
-    return (rng.integers(low_cents, high_cents + 1, n) / 100.0).tolist()
+def _money(rng: np.random.Generator, low_cents: int, high_cents: int, n: int) -> np.ndarray:
+    return rng.integers(low_cents, high_cents + 1, n) / 100.0
 
 
-def _chunk(table: schema.Table, columns: list) -> Chunk:
-    return Chunk(table.name, table.column_names, list(zip(*columns)))
+def _same(value: int | float | str, n: int) -> np.ndarray:
+    """A constant column: one value seen n times (engines format it once)."""
+    return np.broadcast_to(np.array(value.encode() if isinstance(value, str) else value), n)
+
+
+def _chunk(table: schema.Table, columns: list[np.ndarray]) -> Chunk:
+    return Chunk(table.name, table.column_names, tuple(columns))
 
 
 def items(seed: int) -> Iterator[Chunk]:
     rng = rng_for(seed, "item")
-    ids = np.arange(1, ITEMS + 1)
     yield _chunk(schema.ITEM, [
-        ids.tolist(), rng.integers(1, 10_001, ITEMS).tolist(), _strings(rng, _ALNUM, ITEMS, 14, 24),
+        np.arange(1, ITEMS + 1), rng.integers(1, 10_001, ITEMS), _strings(rng, _ALNUM, ITEMS, 14, 24),
         _money(rng, 100, 10_000, ITEMS), _strings(rng, _ALNUM, ITEMS, 26, 50, original=True),
     ])
 
@@ -92,8 +108,8 @@ def items(seed: int) -> Iterator[Chunk]:
 def warehouse(seed: int, w_id: int) -> Iterator[Chunk]:
     rng = rng_for(seed, "warehouse", w_id)
     yield _chunk(schema.WAREHOUSE, [
-        [w_id], _strings(rng, _ALNUM, 1, 6, 10), *_address(rng, 1),
-        (rng.integers(0, 2_001, 1) / 10_000).tolist(), [INITIAL_W_YTD],
+        _same(w_id, 1), _strings(rng, _ALNUM, 1, 6, 10), *_address(rng, 1),
+        rng.integers(0, 2_001, 1) / 10_000, _same(INITIAL_W_YTD, 1),
     ])
 
 
@@ -101,8 +117,8 @@ def districts(seed: int, w_id: int) -> Iterator[Chunk]:
     rng = rng_for(seed, "district", w_id)
     n = DISTRICTS_PER_WAREHOUSE
     yield _chunk(schema.DISTRICT, [
-        list(range(1, n + 1)), [w_id] * n, _strings(rng, _ALNUM, n, 6, 10), *_address(rng, n),
-        (rng.integers(0, 2_001, n) / 10_000).tolist(), [INITIAL_D_YTD] * n, [INITIAL_D_NEXT_O_ID] * n,
+        np.arange(1, n + 1), _same(w_id, n), _strings(rng, _ALNUM, n, 6, 10), *_address(rng, n),
+        rng.integers(0, 2_001, n) / 10_000, _same(INITIAL_D_YTD, n), _same(INITIAL_D_NEXT_O_ID, n),
     ])
 
 
@@ -111,9 +127,9 @@ def stock(seed: int, w_id: int) -> Iterator[Chunk]:
         rng = rng_for(seed, "stock", w_id, first)
         n = min(_STOCK_CHUNK, STOCK_PER_WAREHOUSE - first + 1)
         yield _chunk(schema.STOCK, [
-            list(range(first, first + n)), [w_id] * n, rng.integers(10, 101, n).tolist(),
+            np.arange(first, first + n), _same(w_id, n), rng.integers(10, 101, n),
             *(_strings(rng, _ALNUM, n, 24, 24) for _ in range(10)),
-            [0] * n, [0] * n, [0] * n, _strings(rng, _ALNUM, n, 26, 50, original=True),
+            _same(0, n), _same(0, n), _same(0, n), _strings(rng, _ALNUM, n, 26, 50, original=True),
         ])
 
 
@@ -121,26 +137,26 @@ def customers(seed: int, w_id: int, d_id: int, c_load: int, since: str) -> Itera
     """4.3.3.1 CUSTOMER and HISTORY rows of one district."""
     rng = rng_for(seed, "customer", w_id, d_id)
     n = CUSTOMERS_PER_DISTRICT
-    credit = np.full(n, "GC", dtype="U2")
-    credit[rng.choice(n, size=n // 10, replace=False)] = "BC"  # 10 % of rows, chosen at random
+    credit = np.full(n, b"GC", dtype="S2")
+    credit[rng.choice(n, size=n // 10, replace=False)] = b"BC"  # 10 % of rows, chosen at random
     yield _chunk(schema.CUSTOMER, [
-        list(range(1, n + 1)), [d_id] * n, [w_id] * n, _strings(rng, _ALNUM, n, 8, 16), ["OE"] * n,
+        np.arange(1, n + 1), _same(d_id, n), _same(w_id, n), _strings(rng, _ALNUM, n, 8, 16), _same("OE", n),
         _customer_last_names(rng, n, c_load), *_address(rng, n), _strings(rng, _DIGITS, n, 16, 16),
-        [since] * n, credit.tolist(), [INITIAL_C_CREDIT_LIM] * n,
-        (rng.integers(0, 5_001, n) / 10_000).tolist(), [INITIAL_C_BALANCE] * n,
-        [INITIAL_C_YTD_PAYMENT] * n, [1] * n, [0] * n, _strings(rng, _ALNUM, n, 300, 500),
+        _same(since, n), credit, _same(INITIAL_C_CREDIT_LIM, n), rng.integers(0, 5_001, n) / 10_000,
+        _same(INITIAL_C_BALANCE, n), _same(INITIAL_C_YTD_PAYMENT, n), _same(1, n), _same(0, n),
+        _strings(rng, _ALNUM, n, 300, 500),
     ])
     yield _chunk(schema.HISTORY, [
-        list(range(1, n + 1)), [d_id] * n, [w_id] * n, [d_id] * n, [w_id] * n, [since] * n,
-        [INITIAL_H_AMOUNT] * n, _strings(rng, _ALNUM, n, 12, 24),
+        np.arange(1, n + 1), _same(d_id, n), _same(w_id, n), _same(d_id, n), _same(w_id, n), _same(since, n),
+        _same(INITIAL_H_AMOUNT, n), _strings(rng, _ALNUM, n, 12, 24),
     ])
 
 
-def _customer_last_names(rng: np.random.Generator, n: int, c_load: int) -> list[str]:
+def _customer_last_names(rng: np.random.Generator, n: int, c_load: int) -> np.ndarray:
     """4.3.3.1: the first 1,000 customers get names 0..999 in order, the rest NURand(255, 0, 999)."""
     rest = n - 1000
     nurand = ((rng.integers(0, A_C_LAST + 1, rest) | rng.integers(0, 1000, rest)) + c_load) % 1000
-    return _LAST_NAMES[np.concatenate([np.arange(1000), nurand])].tolist()
+    return _LAST_NAMES[np.concatenate([np.arange(1000), nurand])]
 
 
 def orders(seed: int, w_id: int, d_id: int, since: str) -> Iterator[Chunk]:
@@ -150,14 +166,15 @@ def orders(seed: int, w_id: int, d_id: int, since: str) -> Iterator[Chunk]:
     o_ids = np.arange(1, n + 1)
     delivered = o_ids < FIRST_UNDELIVERED_ORDER
     ol_cnt = rng.integers(MIN_ORDER_LINES, MAX_ORDER_LINES + 1, n)
-    carrier = np.where(delivered, rng.integers(1, 11, n), 0)
+    carrier = np.ma.masked_array(rng.integers(1, 11, n), mask=~delivered)  # NULL until delivered
     yield _chunk(schema.ORDERS, [
-        o_ids.tolist(), [d_id] * n, [w_id] * n, (rng.permutation(n) + 1).tolist(), [since] * n,
-        [int(c) if c else None for c in carrier.tolist()], ol_cnt.tolist(), [1] * n,
+        o_ids, _same(d_id, n), _same(w_id, n), rng.permutation(n) + 1, _same(since, n), carrier, ol_cnt,
+        _same(1, n),
     ])
     yield _order_lines(rng, w_id, d_id, o_ids, ol_cnt, since)
-    undelivered = o_ids[~delivered].tolist()
-    yield _chunk(schema.NEW_ORDER, [undelivered, [d_id] * len(undelivered), [w_id] * len(undelivered)])
+    undelivered = o_ids[~delivered]
+    m = len(undelivered)
+    yield _chunk(schema.NEW_ORDER, [undelivered, _same(d_id, m), _same(w_id, m)])
 
 
 def _order_lines(rng: np.random.Generator, w_id: int, d_id: int, o_ids: np.ndarray, ol_cnt: np.ndarray,
@@ -167,10 +184,10 @@ def _order_lines(rng: np.random.Generator, w_id: int, d_id: int, o_ids: np.ndarr
     delivered = line_o_ids < FIRST_UNDELIVERED_ORDER
     n = len(line_o_ids)
     amounts = np.where(delivered, 0.0, rng.integers(1, 1_000_000, n) / 100.0)
+    delivery_dates = np.ma.masked_array(_same(since, n), mask=~delivered)  # NULL until delivered
     return _chunk(schema.ORDER_LINE, [
-        line_o_ids.tolist(), [d_id] * n, [w_id] * n, numbers.tolist(), rng.integers(1, ITEMS + 1, n).tolist(),
-        [w_id] * n, [since if d else None for d in delivered.tolist()], [5] * n, amounts.tolist(),
-        _strings(rng, _ALNUM, n, 24, 24),
+        line_o_ids, _same(d_id, n), _same(w_id, n), numbers, rng.integers(1, ITEMS + 1, n), _same(w_id, n),
+        delivery_dates, _same(5, n), amounts, _strings(rng, _ALNUM, n, 24, 24),
     ])
 
 

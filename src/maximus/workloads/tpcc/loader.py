@@ -114,8 +114,8 @@ def _write(engine: Engine, session: Session, chunks: Iterator[generate.Chunk], t
     """One commit per group of chunks (the items, or one warehouse)."""
     session.begin()
     for chunk in chunks:
-        engine.bulk_insert(session, chunk.table, chunk.columns, chunk.rows)
-        tally(chunk.table, len(chunk.rows))
+        engine.bulk_insert_columns(session, chunk.table, chunk.columns, chunk.values)
+        tally(chunk.table, len(chunk))
     session.commit()
 
 
