@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import DISTRICTS_PER_WAREHOUSE
 from maximus.workloads.tpcc.random import TpccRandom
-from maximus.workloads.tpcc.transaction import Home, now_text
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, now_text
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Delivery:
         return DeliveryInput(home.w_id, rng.uniform(1, 10))
 
     def call(self, inputs: DeliveryInput) -> tuple[str, tuple]:
-        return "SELECT tpcc_delivery(?, ?, ?::timestamp)", (inputs.w_id, inputs.carrier_id, now_text())
+        return f"SELECT tpcc_delivery(?, ?, {SERVER_UTC_NOW})", (inputs.w_id, inputs.carrier_id)
 
     def facts(self, inputs: DeliveryInput) -> dict[str, int]:
         return {}

@@ -11,7 +11,7 @@ from maximus.workloads.tpcc.constants import (
 )
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.records import RollbackByRule
-from maximus.workloads.tpcc.transaction import Home, now_text
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, now_text
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,9 @@ class NewOrder:
 
     def call(self, inputs: NewOrderInput) -> tuple[str, tuple]:
         lines = inputs.lines
-        return ("SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, ?::timestamp)",
+        return (f"SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})",
                 (inputs.w_id, inputs.d_id, inputs.c_id, [line.i_id for line in lines],
-                 [line.supply_w_id for line in lines], [line.quantity for line in lines], now_text()))
+                 [line.supply_w_id for line in lines], [line.quantity for line in lines]))
 
     def facts(self, inputs: NewOrderInput) -> dict[str, int]:
         remote = sum(line.supply_w_id != inputs.w_id for line in inputs.lines)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import BY_NAME_PERCENT, C_DATA_MAX, DISTRICTS_PER_WAREHOUSE, PAYMENT_REMOTE_PERCENT
 from maximus.workloads.tpcc.random import TpccRandom
-from maximus.workloads.tpcc.transaction import Home, customer_by_name, now_text
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, customer_by_name, now_text
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,9 @@ class Payment:
         return PaymentInput(home.w_id, d_id, c_w_id, c_d_id, c_id, c_last, rng.money(100, 500_000))
 
     def call(self, inputs: PaymentInput) -> tuple[str, tuple]:
-        return ("SELECT tpcc_payment(?, ?, ?, ?, ?, ?, ?::numeric, ?::timestamp)",
+        return (f"SELECT tpcc_payment(?, ?, ?, ?, ?, ?, ?::numeric, {SERVER_UTC_NOW})",
                 (inputs.w_id, inputs.d_id, inputs.c_w_id, inputs.c_d_id, inputs.c_id, inputs.c_last,
-                 f"{inputs.amount:.2f}", now_text()))
+                 f"{inputs.amount:.2f}"))
 
     def facts(self, inputs: PaymentInput) -> dict[str, int]:
         return {"remote": int(inputs.remote), "by_name": int(inputs.c_id is None)}

@@ -86,6 +86,3 @@ class TpccRandom:
 
     def money(self, low_cents: int, high_cents: int) -> float:
         return self.uniform(low_cents, high_cents) / 100.0
-
-    def exponential(self, mean: float) -> float:
-        return self._rng.expovariate(1.0 / mean)

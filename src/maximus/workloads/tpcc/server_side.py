@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -19,6 +20,16 @@ def procedures_sql(dialect: Dialect) -> str | None:
     return path.read_text() if path.is_file() else None
 
 
+@dataclass(frozen=True)
+class Call:
+    """A drawn input and the function call that carries it out, built when drawn so the terminal's
+    loop between two round trips does as little as possible."""
+
+    inputs: Any
+    sql: str
+    params: tuple
+
+
 class ServerSide:
     """Wraps a transaction so that it runs as one function call; everything else is the transaction's."""
 
@@ -28,23 +39,24 @@ class ServerSide:
         self.inner = inner
         self.name, self.read_only, self.deferred = inner.name, inner.read_only, inner.deferred
 
-    def statement(self, inputs: Any) -> tuple[str, tuple]:
-        return self.inner.call(inputs)
+    def draw(self, rng: TpccRandom, home: Home) -> Call:
+        inputs = self.inner.draw(rng, home)
+        return Call(inputs, *self.inner.call(inputs))
+
+    @staticmethod
+    def statement(call: Call) -> tuple[str, tuple]:
+        return call.sql, call.params
 
     @staticmethod
     def rolled_back_by_rule(error: BaseException) -> bool:
         return getattr(error, "sqlstate", None) == ROLLBACK_SQLSTATE
 
-    def draw(self, rng: TpccRandom, home: Home) -> Any:
-        return self.inner.draw(rng, home)
+    def facts(self, call: Call) -> dict[str, int]:
+        return self.inner.facts(call.inputs)
 
-    def facts(self, inputs: Any) -> dict[str, int]:
-        return self.inner.facts(inputs)
-
-    def execute(self, session: Session, inputs: Any) -> None:
-        sql, params = self.inner.call(inputs)
+    def execute(self, session: Session, call: Call) -> None:
         try:
-            session.call(sql, params)
+            session.call(call.sql, call.params)
         except Exception as error:
             if getattr(error, "sqlstate", None) == ROLLBACK_SQLSTATE:
                 raise RollbackByRule(str(error)) from error

@@ -43,6 +43,11 @@ class Transaction(Protocol):
         """The stored-function call that does the same work server-side (see sql/<dialect>.sql)."""
 
 
+SERVER_UTC_NOW = "(now() AT TIME ZONE 'UTC')"
+"""The server's current UTC time in a stored-function call: a call can be drawn ahead of its execution
+(``TerminalEmulator``) and still be stamped when it runs (4.3.3.1: current date/time)."""
+
+
 def now_text() -> str:
     """The current UTC time, in the same form the loader writes dates (4.3.3.1: current date/time)."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
