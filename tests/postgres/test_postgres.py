@@ -6,6 +6,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psycopg
@@ -16,6 +17,7 @@ from maximus.engines import _process
 from maximus.engines.postgres import PostgresEngine
 from maximus.errors import EngineError, UserError
 from maximus.records import Outcome
+from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +90,16 @@ def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sql
         engine.restore()
         session = engine.connect()
         try:
-            sql = "SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, ?::timestamp)"
+            sql = NewOrder.call(None, NewOrderInput(1, 2, 7, (OrderLine(5, 1, 3), OrderLine(6, 1, 4))))[0]
             before = session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2")[0]
-            session.call(sql, (1, 2, 7, [5, 6], [1, 1], [3, 4], "2026-11-21 10:00:00"))
-            assert session.fetchone("SELECT o_ol_cnt, o_c_id FROM orders WHERE o_w_id = 1 AND o_d_id = 2 "
-                                    "AND o_id = ?", (before,)) == (2, 7)
+            session.call(sql, (1, 2, 7, [5, 6], [1, 1], [3, 4]))
+            count, customer, entered = session.fetchone("SELECT o_ol_cnt, o_c_id, o_entry_d FROM orders WHERE "
+                                                        "o_w_id = 1 AND o_d_id = 2 AND o_id = ?", (before,))
+            assert (count, customer) == (2, 7)
+            utc_now = datetime.now(timezone.utc).replace(tzinfo=None)
+            assert abs((entered - utc_now).total_seconds()) < 60  # stamped by the server, in UTC, when run
             with pytest.raises(psycopg.Error) as rollback:  # 2.4.2.3: the unused item rolls the order back
-                session.call(sql, (1, 2, 7, [5, 100001], [1, 1], [3, 4], "2026-11-21 10:00:00"))
+                session.call(sql, (1, 2, 7, [5, 100001], [1, 1], [3, 4]))
             assert rollback.value.sqlstate == "MX001"
             assert session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2")[0] == before + 1
             session.call("SELECT tpcc_order_status(?, ?, ?, ?)", (1, 2, None, "BARBARBAR"))  # a NULL customer id

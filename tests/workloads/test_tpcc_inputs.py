@@ -301,6 +301,20 @@ def test_emulator_draws_follow_the_deck_and_the_terminal_home() -> None:
                 assert inputs.d_id == 5
 
 
+def test_think_times_do_not_change_the_inputs_drawn_ahead() -> None:
+    """The emulator draws inputs in batches; think times have their own stream, so pacing changes nothing."""
+    def drawn(keyed: bool) -> list:
+        emulator = TerminalEmulator(TpccRunSettings(2, 5, CONSTANTS, keying_and_think=keyed), 3, DIALECT)
+        sequence = []
+        for _ in range(150):
+            transaction, inputs = emulator.next()
+            emulator.think_time(transaction.name)
+            sequence.append((transaction.name, inputs))
+        return sequence
+
+    assert drawn(True) == drawn(False)
+
+
 def test_emulator_is_repeatable_per_seed_and_terminal() -> None:
     def names_and_inputs(seed: int, terminal: int) -> list:
         emulator = TerminalEmulator(TpccRunSettings(2, seed, CONSTANTS), terminal, DIALECT)
