@@ -96,11 +96,16 @@ def _digits(values: np.ndarray, width: int | None = None) -> np.ndarray:
     is given (a fraction's digits keep theirs)."""
     fixed = width is not None
     width = width if fixed else len(str(int(values.max()))) if values.size else 1
-    powers = 10 ** np.arange(width - 1, -1, -1, dtype=np.int64)
-    digits = (values[:, None] // powers % 10).astype(np.uint8) + _ZERO
-    if not fixed:
-        digits[:, :-1][values[:, None] < powers[:-1]] = 0
-    return digits
+    digits = np.empty((width, len(values)), np.uint8)  # a digit position per row: contiguous writes
+    rest = values.astype(np.uint32 if width <= 9 else np.uint64)  # narrower division is several times faster
+    ten = rest.dtype.type(10)
+    for position in range(width - 1, -1, -1):  # a scalar divisor: numpy divides by multiplying
+        quotient = rest // ten
+        np.add(rest - quotient * ten, _ZERO, out=digits[position], casting="unsafe")
+        if not fixed and position < width - 1:
+            digits[position] *= rest > 0  # a leading zero: NUL
+        rest = quotient
+    return digits.T
 
 
 def _signed(negative: np.ndarray, digits: np.ndarray) -> np.ndarray:

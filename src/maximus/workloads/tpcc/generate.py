@@ -59,11 +59,22 @@ def _strings(rng: np.random.Generator, alphabet: np.ndarray, n: int, low: int, h
     (4.3.3.1 for I_DATA and S_DATA).
     """
     lengths = rng.integers(low, high + 1, n)
-    chars = alphabet[rng.integers(0, len(alphabet), (n, high), dtype=np.uint8)]  # bytes: 2.5x faster than int64
+    chars = _characters(rng.integers(0, len(alphabet), (n, high), dtype=np.uint8), alphabet)  # bytes: 2.5x faster
     if original:
         _stamp_original(rng, chars, lengths)
-    chars[np.arange(high) >= lengths[:, None]] = 0  # numpy drops trailing NULs from bytes
+    if low < high:
+        chars[np.arange(high) >= lengths[:, None]] = 0  # numpy drops trailing NULs from bytes
     return chars.view(f"S{high}").ravel()
+
+
+def _characters(indexes: np.ndarray, alphabet: np.ndarray) -> np.ndarray:
+    """``alphabet[indexes]``, computed as an offset per run of consecutive bytes in the alphabet (A-Z,
+    a-z, 0-9): adding uint8 offsets is twice as fast as numpy's fancy indexing."""
+    offsets = (alphabet.astype(np.int16) - np.arange(len(alphabet))) % 256
+    chars = indexes + np.uint8(offsets[0])
+    for start in np.flatnonzero(np.diff(offsets)) + 1:
+        chars += (indexes >= start).view(np.uint8) * np.uint8((offsets[start] - offsets[start - 1]) % 256)
+    return chars
 
 
 def _stamp_original(rng: np.random.Generator, chars: np.ndarray, lengths: np.ndarray) -> None:
