@@ -166,16 +166,17 @@ class Engine(ABC):
     def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
         """Append rows fast, inside the caller's transaction."""
 
-    @abstractmethod
     def bulk_insert_columns(self, session: Session, table: str, columns: Sequence[str],
                             values: Sequence[np.ndarray]) -> None:
         """Append rows given column by column, inside the caller's transaction.
 
         ``values`` holds one 1-D numpy array per column, all of one length: integers, floats, or text
         as bytes (``S`` dtype, UTF-8, trailing NULs are padding). A NULL is a masked entry of a
-        ``numpy.ma.MaskedArray``. The rows stored are those ``bulk_insert(..., rows_of(values))`` stores;
-        an engine may build its bulk format from the arrays without a Python object per value.
+        ``numpy.ma.MaskedArray``. The rows stored are those ``bulk_insert(..., rows_of(values))`` stores,
+        which is what this does; an engine may override it to build its bulk format from the arrays
+        without a Python object per value.
         """
+        self.bulk_insert(session, table, columns, rows_of(values))
 
     @abstractmethod
     def classify(self, error: BaseException) -> Outcome:

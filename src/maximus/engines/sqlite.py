@@ -8,9 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import numpy as np
-
-from maximus.engines.base import Capabilities, Dialect, Engine, Session, rows_of
+from maximus.engines.base import Capabilities, Dialect, Engine, Session
 from maximus.errors import UserError
 from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue, Size
 from maximus.knobs.registry import parse_size
@@ -145,11 +143,6 @@ class SQLiteEngine(Engine):
     def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
         marks = ", ".join("?" * len(columns))
         session.connection.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
-
-    def bulk_insert_columns(self, session: Session, table: str, columns: Sequence[str],
-                            values: Sequence[np.ndarray]) -> None:
-        # sqlite3 binds Python values only, and executemany is its bulk path: rows it is.
-        self.bulk_insert(session, table, columns, rows_of(values))
 
     def classify(self, error: BaseException) -> Outcome:
         code = getattr(error, "sqlite_errorcode", None)
