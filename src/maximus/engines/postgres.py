@@ -27,7 +27,7 @@ import numpy as np
 
 from maximus.engines import _process
 from maximus.engines._copy_text import copy_text
-from maximus.engines.base import AsyncSession, Capabilities, Dialect, Engine, Session, rows_of
+from maximus.engines.base import AsyncSession, Capabilities, Dialect, Engine, Session
 from maximus.errors import EngineError, UserError
 from maximus.knobs import Applies, Knob, KnobCatalogue
 from maximus.records import Outcome
@@ -163,10 +163,13 @@ class PostgresSession(Session):
     """A psycopg 3 connection in autocommit mode with explicit BEGIN/COMMIT; ``?`` becomes ``%s``."""
 
     def __init__(self, connection: Any) -> None:
+        from psycopg import pq
+
         self.connection = connection
         self._translated: dict[str, str] = {}
         self._prepared: dict[str, bytes] = {}
         self._encoding = connection.info.encoding
+        self._succeeded = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
 
     def _sql(self, sql: str) -> str:
         translated = self._translated.get(sql)
@@ -204,25 +207,21 @@ class PostgresSession(Session):
         int arrays, and result handling); this path costs about 15 µs, which is what lets one Python
         terminal keep up with a C client (bench/postgres_tpcc.py).
         """
-        from psycopg import pq
-        from psycopg.errors import error_from_result
-
         name = self._prepared.get(sql) or self._prepare(sql)
-        result = self.connection.pgconn.exec_prepared(name, [_as_text(value) for value in params])
-        if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
-            raise error_from_result(result, encoding=self._encoding)
+        self._check(self.connection.pgconn.exec_prepared(name, [_as_text(value) for value in params]))
 
     def _prepare(self, sql: str) -> bytes:
-        from psycopg import pq
-        from psycopg.errors import error_from_result
-
         name = f"maximus_{len(self._prepared)}".encode()
         numbered = iter(range(1, sql.count("?") + 1))
-        result = self.connection.pgconn.prepare(name, re.sub(r"\?", lambda _: f"${next(numbered)}", sql).encode())
-        if result.status != pq.ExecStatus.COMMAND_OK:
-            raise error_from_result(result, encoding=self._encoding)
+        self._check(self.connection.pgconn.prepare(name, re.sub(r"\?", lambda _: f"${next(numbered)}", sql).encode()))
         self._prepared[sql] = name
         return name
+
+    def _check(self, result: Any) -> None:
+        if result.status not in self._succeeded:
+            from psycopg.errors import error_from_result
+
+            raise error_from_result(result, encoding=self._encoding)
 
     def close(self) -> None:
         self.connection.close()
@@ -449,7 +448,7 @@ class PostgresEngine(Engine):
         """COPY text made by numpy from the columns: no Python object per value, unlike write_row."""
         text = copy_text(values)
         if text is None:  # a value the fast path does not format: the rows path stores the same rows
-            self.bulk_insert(session, table, columns, rows_of(values))
+            super().bulk_insert_columns(session, table, columns, values)
             return
         cursor = session.connection.cursor()
         with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
