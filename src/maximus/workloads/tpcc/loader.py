@@ -83,11 +83,11 @@ def _populate(engine: Engine, session: Session, warehouses: int, seed: int, cons
 def _index_and_analyze(engine: Engine, session: Session, rows: dict[str, int]) -> None:
     """Keys, indexes and statistics: one table after another on a single-writer engine, else the
     tables side by side, biggest first, on one session per core (each index build is one process)."""
-    by_table = schema.index_statements_by_table(engine.dialect)
     if engine.capabilities.single_writer:
-        for statement in [s for statements in by_table.values() for s in statements] + ["ANALYZE"]:
+        for statement in schema.index_statements(engine.dialect) + ["ANALYZE"]:
             session.execute(statement)
         return
+    by_table = schema.index_statements_by_table(engine.dialect)
     tables = sorted(rows, key=rows.get, reverse=True)
 
     def finish(table: str) -> None:
