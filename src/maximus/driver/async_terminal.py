@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import Recorder
+from maximus.driver.terminal import Recorder, finish, queue_deferred
 from maximus.engines.base import AsyncSession, Engine
-from maximus.records import Outcome, TxnSample
+from maximus.records import Outcome
 
 _STOP_POLL_S = 0.25
 
@@ -55,17 +55,10 @@ class AsyncTerminal:
     async def _one(self, transaction: Any, inputs: Any) -> None:
         started = time.monotonic()
         if transaction.deferred:
-            self.delivery_queue.put((self.index, started - self.recorder.origin, transaction.name, inputs))
-            outcome, attempts, error = Outcome.COMMITTED, 1, ""
+            result = queue_deferred(self, transaction, inputs, started)
         else:
-            outcome, attempts, error = await self._execute(transaction, inputs)
-        finished = time.monotonic()
-        if outcome is not Outcome.FAILED:
-            self.counters[2 * self.index + 1] += 1
-            self.counters[2 * self.index] += transaction.name == self.emulator.headline
-        sample = TxnSample(self.index, transaction.name, started - self.recorder.origin, finished - started,
-                           outcome, attempts, error)
-        self.recorder.record(sample, transaction.facts(inputs), finished)
+            result = await self._execute(transaction, inputs)
+        finish(self, transaction, inputs, started, time.monotonic(), result)
 
     async def _execute(self, transaction: Any, inputs: Any) -> tuple[Outcome, int, str]:
         sql, params = transaction.statement(inputs)

@@ -115,7 +115,7 @@ class Terminal:
                 break
             started = self.clock.now()
             result = self._run(transaction, inputs, started)
-            self._finish(transaction, inputs, started, self.clock.now(), result)
+            finish(self, transaction, inputs, started, self.clock.now(), result)
             if not self._pause(self.emulator.think_time(transaction.name)):
                 break
 
@@ -147,32 +147,39 @@ class Terminal:
 
     def _run(self, transaction: Any, inputs: Any, started: float) -> tuple[Outcome, int, str]:
         if transaction.deferred:
-            self.delivery_queue.put((self.index, started - self.recorder.origin, transaction.name, inputs))
-            return Outcome.COMMITTED, 1, ""
+            return queue_deferred(self, transaction, inputs, started)
         return self._execute(transaction, inputs)
 
     def _finish_all(self, done: list[tuple]) -> None:
         for transaction, inputs, started, finished, result in done:
-            self._finish(transaction, inputs, started, finished, result)
-
-    def _finish(self, transaction: Any, inputs: Any, started: float, finished: float,
-                result: tuple[Outcome, int, str]) -> None:
-        outcome, attempts, error = result
-        self._count(transaction.name, outcome)
-        sample = TxnSample(self.index, transaction.name, started - self.recorder.origin, finished - started,
-                           outcome, attempts, error)
-        self.recorder.record(sample, transaction.facts(inputs), finished)
+            finish(self, transaction, inputs, started, finished, result)
 
     def _execute(self, transaction: Any, inputs: Any) -> tuple[Outcome, int, str]:
         return gated_transaction(self.writer_gate, self.session, self.engine, self.retry, transaction, inputs)
 
-    def _count(self, name: str, outcome: Outcome) -> None:
-        if outcome is Outcome.FAILED:
-            return
-        slot = 2 * self.index
-        self.counters[slot + 1] += 1
-        if name == self.emulator.headline:  # the live counter shows the headline transaction (New-Order)
-            self.counters[slot] += 1
+
+def queue_deferred(terminal: Any, transaction: Any, inputs: Any, started: float) -> tuple[Outcome, int, str]:
+    """2.7.2: a deferred transaction is queued for a deferred worker; the terminal's part is done."""
+    terminal.delivery_queue.put((terminal.index, started - terminal.recorder.origin, transaction.name, inputs))
+    return Outcome.COMMITTED, 1, ""
+
+
+def finish(terminal: Any, transaction: Any, inputs: Any, started: float, finished: float,
+           result: tuple[Outcome, int, str]) -> None:
+    """Count a terminal's transaction on the live counters and record its sample and facts.
+
+    ``terminal`` is a ``Terminal`` or an ``AsyncTerminal``: anything with ``index``, ``emulator``,
+    ``counters`` and ``recorder``.
+    """
+    outcome, attempts, error = result
+    if outcome is not Outcome.FAILED:
+        slot = 2 * terminal.index
+        terminal.counters[slot + 1] += 1
+        if transaction.name == terminal.emulator.headline:  # the live counter shows New-Order
+            terminal.counters[slot] += 1
+    sample = TxnSample(terminal.index, transaction.name, started - terminal.recorder.origin, finished - started,
+                       outcome, attempts, error)
+    terminal.recorder.record(sample, transaction.facts(inputs), finished)
 
 
 def ignore_interrupts() -> None:
