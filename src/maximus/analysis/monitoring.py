@@ -92,7 +92,8 @@ def change(series: Series | None, window: Window) -> Change | None:
     return Change(t1 - t0, v1 - v0)
 
 
-def _one(all_series: Sequence[Series], name: str, **labels: str) -> Series | None:
+def one_series(all_series: Sequence[Series], name: str, **labels: str) -> Series | None:
+    """The first series called ``name`` with ``labels``, or None."""
     found = find(all_series, name, **labels)
     return found[0] if found else None
 
@@ -114,7 +115,7 @@ class CpuFigures:
 
 def cpu_figures(all_series: Sequence[Series], window: Window) -> CpuFigures | None:
     modes = ("user", "nice", "system", "irq", "softirq", "iowait", "idle", "steal")
-    changes = {m: change(_one(all_series, "cpu_seconds_total", mode=m), window) for m in modes}
+    changes = {m: change(one_series(all_series, "cpu_seconds_total", mode=m), window) for m in modes}
     if any(c is None for c in changes.values()):
         return None
     total = sum(c.amount for c in changes.values())
@@ -143,11 +144,11 @@ class GroupFigures:
 def group_figures(all_series: Sequence[Series], window: Window) -> dict[str, GroupFigures]:
     figures = {}
     for name in sorted({s.labels.get("group", "") for s in find(all_series, "process_cpu_seconds_total")}):
-        user = change(_one(all_series, "process_cpu_seconds_total", group=name, mode="user"), window)
-        system = change(_one(all_series, "process_cpu_seconds_total", group=name, mode="system"), window)
+        user = change(one_series(all_series, "process_cpu_seconds_total", group=name, mode="user"), window)
+        system = change(one_series(all_series, "process_cpu_seconds_total", group=name, mode="system"), window)
         if user is None or system is None:
             continue
-        alive = _most(_one(all_series, "processes", group=name), window)
+        alive = _most(one_series(all_series, "processes", group=name), window)
         figures[name] = GroupFigures(name, user.per_second, system.per_second, int(alive or 0))
     return figures
 
@@ -184,12 +185,12 @@ def _average_ms(seconds: Change | None, count: Change | None) -> float | None:
 
 
 def disk_figures(all_series: Sequence[Series], window: Window) -> DiskFigures | None:
-    get = lambda name: change(_one(all_series, name, role="data"), window)  # noqa: E731
+    get = lambda name: change(one_series(all_series, name, role="data"), window)  # noqa: E731
     reads, writes, busy = get("disk_reads_total"), get("disk_writes_total"), get("disk_busy_seconds_total")
     read_bytes, written_bytes = get("disk_read_bytes_total"), get("disk_written_bytes_total")
     if None in (reads, writes, busy, read_bytes, written_bytes):
         return None
-    device = _one(all_series, "disk_reads_total", role="data").labels.get("device", "")
+    device = one_series(all_series, "disk_reads_total", role="data").labels.get("device", "")
     return DiskFigures(device, reads.per_second, writes.per_second, read_bytes.per_second / 1e6,
                        written_bytes.per_second / 1e6, _average_ms(get("disk_read_seconds_total"), reads),
                        _average_ms(get("disk_write_seconds_total"), writes), 100 * busy.per_second)
@@ -219,7 +220,7 @@ def wait_events(all_series: Sequence[Series], window: Window) -> list[WaitEvent]
     events = []
     for timed in find(all_series, "wait_seconds_total"):
         event = timed.labels.get("event", "")
-        seconds, waits = change(timed, window), change(_one(all_series, "waits_total", event=event), window)
+        seconds, waits = change(timed, window), change(one_series(all_series, "waits_total", event=event), window)
         if seconds is not None and waits is not None:
             events.append(WaitEvent(event, timed.labels.get("role", ""), waits.amount, seconds.amount))
     return sorted(events, key=lambda e: -e.seconds)
@@ -232,8 +233,8 @@ def sampled_wait_events(all_series: Sequence[Series], window: Window) -> list[Wa
     snapshot interval of waiting. So an event's share is its samples over all active-session samples,
     and its seconds are its samples times the interval (session-seconds, an estimate).
     """
-    snapshots = change(_one(all_series, "activity_snapshots_total"), window)
-    active = change(_one(all_series, "active_backend_samples_total"), window)
+    snapshots = change(one_series(all_series, "activity_snapshots_total"), window)
+    active = change(one_series(all_series, "active_backend_samples_total"), window)
     if snapshots is None or active is None or snapshots.amount <= 0 or active.amount <= 0:
         return []
     interval_s = snapshots.seconds / snapshots.amount
@@ -263,8 +264,8 @@ def average_wait_ms(events: Sequence[WaitEvent], role: str) -> float | None:
 
 
 def buffer_hit_ratio(all_series: Sequence[Series], window: Window) -> float | None:
-    hits = change(_one(all_series, "buffer_hits_total"), window)
-    misses = change(_one(all_series, "buffer_misses_total"), window)
+    hits = change(one_series(all_series, "buffer_hits_total"), window)
+    misses = change(one_series(all_series, "buffer_misses_total"), window)
     if hits is None or misses is None or hits.amount + misses.amount <= 0:
         return None
     return hits.amount / (hits.amount + misses.amount)
@@ -334,7 +335,7 @@ def monitoring_figures(samples: Sequence[MetricSample], window: Window, transact
     cpu = cpu_figures(all_series, window)
     events = wait_events(all_series, window)
     top = sampled_wait_events(all_series, window) or events
-    switches = change(_one(all_series, "context_switches_total"), window)
+    switches = change(one_series(all_series, "context_switches_total"), window)
     sampling = find(all_series, "sampling_cpu_seconds_total")  # the monitor's, and samplers' own threads'
     return MonitoringFigures(
         monitored=True, sources=tuple(sorted({s.source for s in all_series})), cpu=cpu,
@@ -433,7 +434,7 @@ def commit_check(all_series: Sequence[Series], transactions: Sequence[TxnSample]
     transactions ``Tolerance`` describes. Needs a counter read before the first transaction started
     and after the last one ended.
     """
-    counter = _one(all_series, "commits_total", counts="writes") or _one(all_series, "commits_total", counts="all")
+    counter = one_series(all_series, "commits_total", counts="writes") or one_series(all_series, "commits_total", counts="all")
     if counter is None or not transactions:
         return None
     (t0, v0), (t1, v1) = counter.points[0], counter.points[-1]
@@ -463,8 +464,8 @@ def database_transactions(names: Iterable[str], writers: Iterable[str]) -> set[s
 
 def _extra_commits(all_series: Sequence[Series], tolerance: Tolerance) -> float:
     """What a counter of every transaction may count beyond the driver's (see ``Tolerance``), whole run."""
-    sessions = _one(all_series, "client_backends")
-    rollbacks = _one(all_series, "rollbacks_total")
+    sessions = one_series(all_series, "client_backends")
+    rollbacks = one_series(all_series, "rollbacks_total")
     most = max((v for _, v in sessions.points), default=0.0) if sessions else 0.0
     rolled = max(0.0, rollbacks.points[-1][1] - rollbacks.points[0][1]) if rollbacks else 0.0
     return tolerance.extra_commits_per_session * most + tolerance.extra_commits_per_rollback * rolled
@@ -475,12 +476,12 @@ def read_check(all_series: Sequence[Series], window: Window, group: str, toleran
 
     ``group`` is where the database runs: ``server``, or ``client`` for an embedded engine.
     """
-    database = change(_one(all_series, "process_read_bytes_total", group=group), window)
-    device = change(_one(all_series, "disk_read_bytes_total", role="data"), window)
+    database = change(one_series(all_series, "process_read_bytes_total", group=group), window)
+    device = change(one_series(all_series, "disk_read_bytes_total", role="data"), window)
     if database is None or device is None:
         return None
     passed = database.amount <= device.amount * (1 + tolerance.io_relative) + tolerance.io_absolute_bytes
-    name = _one(all_series, "disk_read_bytes_total", role="data").labels.get("device", "?")
+    name = one_series(all_series, "disk_read_bytes_total", role="data").labels.get("device", "?")
     detail = (f"the {group} processes read {database.amount / 1e6:,.1f} MB from storage in the window, the data "
               f"device {name} {device.amount / 1e6:,.1f} MB")
     hint = "is the data directory on another device, or is its I/O invisible to /proc/diskstats?"
@@ -496,14 +497,14 @@ def write_check(all_series: Sequence[Series], window: Window, tolerance: Toleran
     """
     files = [s for s in find(all_series, "file_bytes") if s.source not in OS_SOURCES]
     growth = [_gauge_growth(s, window) for s in files]
-    device = change(_one(all_series, "disk_written_bytes_total", role="data"), window)
-    pending = [_gauge_growth(_one(all_series, "memory_bytes", kind=k), window) for k in ("dirty", "writeback")]
+    device = change(one_series(all_series, "disk_written_bytes_total", role="data"), window)
+    pending = [_gauge_growth(one_series(all_series, "memory_bytes", kind=k), window) for k in ("dirty", "writeback")]
     if not files or None in growth or device is None or None in pending:
         return None
     database = sum(max(0.0, g) for g in growth)
     reference = device.amount + max(0.0, sum(pending))
     passed = database <= reference * (1 + tolerance.io_relative) + tolerance.io_absolute_bytes
-    name = _one(all_series, "disk_written_bytes_total", role="data").labels.get("device", "?")
+    name = one_series(all_series, "disk_written_bytes_total", role="data").labels.get("device", "?")
     detail = (f"the database's files grew by {database / 1e6:,.1f} MB in the window, the data device {name} wrote "
               f"{device.amount / 1e6:,.1f} MB and the page cache holds {max(0.0, sum(pending)) / 1e6:,.1f} MB more "
               "dirty data than at the start")

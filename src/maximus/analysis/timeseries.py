@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from maximus.analysis.monitoring import Series, find, series_of
+from maximus.analysis.monitoring import Series, one_series, series_of
 from maximus.samplers.base import MetricSample
 
 # Counters whose every increase is a checkpoint that could be observed from outside the engine:
@@ -33,11 +33,6 @@ def interval_rates(points: Sequence[tuple[float, float]]) -> Points:
     return tuple(rates)
 
 
-def _one(all_series: Sequence[Series], name: str, **labels: str) -> Series | None:
-    found = find(all_series, name, **labels)
-    return found[0] if found else None
-
-
 @dataclass(frozen=True)
 class CpuTimeline:
     """The whole machine's CPU per interval, as percent of all CPUs' time in that interval.
@@ -53,7 +48,7 @@ class CpuTimeline:
 def cpu_timeline(samples: Iterable[MetricSample]) -> CpuTimeline | None:
     """None when the run has no ``cpu_seconds_total`` of every mode (no OS sampler, or another OS)."""
     all_series = series_of(samples)
-    modes = {m: _one(all_series, "cpu_seconds_total", mode=m) for group in CPU_GROUPS.values() for m in group}
+    modes = {m: one_series(all_series, "cpu_seconds_total", mode=m) for group in CPU_GROUPS.values() for m in group}
     if any(s is None for s in modes.values()):
         return None
     rates = {m: dict(interval_rates(s.points)) for m, s in modes.items()}
@@ -82,7 +77,7 @@ def disk_timeline(samples: Iterable[MetricSample]) -> DiskTimeline | None:
     """None when the data device's counters were not sampled."""
     all_series = series_of(samples)
     names = ("disk_reads_total", "disk_writes_total", "disk_read_bytes_total", "disk_written_bytes_total")
-    found = [_one(all_series, name, role="data") for name in names]
+    found = [one_series(all_series, name, role="data") for name in names]
     if any(s is None for s in found):
         return None
     reads, writes, read_bytes, written_bytes = (interval_rates(s.points) for s in found)
