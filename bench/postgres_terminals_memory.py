@@ -96,7 +96,7 @@ def run(options: argparse.Namespace, workdir: Path) -> None:
     figures = api.analyse_run(store, outcome.run_id).figures
     store.close()
     engine = api.make_engine("postgres", workdir, options.warehouses, {})
-    per_process = api.terminals_per_process(engine, _server_side(), options.terminals)
+    _, per_process = api.terminal_hosting(engine, _server_side(), options.terminals)
     ceiling = 12.86 * options.terminals / 10
     print(f"{options.terminals} keyed terminals (keying + think times of 5.2.5), {options.warehouses} warehouses, "
           f"{options.duration:g} s measured; {per_process} terminals per worker process")

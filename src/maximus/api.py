@@ -206,32 +206,29 @@ def deferred_workers(terminals: int) -> int:
     return max(1, min(terminals // 10, 2 * (os.cpu_count() or 1)))
 
 
-_BUSY_TERMINAL_PROCESSES_PER_CORE = 16
+def terminal_hosting(engine: Engine, settings: TpccRunSettings, terminals: int) -> tuple[str, int]:
+    """How the terminals share worker processes (``DriveSpec.hosting``) and how many each process hosts.
 
-
-def terminals_per_process(engine: Engine, settings: TpccRunSettings, terminals: int) -> int:
-    """1 (a process per terminal) unless terminals spend most of their time waiting.
-
-    A terminal without keying and think times is busy all the time, and a synchronous session in its
-    own process is the cheapest client there is; asynchronous terminals sharing one process per core
-    cost about twice the CPU per transaction but little memory, so they serve keyed terminals and
-    runs with more terminals than processes can be afforded for. They need every transaction to be
-    one statement (server-side mode) and an engine with asynchronous sessions.
+    Sharing needs every transaction to be one statement (server-side mode). Busy terminals (no keying
+    or think times) share one process per core, each keeping a call in flight, on engines that split
+    a call in two: far cheaper than a process each once there are more terminals than cores. Keyed
+    terminals, which mostly wait, share one process per core on an event loop, so a thousand fit in
+    little memory. Everything else gets a process per terminal.
     """
-    if not (engine.capabilities.async_sessions and settings.server_side):
-        return 1
-    cores = os.cpu_count() or 1
-    if not settings.keying_and_think and terminals <= _BUSY_TERMINAL_PROCESSES_PER_CORE * cores:
-        return 1
-    processes = min(terminals, cores)
-    return -(-terminals // processes)
+    shared = -(-terminals // min(terminals, os.cpu_count() or 1))
+    if settings.server_side and not settings.keying_and_think and engine.capabilities.split_calls:
+        return "multiplexed", shared
+    if settings.server_side and settings.keying_and_think and engine.capabilities.async_sessions:
+        return "asyncio", shared
+    return "process", 1
 
 
 def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: BenchmarkOptions,
                      settings: TpccRunSettings, observer: Observer | None) -> DriveResult:
+    hosting, per_process = terminal_hosting(engine, settings, options.terminals)
     spec = DriveSpec(engine, "tpcc", settings, options.terminals, options.warmup_s, options.duration_s,
                      deferred_workers=deferred_workers(options.terminals),
-                     terminals_per_process=terminals_per_process(engine, settings, options.terminals))
+                     hosting=hosting, terminals_per_process=per_process)
     monitor = Monitor(run_samplers(engine), Window(options.warmup_s, options.warmup_s + options.duration_s)) \
         if options.monitor else None
     try:

@@ -89,22 +89,23 @@ def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sql
     with api.running(engine):
         engine.restore()
         session = engine.connect()
+        text = engine.dialect.call_parameters
         try:
             sql = NewOrder.call(None, NewOrderInput(1, 2, 7, (OrderLine(5, 1, 3), OrderLine(6, 1, 4))))[0]
             before = session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2")[0]
-            session.call(sql, (1, 2, 7, [5, 6], [1, 1], [3, 4]))
+            session.call(sql, text((1, 2, 7, [5, 6], [1, 1], [3, 4])))
             count, customer, entered = session.fetchone("SELECT o_ol_cnt, o_c_id, o_entry_d FROM orders WHERE "
                                                         "o_w_id = 1 AND o_d_id = 2 AND o_id = ?", (before,))
             assert (count, customer) == (2, 7)
             utc_now = datetime.now(timezone.utc).replace(tzinfo=None)
             assert abs((entered - utc_now).total_seconds()) < 60  # stamped by the server, in UTC, when run
             with pytest.raises(psycopg.Error) as rollback:  # 2.4.2.3: the unused item rolls the order back
-                session.call(sql, (1, 2, 7, [5, 100001], [1, 1], [3, 4]))
+                session.call(sql, text((1, 2, 7, [5, 100001], [1, 1], [3, 4])))
             assert rollback.value.sqlstate == "MX001"
             assert session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2")[0] == before + 1
-            session.call("SELECT tpcc_order_status(?, ?, ?, ?)", (1, 2, None, "BARBARBAR"))  # a NULL customer id
+            session.call("SELECT tpcc_order_status(?, ?, ?, ?)", text((1, 2, None, "BARBARBAR")))  # a NULL customer id
             with pytest.raises(psycopg.errors.UndefinedFunction):
-                session.call("SELECT no_such_function(?)", (1,))
+                session.call("SELECT no_such_function(?)", text((1,)))
         finally:
             session.close()
 
@@ -164,7 +165,7 @@ def test_many_keyed_terminals_share_a_few_processes(loaded: Path, tmp_path: Path
     from maximus.workloads.tpcc.random import NURandConstants
 
     settings = TpccRunSettings(1, 1, NURandConstants.for_run(0, 1), keying_and_think=True, server_side=True)
-    assert api.terminals_per_process(engine, settings, 60) == 30  # two cores: two processes of 30
+    assert api.terminal_hosting(engine, settings, 60) == ("asyncio", 30)  # two cores: two processes of 30
     outcome = api.run_benchmark(options)
     assert outcome.status.value == "complete", outcome.result.errors
     assert all(r.passed is not False for r in outcome.consistency)

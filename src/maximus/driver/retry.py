@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from maximus.records import Outcome, RollbackByRule
 
@@ -16,12 +16,12 @@ class RetryPolicy:
     max_attempts: int = 10
     first_backoff_s: float = 0.001
 
-    def run(self, attempt: Callable[[], None], rollback: Callable[[], None],
+    def run(self, attempt: Callable[[Any], None], inputs: Any, rollback: Callable[[], None],
             classify: Callable[[BaseException], Outcome]) -> tuple[Outcome, int, str]:
-        """Run ``attempt`` until it commits; return (outcome, attempts made, last error text)."""
+        """Run ``attempt(inputs)`` until it commits; return (outcome, attempts made, last error text)."""
         for number in range(1, self.max_attempts + 1):
             try:
-                attempt()
+                attempt(inputs)
                 return Outcome.COMMITTED, number, ""
             except RollbackByRule:
                 _quietly(rollback)

@@ -19,8 +19,10 @@ from typing import Any, Protocol, Sequence
 
 from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
+from maximus.driver.multiplexed import MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import Recorder, Terminal, from_wire, gated_transaction, ignore_interrupts
+from maximus.driver.terminal import (Recorder, Terminal, from_wire, ignore_interrupts, transaction_runner,
+                                     yield_to_the_server)
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import Outcome, RunStatus, TxnSample, Window
@@ -39,11 +41,15 @@ class DriveSpec:
     duration_s: float
     deferred_workers: int = 1
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    terminals_per_process: int = 1  # above 1: asynchronous terminals sharing a process (async engines)
+    # "process": one terminal per process; "multiplexed": busy terminals sharing a process, a call in
+    # flight on each (engines with split calls); "asyncio": keyed terminals sharing a process on an
+    # event loop (engines with asynchronous sessions). The two shared kinds need server-side mode.
+    hosting: str = "process"
+    terminals_per_process: int = 1
 
     def shares(self) -> list[range]:
         """The terminal indices each terminal process hosts."""
-        size = max(1, self.terminals_per_process)
+        size = max(1, self.terminals_per_process if self.hosting != "process" else 1)
         return [range(first, min(first + size, self.terminals)) for first in range(0, self.terminals, size)]
 
 
@@ -86,6 +92,7 @@ class _Channels:
 
 def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
     ignore_interrupts()
+    yield_to_the_server()
     try:
         session = spec.engine.connect()
         emulator = workload_named(spec.workload).emulator(spec.settings, index, spec.engine.dialect)
@@ -105,9 +112,38 @@ def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
     session.close()
 
 
+def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
+    """A process of busy terminals, each with its own session and a call in flight (driver.multiplexed)."""
+    ignore_interrupts()
+    yield_to_the_server()
+    indices = spec.shares()[worker]
+    try:
+        sessions = [spec.engine.connect() for _ in indices]
+        workload = workload_named(spec.workload)
+        emulators = [workload.emulator(spec.settings, index, spec.engine.dialect) for index in indices]
+    except Exception as error:
+        channels.outbox.put(("fatal", f"terminal process {worker} could not start: {type(error).__name__}: {error}"))
+        return
+    channels.outbox.put(("ready", worker))
+    channels.go.wait()
+    origin = channels.origin.value
+    clock = SystemClock(channels.stop)
+    window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
+    clock.sleep(origin - clock.now())
+    recorder = Recorder(channels.outbox, window, origin)
+    terminals = [MultiplexedTerminal(index, emulator, session, spec.engine, spec.retry, recorder, channels.counters,
+                                     channels.deliveries)
+                 for index, emulator, session in zip(indices, emulators, sessions)]
+    _guarded(lambda: run_multiplexed(terminals, clock, origin + window.end), channels, worker)
+    recorder.flush(clock.now())
+    for session in sessions:
+        session.close()
+
+
 def _async_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """A process of asynchronous terminals: each with its own session, all on one event loop."""
     ignore_interrupts()
+    yield_to_the_server()
     asyncio.run(_async_terminals(spec, spec.shares()[worker], channels, worker))
 
 
@@ -140,6 +176,7 @@ async def _async_terminals(spec: DriveSpec, indices: range, channels: _Channels,
 def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """2.7.2: executes queued deferred transactions; records queue-to-completion time."""
     ignore_interrupts()
+    yield_to_the_server()
     try:
         session = spec.engine.connect()
         transactions = workload_named(spec.workload).transactions(spec.engine.dialect, spec.settings)
@@ -157,13 +194,13 @@ def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
 
 def _serve_deferred(spec: DriveSpec, session: Any, transactions: dict, channels: _Channels,
                     recorder: Recorder) -> None:
+    runners = {name: transaction_runner(session, spec.engine, spec.retry, transaction, channels.writer_gate)
+               for name, transaction in transactions.items()}
     while (request := channels.deliveries.get()) is not None:
         if channels.stop.is_set():
             continue  # interrupted: drain the queue without executing, so the workers can exit
         terminal, queued_at, name, inputs = request
-        transaction = transactions[name]
-        outcome, attempts, error = gated_transaction(channels.writer_gate, session, spec.engine, spec.retry,
-                                                     transaction, inputs)
+        outcome, attempts, error = runners[name](inputs)
         done = time.monotonic() - recorder.origin
         sample = TxnSample(terminal, f"deferred_{name}", queued_at, done - queued_at, outcome, attempts, error)
         recorder.record(sample, {}, time.monotonic())
@@ -192,10 +229,8 @@ class Run:
 
     def execute(self) -> DriveResult:
         started = time.monotonic()
-        if self.spec.terminals_per_process > 1:
-            terminals = [self._process(_async_main, i) for i in range(len(self.spec.shares()))]
-        else:
-            terminals = [self._process(_terminal_main, i) for i in range(self.spec.terminals)]
+        host = {"process": _terminal_main, "multiplexed": _multiplexed_main, "asyncio": _async_main}[self.spec.hosting]
+        terminals = [self._process(host, i) for i in range(len(self.spec.shares()))]
         deferred = [self._process(_deferred_main, i) for i in range(self.spec.deferred_workers)]
         try:
             self._start(terminals + deferred)

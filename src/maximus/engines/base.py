@@ -18,7 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -37,6 +37,7 @@ class Capabilities:
     managed_server: bool  # Maximus starts and stops a server process
     server_side_procedures: bool
     async_sessions: bool = False  # connect_async(): many terminals share one process
+    split_calls: bool = False  # Session.send_call / call_finished: busy terminals share one process
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class Dialect:
     clustered_table_suffix: str = ""  # appended to CREATE TABLE when a primary key clusters the rows
     for_update: str = ""  # appended to a SELECT that reads a row it will update
     primary_keys_after_load: bool = False  # add primary keys after the data (bulk loads are faster)
+    # How ``Session.call`` takes its parameters. A workload converts them when it draws its inputs, a
+    # batch at a time, not between two round trips (PostgreSQL: text, ready for libpq).
+    call_parameters: Callable[[Sequence[Any]], Sequence[Any]] = tuple
 
 
 class Session(ABC):
@@ -74,10 +78,27 @@ class Session(ABC):
     def call(self, sql: str, params: Sequence[Any]) -> None:
         """Run one statement whose result nobody reads, many times over (a stored-function call).
 
-        Engines with a cheaper path for a repeated statement (prepared once, parameters as text)
-        override this; the driver's client cost per transaction is mostly spent here.
+        ``params`` come converted by the engine's ``dialect.call_parameters``. Engines with a cheaper
+        path for a repeated statement (prepared once, parameters as text) override this; the driver's
+        client cost per transaction is mostly spent here.
         """
         self.fetchone(sql, params)
+
+    # Engines with ``capabilities.split_calls`` also split ``call`` in two, so that one process can keep
+    # calls in flight on several sessions and wait for whichever answers first (driver.multiplexed).
+
+    def send_call(self, sql: str, params: Sequence[Any]) -> None:
+        """Send what ``call`` sends and return at once; ``call_finished`` then collects the result."""
+        raise NotImplementedError
+
+    def call_finished(self) -> bool:
+        """Read what has arrived without waiting: True once the call's result is complete, raising the
+        call's error as ``call`` would; False while it is still running."""
+        raise NotImplementedError
+
+    def fileno(self) -> int:
+        """The socket that becomes readable when the server answers."""
+        raise NotImplementedError
 
     @abstractmethod
     def close(self) -> None: ...

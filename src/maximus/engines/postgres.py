@@ -166,6 +166,7 @@ class PostgresSession(Session):
         from psycopg import pq
 
         self.connection = connection
+        self._pgconn = connection.pgconn
         self._translated: dict[str, str] = {}
         self._prepared: dict[str, bytes] = {}
         self._encoding = connection.info.encoding
@@ -201,30 +202,55 @@ class PostgresSession(Session):
         return self._run(sql, params).fetchall()
 
     def call(self, sql: str, params: Sequence[Any]) -> None:
-        """A prepared statement executed through libpq with text parameters.
+        """A prepared statement executed through libpq with text parameters (``_as_text``).
 
         psycopg's cursor costs about 100 µs of client CPU per call (parameter adaptation, above all of
         int arrays, and result handling); this path costs about 15 µs, which is what lets one Python
         terminal keep up with a C client (bench/postgres_tpcc.py).
         """
-        name = self._prepared.get(sql) or self._prepare(sql)
-        self._check(self.connection.pgconn.exec_prepared(name, [_as_text(value) for value in params]))
+        result = self._pgconn.exec_prepared(self._prepared.get(sql) or self._prepare(sql), params)
+        if result.status not in self._succeeded:
+            raise self._error(result)
+
+    def send_call(self, sql: str, params: Sequence[Any]) -> None:
+        name = self._prepared.get(sql) or self._prepare(sql)  # the first call of a statement waits for it
+        self._pgconn.send_query_prepared(name, params)  # a few hundred bytes: the socket takes them at once
+
+    def call_finished(self) -> bool:
+        pgconn = self._pgconn
+        pgconn.consume_input()
+        if pgconn.is_busy():
+            return False
+        result = pgconn.get_result()
+        while pgconn.get_result() is not None:  # libpq ends every query's results with a NULL
+            pass
+        if result.status not in self._succeeded:
+            raise self._error(result)
+        return True
+
+    def fileno(self) -> int:
+        return self._pgconn.socket
 
     def _prepare(self, sql: str) -> bytes:
         name = f"maximus_{len(self._prepared)}".encode()
         numbered = iter(range(1, sql.count("?") + 1))
-        self._check(self.connection.pgconn.prepare(name, re.sub(r"\?", lambda _: f"${next(numbered)}", sql).encode()))
+        result = self._pgconn.prepare(name, re.sub(r"\?", lambda _: f"${next(numbered)}", sql).encode())
+        if result.status not in self._succeeded:
+            raise self._error(result)
         self._prepared[sql] = name
         return name
 
-    def _check(self, result: Any) -> None:
-        if result.status not in self._succeeded:
-            from psycopg.errors import error_from_result
+    def _error(self, result: Any) -> Exception:
+        from psycopg.errors import error_from_result
 
-            raise error_from_result(result, encoding=self._encoding)
+        return error_from_result(result, encoding=self._encoding)
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _text_parameters(params: Sequence[Any]) -> list[bytes | None]:
+    return [_as_text(value) for value in params]
 
 
 def _as_text(value: Any) -> bytes | None:
@@ -242,8 +268,9 @@ class PostgresEngine(Engine):
 
     name = "postgres"
     capabilities = Capabilities(single_writer=False, managed_server=True, server_side_procedures=True,
-                                async_sessions=True)
-    dialect = Dialect("postgres", for_update=" FOR UPDATE", primary_keys_after_load=True)
+                                async_sessions=True, split_calls=True)
+    dialect = Dialect("postgres", for_update=" FOR UPDATE", primary_keys_after_load=True,
+                      call_parameters=_text_parameters)
 
     def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
                  connection: Mapping[str, str] | None = None) -> None:

@@ -35,4 +35,5 @@ class Workload(ABC):
 
     @abstractmethod
     def emulator(self, settings: Any, terminal: int, dialect: Dialect) -> Any:
-        """The decisions of one terminal: ``next()`` -> (transaction, inputs), keying and think times."""
+        """The decisions of one terminal: ``next()`` -> (transaction, inputs), ``batch(n)`` -> the next n
+        of them at once, ``pauses``, keying and think times."""

@@ -50,7 +50,7 @@ class Tpcc(Workload):
         client_side = {kind.name: kind(dialect) for kind in TRANSACTION_TYPES}
         if settings is None or not settings.server_side:
             return client_side
-        return {name: ServerSide(transaction) for name, transaction in client_side.items()}
+        return {name: ServerSide(transaction, dialect) for name, transaction in client_side.items()}
 
     def emulator(self, settings: TpccRunSettings, terminal: int, dialect: Dialect) -> TerminalEmulator:
         return TerminalEmulator(settings, terminal, dialect)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -26,9 +25,6 @@ class TpccRunSettings:
     server_side: bool = False  # each transaction one stored-function call
 
 
-LOOKAHEAD = 64
-
-
 class TerminalEmulator:
     """One terminal's own random stream, mix and home; seeded so a run can be repeated."""
 
@@ -43,22 +39,19 @@ class TerminalEmulator:
         self.mix = make_mix(random.Random(f"{settings.seed}/mix/{index}"), settings.weights)
         self.think_rng = random.Random(f"{settings.seed}/think/{index}")
         self.transactions: dict[str, Transaction] = Tpcc().transactions(dialect, settings)
-        self._ahead: deque[tuple[Transaction, Any]] = deque()
 
     def next(self) -> tuple[Transaction, Any]:
-        """The next transaction and its input, drawn in batches of ``LOOKAHEAD`` by a busy terminal.
+        """The next transaction and its input."""
+        transaction = self.transactions[self.mix.next()]
+        return transaction, transaction.draw(self.rng, self.home)
 
-        Between two round trips the server runs on the same CPUs and evicts the interpreter from the
-        caches; drawing 64 inputs at once instead of one per round trip cuts the client's CPU per
-        transaction by a third or more (measured on PostgreSQL). Nothing drawn depends on the
-        time, and think times have a stream of their own, so the inputs are those a draw per
-        transaction would give.
+    def batch(self, size: int) -> list[tuple[Transaction, Any]]:
+        """The next ``size`` transactions and inputs, exactly those ``size`` calls of ``next()`` give.
+
+        Nothing drawn depends on the time, and think times have a random stream of their own, so a
+        busy terminal may draw ahead (``driver.terminal``) without changing a single input.
         """
-        if not self._ahead:
-            for _ in range(1 if self.pauses else LOOKAHEAD):  # keyed: a thousand terminals, memory counts
-                transaction = self.transactions[self.mix.next()]
-                self._ahead.append((transaction, transaction.draw(self.rng, self.home)))
-        return self._ahead.popleft()
+        return [self.next() for _ in range(size)]
 
     @property
     def pauses(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.records import RollbackByRule
@@ -28,6 +28,7 @@ class Call:
     inputs: Any
     sql: str
     params: tuple
+    converted: Sequence[Any]  # the params as the engine's Session.call takes them
 
 
 class ServerSide:
@@ -35,13 +36,15 @@ class ServerSide:
 
     single_statement = True  # one call in autocommit mode is atomic: no BEGIN/COMMIT round trips
 
-    def __init__(self, inner: Transaction) -> None:
+    def __init__(self, inner: Transaction, dialect: Dialect) -> None:
         self.inner = inner
         self.name, self.read_only, self.deferred = inner.name, inner.read_only, inner.deferred
+        self.convert = dialect.call_parameters
 
     def draw(self, rng: TpccRandom, home: Home) -> Call:
         inputs = self.inner.draw(rng, home)
-        return Call(inputs, *self.inner.call(inputs))
+        sql, params = self.inner.call(inputs)
+        return Call(inputs, sql, params, self.convert(params))
 
     @staticmethod
     def statement(call: Call) -> tuple[str, tuple]:
@@ -54,9 +57,14 @@ class ServerSide:
     def facts(self, call: Call) -> dict[str, int]:
         return self.inner.facts(call.inputs)
 
+    @staticmethod
+    def send(session: Session, call: Call) -> None:
+        """The first half of ``execute`` on an engine with split calls; the session collects the rest."""
+        session.send_call(call.sql, call.converted)
+
     def execute(self, session: Session, call: Call) -> None:
         try:
-            session.call(call.sql, call.params)
+            session.call(call.sql, call.converted)
         except Exception as error:
             if getattr(error, "sqlstate", None) == ROLLBACK_SQLSTATE:
                 raise RollbackByRule(str(error)) from error

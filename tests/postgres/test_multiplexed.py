@@ -1,0 +1,122 @@
+"""Busy terminals sharing one process (driver.multiplexed) against a real server: retries on a timer
+that does not stop the other terminals, rollbacks by rule, failures, and a stop."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from maximus.driver.clock import SystemClock
+from maximus.driver.multiplexed import MultiplexedTerminal, run_multiplexed
+from maximus.driver.retry import RetryPolicy
+from maximus.driver.terminal import Recorder, from_wire
+from maximus.engines.postgres import PostgresEngine
+from maximus.records import Outcome, Window
+from maximus.workloads.tpcc.server_side import ServerSide
+
+# kind 0 commits; kind 1 meets a serialization failure on every other call of its terminal (so each
+# of its transactions commits at the second attempt); kind 2 rolls back by rule; kind 3 fails.
+FLAKY = """
+CREATE SEQUENCE IF NOT EXISTS flaky_0; CREATE SEQUENCE IF NOT EXISTS flaky_1;
+CREATE OR REPLACE FUNCTION flaky(p_terminal int, p_kind int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_kind = 1 AND nextval('flaky_' || p_terminal) % 2 = 1 THEN
+        RAISE EXCEPTION 'conflict' USING ERRCODE = '40001';
+    ELSIF p_kind = 2 THEN
+        RAISE EXCEPTION 'unused item' USING ERRCODE = 'MX001';
+    ELSIF p_kind = 3 THEN
+        RAISE EXCEPTION 'broken' USING ERRCODE = '22012';
+    END IF;
+    RETURN p_kind;
+END $$;
+"""
+
+
+class Flaky:
+    """A one-statement transaction whose input says how the call ends: terminal 0 goes through the four
+    kinds in turn, terminal 1 only commits."""
+
+    name, read_only, deferred = "flaky", False, False
+
+    def __init__(self, terminal: int) -> None:
+        self.terminal, self.drawn = terminal, 0
+
+    def draw(self, rng: object, home: object) -> int:
+        self.drawn += 1
+        return (self.drawn - 1) % 4 if self.terminal == 0 else 0
+
+    def call(self, kind: int) -> tuple[str, tuple]:
+        return "SELECT flaky(?, ?)", (self.terminal, kind)
+
+    def facts(self, kind: int) -> dict[str, int]:
+        return {}
+
+
+class Scripted:
+    headline = "flaky"
+
+    def __init__(self, terminal: int) -> None:
+        self.transaction = ServerSide(Flaky(terminal), PostgresEngine.dialect)
+
+    def batch(self, size: int) -> list:
+        return [(self.transaction, self.transaction.draw(None, None)) for _ in range(size)]
+
+
+class Outbox(list):
+    put = list.append
+
+
+@pytest.fixture(scope="module")
+def engine(server_workdir: Path) -> Iterator[PostgresEngine]:
+    engine = PostgresEngine(server_workdir, "multiplexed", {})
+    engine.start()
+    try:
+        engine.provision()
+        session = engine.connect()
+        session.execute(FLAKY)
+        session.close()
+        yield engine
+    finally:
+        engine.stop()
+
+
+def _drive(engine: PostgresEngine, seconds: float, stop_after: float | None = None) -> tuple[list, float]:
+    stop = threading.Event()
+    if stop_after is not None:
+        threading.Timer(stop_after, stop.set).start()
+    origin, outbox = time.monotonic(), Outbox()
+    recorder = Recorder(outbox, Window(0.0, seconds), origin)
+    sessions = [engine.connect() for _ in range(2)]
+    terminals = [MultiplexedTerminal(index, Scripted(index), session, engine, RetryPolicy(first_backoff_s=0.05),
+                                     recorder, [0] * 4, None) for index, session in enumerate(sessions)]
+    run_multiplexed(terminals, SystemClock(stop), origin + seconds)
+    elapsed = time.monotonic() - origin
+    recorder.flush(time.monotonic())
+    for session in sessions:
+        session.close()
+    return [from_wire(fields) for message in outbox for fields in message[1]], elapsed
+
+
+def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engine: PostgresEngine) -> None:
+    samples, elapsed = _drive(engine, 1.5)
+    assert elapsed < 3.0
+    outcomes = {(s.outcome, s.attempts, s.error.split(":")[0]) for s in samples}
+    assert outcomes == {(Outcome.COMMITTED, 1, ""), (Outcome.COMMITTED, 2, ""), (Outcome.ROLLED_BACK, 1, ""),
+                        (Outcome.FAILED, 1, "DivisionByZero")}
+    retried = [s for s in samples if s.attempts == 2]
+    assert all(s.latency >= 0.05 for s in retried)  # the policy's backoff came before the second attempt
+    for sample in retried:  # ... and the other terminal ran meanwhile: the backoff stopped nobody else
+        assert [s for s in samples if s.terminal == 1
+                and sample.start < s.start and s.start + s.latency < sample.start + sample.latency]
+    assert len(retried) > 5
+
+
+def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine) -> None:
+    samples, elapsed = _drive(engine, 60.0, stop_after=0.5)
+    assert elapsed < 5.0
+    assert {s.terminal for s in samples} == {0, 1}
+    assert max(s.start for s in samples) < 1.5
