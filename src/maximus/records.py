@@ -75,4 +75,7 @@ class Window:
 
     def contains(self, sample: TxnSample) -> bool:
         """TPC-C 5.4: a transaction counts when its whole response time lies inside the interval."""
-        return sample.start >= self.start and sample.start + sample.latency <= self.end
+        return self.holds(sample.start, sample.latency)
+
+    def holds(self, start: float, latency: float) -> bool:
+        return start >= self.start and start + latency <= self.end

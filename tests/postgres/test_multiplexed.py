@@ -1,5 +1,6 @@
 """Busy terminals sharing one process (driver.multiplexed) against a real server: retries on a timer
-that does not stop the other terminals, rollbacks by rule, failures, and a stop."""
+that does not stop the other terminals, rollbacks by rule, failures, deferred transactions run in the
+process, and a stop."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from maximus.driver.clock import SystemClock
-from maximus.driver.multiplexed import MultiplexedTerminal, run_multiplexed
+from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
 from maximus.driver.terminal import Recorder, from_wire
 from maximus.engines.postgres import PostgresEngine
@@ -42,8 +43,10 @@ class Flaky:
 
     name, read_only, deferred = "flaky", False, False
 
-    def __init__(self, terminal: int) -> None:
+    def __init__(self, terminal: int, deferred: bool = False) -> None:
         self.terminal, self.drawn = terminal, 0
+        if deferred:
+            self.name, self.deferred = "later", True
 
     def draw(self, rng: object, home: object) -> int:
         self.drawn += 1
@@ -57,13 +60,20 @@ class Flaky:
 
 
 class Scripted:
+    """Terminal 0 runs the flaky transaction; terminal 1 alternates it with a deferred one."""
+
     headline = "flaky"
 
     def __init__(self, terminal: int) -> None:
-        self.transaction = ServerSide(Flaky(terminal), PostgresEngine.dialect)
+        self.terminal = terminal
+        self.transactions = [ServerSide(Flaky(terminal), DIALECT), ServerSide(Flaky(terminal, True), DIALECT)]
 
     def batch(self, size: int) -> list:
-        return [(self.transaction, self.transaction.draw(None, None)) for _ in range(size)]
+        kinds = [self.transactions[n % 2 if self.terminal == 1 else 0] for n in range(size)]
+        return [(transaction, transaction.draw(None, None)) for transaction in kinds]
+
+
+DIALECT = PostgresEngine.dialect
 
 
 class Outbox(list):
@@ -90,10 +100,14 @@ def _drive(engine: PostgresEngine, seconds: float, stop_after: float | None = No
         threading.Timer(stop_after, stop.set).start()
     origin, outbox = time.monotonic(), Outbox()
     recorder = Recorder(outbox, Window(0.0, seconds), origin)
-    sessions = [engine.connect() for _ in range(2)]
-    terminals = [MultiplexedTerminal(index, Scripted(index), session, engine, RetryPolicy(first_backoff_s=0.05),
-                                     recorder, [0] * 4, None) for index, session in enumerate(sessions)]
-    run_multiplexed(terminals, SystemClock(stop), origin + seconds)
+    sessions = [engine.connect() for _ in range(3)]
+    retry = RetryPolicy(first_backoff_s=0.05)
+    later = Scripted(1).transactions[1]
+    deferred = DeferredRunner(sessions[2], engine, retry, transactions={later.name: later}, recorder=recorder)
+    terminals = [MultiplexedTerminal(session, engine, retry, index=index, emulator=Scripted(index), recorder=recorder,
+                                     counters=[0] * 4, delivery_queue=deferred)
+                 for index, session in enumerate(sessions[:2])]
+    run_multiplexed(terminals, deferred, SystemClock(stop), origin + seconds)
     elapsed = time.monotonic() - origin
     recorder.flush(time.monotonic())
     for session in sessions:
@@ -113,6 +127,15 @@ def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engin
         assert [s for s in samples if s.terminal == 1
                 and sample.start < s.start and s.start + s.latency < sample.start + sample.latency]
     assert len(retried) > 5
+
+
+def test_every_queued_deferred_transaction_runs_in_the_process_and_is_timed_from_its_queueing(
+        engine: PostgresEngine) -> None:
+    samples, _ = _drive(engine, 1.0)
+    queued = sorted(s.start for s in samples if s.transaction == "later")
+    completed = [s for s in samples if s.transaction == "deferred_later"]
+    assert len(queued) > 20 and sorted(s.start for s in completed) == queued
+    assert all(s.outcome is Outcome.COMMITTED and s.terminal == 1 and s.latency > 0 for s in completed)
 
 
 def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine) -> None:

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import heapq
 import select
+from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from maximus.driver.clock import Clock
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import BATCH, Recorder, finish, queue_deferred
+from maximus.driver.terminal import BATCH, Recorder, finish, queue_deferred, record_deferred
 from maximus.engines.base import Engine, Session
 from maximus.records import Outcome
 
@@ -36,25 +37,68 @@ class State(Enum):
     OVER = "the transaction is over and recorded"
     IN_FLIGHT = "a call was sent"
     BACKOFF = "a conflict: send again at again_at"
-    DONE = "the terminal's run is over"
+    DONE = "nothing to send: the terminal's run is over, or no deferred transaction waits"
 
 
 @dataclass
-class MultiplexedTerminal:
-    """One terminal of a multiplexed process: its own emulator, session and transaction in flight."""
+class _Caller:
+    """One session with at most one single-statement transaction in flight, under the retry policy."""
 
-    index: int
-    emulator: Any
     session: Session
     engine: Engine
     retry: RetryPolicy
-    recorder: Recorder  # shared by the process's terminals
-    counters: Any
-    delivery_queue: Any
+    current: list = field(default_factory=list)  # [transaction, inputs, started, attempts, queued-by]
+    again_at: float = 0.0
+
+    def send(self, now: float) -> State:
+        """Send the current call (again): IN_FLIGHT, or what a failure to send leads to."""
+        self.current[3] += 1
+        try:
+            self.current[0].send(self.session, self.current[1])
+        except Exception as error:  # a connection that cannot send fails the attempt like a server error
+            return self._failed(error, now)
+        return State.IN_FLIGHT
+
+    def collect(self, now: float) -> State:
+        """Read what the server sent: RUNNING, OVER, or BACKOFF."""
+        try:
+            if not self.session.call_finished():
+                return State.RUNNING
+        except Exception as error:
+            return self._failed(error, now)
+        self.over(now, (Outcome.COMMITTED, self.current[3], ""))
+        return State.OVER
+
+    def _failed(self, error: Exception, now: float) -> State:
+        """The retry policy's rules (``RetryPolicy.run``) for a call that cannot wait in a sleep."""
+        transaction, attempts = self.current[0], self.current[3]
+        if transaction.rolled_back_by_rule(error):
+            self.over(now, (Outcome.ROLLED_BACK, attempts, ""))
+        elif self.engine.classify(error) is Outcome.RETRY and attempts < self.retry.max_attempts:
+            self.again_at = now + self.retry.first_backoff_s * 2 ** (attempts - 1)
+            return State.BACKOFF
+        else:  # a failure is counted, never swallowed
+            self.over(now, (Outcome.FAILED, attempts, f"{type(error).__name__}: {error}"))
+        return State.OVER
+
+    def over(self, now: float, result: tuple[Outcome, int, str]) -> None:
+        raise NotImplementedError
+
+    def start(self, now: float, end: float) -> State:
+        raise NotImplementedError
+
+
+@dataclass
+class MultiplexedTerminal(_Caller):
+    """One terminal of a multiplexed process: its own emulator, session and transaction in flight."""
+
+    index: int = 0
+    emulator: Any = None
+    recorder: Recorder | None = None  # shared by the process's terminals
+    counters: Any = None
+    delivery_queue: Any = None
     ahead: list = field(default_factory=list)  # drawn, not started yet (reversed: pop() gives the next)
     done: list = field(default_factory=list)  # over, not recorded yet
-    current: list = field(default_factory=list)  # [transaction, inputs, started, attempts]
-    again_at: float = 0.0
 
     def start(self, now: float, end: float) -> State:
         """Send the next transaction's call: IN_FLIGHT, BACKOFF, or DONE at the end of the run."""
@@ -73,38 +117,9 @@ class MultiplexedTerminal:
         self.record()
         return State.DONE
 
-    def send(self, now: float) -> State:
-        """Send the current call (again): IN_FLIGHT, or what a failure to send leads to."""
-        self.current[3] += 1
-        try:
-            self.current[0].send(self.session, self.current[1])
-        except Exception as error:  # a connection that cannot send fails the attempt like a server error
-            return self._failed(error, now)
-        return State.IN_FLIGHT
-
-    def collect(self, now: float) -> State:
-        """Read what the server sent: RUNNING, OVER, or BACKOFF."""
-        try:
-            if not self.session.call_finished():
-                return State.RUNNING
-        except Exception as error:
-            return self._failed(error, now)
-        transaction, inputs, started, attempts = self.current
-        self.done.append((transaction, inputs, started, now, (Outcome.COMMITTED, attempts, "")))
-        return State.OVER
-
-    def _failed(self, error: Exception, now: float) -> State:
-        """The retry policy's rules (``RetryPolicy.run``) for a call that cannot wait in a sleep."""
-        transaction, inputs, started, attempts = self.current
-        if transaction.rolled_back_by_rule(error):
-            result = (Outcome.ROLLED_BACK, attempts, "")
-        elif self.engine.classify(error) is Outcome.RETRY and attempts < self.retry.max_attempts:
-            self.again_at = now + self.retry.first_backoff_s * 2 ** (attempts - 1)
-            return State.BACKOFF
-        else:  # a failure is counted, never swallowed
-            result = (Outcome.FAILED, attempts, f"{type(error).__name__}: {error}")
+    def over(self, now: float, result: tuple[Outcome, int, str]) -> None:
+        transaction, inputs, started = self.current[:3]
         self.done.append((transaction, inputs, started, now, result))
-        return State.OVER
 
     def record(self) -> None:
         for transaction, inputs, started, finished, result in self.done:
@@ -112,40 +127,77 @@ class MultiplexedTerminal:
         self.done = []
 
 
-def run_multiplexed(terminals: list[MultiplexedTerminal], clock: Clock, end: float) -> None:
-    """Drive the terminals until the end of the run (or a stop), every one with its call in flight."""
+@dataclass
+class DeferredRunner(_Caller):
+    """2.7.2 inside the process: runs what its terminals queue, on a session of its own, and records the
+    time from queueing to completion. No queue between processes, no process to wake."""
+
+    transactions: dict = field(default_factory=dict)  # by name, as the terminals queue them
+    recorder: Recorder | None = None
+    waiting: deque = field(default_factory=deque)  # (terminal, queued at, name, inputs)
+    stopped: bool = False
+
+    def put(self, request: tuple) -> None:
+        self.waiting.append(request)
+
+    def start(self, now: float, end: float) -> State:
+        """Send the next queued transaction: every one queued runs, even after the end of the run, unless
+        the run was stopped (Ctrl-C)."""
+        while self.waiting and not self.stopped:
+            terminal, queued_at, name, inputs = self.waiting.popleft()
+            self.current = [self.transactions[name], inputs, now, 0, terminal, queued_at]
+            state = self.send(now)
+            if state is not State.OVER:
+                return state
+        self.waiting.clear()
+        self.current = []  # idle: the next queued transaction starts it again
+        return State.DONE
+
+    def over(self, now: float, result: tuple[Outcome, int, str]) -> None:
+        transaction, terminal, queued_at = self.current[0], self.current[4], self.current[5]
+        record_deferred(self.recorder, terminal, transaction.name, queued_at, result, now)
+
+
+def run_multiplexed(terminals: list[MultiplexedTerminal], deferred: DeferredRunner, clock: Clock,
+                    end: float) -> None:
+    """Drive the terminals until the end of the run (or a stop), every one with its call in flight, and
+    the deferred transactions they queue."""
     now = clock.now
     poller, in_flight = select.poll(), {}
-    backoffs: list[tuple[float, int, MultiplexedTerminal]] = []  # (send again at, index, terminal)
+    backoffs: list[tuple[float, int, _Caller]] = []  # (send again at, a tie-breaker, who)
 
-    def follow(terminal: MultiplexedTerminal, state: State) -> None:
+    def follow(caller: _Caller, state: State) -> None:
         if state is State.OVER:
-            state = terminal.start(now(), end)
+            state = caller.start(now(), end)
+        socket = caller.session.fileno()
         if state is State.IN_FLIGHT:
-            if terminal.session.fileno() not in in_flight:
-                in_flight[terminal.session.fileno()] = terminal
-                poller.register(terminal.session.fileno(), select.POLLIN)
+            if socket not in in_flight:
+                in_flight[socket] = caller
+                poller.register(socket, select.POLLIN)
             return
-        if terminal.session.fileno() in in_flight:
-            del in_flight[terminal.session.fileno()]
-            poller.unregister(terminal.session.fileno())
+        if socket in in_flight:
+            del in_flight[socket]
+            poller.unregister(socket)
         if state is State.BACKOFF:
-            heapq.heappush(backoffs, (terminal.again_at, terminal.index, terminal))
+            heapq.heappush(backoffs, (caller.again_at, id(caller), caller))
 
     for terminal in terminals:
         follow(terminal, terminal.start(now(), end))
     stop_check = now() + _STOP_POLL_S
-    while in_flight or backoffs:
+    while in_flight or backoffs or deferred.waiting:
+        if deferred.waiting and not deferred.current:
+            follow(deferred, deferred.start(now(), end))
         wait = min(backoffs[0][0], stop_check) if backoffs else stop_check
         for socket, _ in poller.poll(max(wait - now(), 0.0) * 1000.0):
-            terminal = in_flight[socket]
-            state = terminal.collect(now())
+            caller = in_flight[socket]
+            state = caller.collect(now())
             if state is not State.RUNNING:
-                follow(terminal, state)
+                follow(caller, state)
         while backoffs and backoffs[0][0] <= now():
-            terminal = heapq.heappop(backoffs)[2]
-            follow(terminal, terminal.send(now()))
+            caller = heapq.heappop(backoffs)[2]
+            follow(caller, caller.send(now()))
         if now() >= stop_check:
             stop_check = now() + _STOP_POLL_S
             if not clock.sleep(0):  # stopped: no new transaction starts, those in flight finish
                 end = now()
+                deferred.stopped = True

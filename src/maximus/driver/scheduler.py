@@ -19,10 +19,10 @@ from typing import Any, Protocol, Sequence
 
 from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
-from maximus.driver.multiplexed import MultiplexedTerminal, run_multiplexed
+from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import (Recorder, Terminal, from_wire, ignore_interrupts, transaction_runner,
-                                     yield_to_the_server)
+from maximus.driver.terminal import (Recorder, Terminal, from_wire, ignore_interrupts, record_deferred,
+                                     transaction_runner, yield_to_the_server)
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import Outcome, RunStatus, TxnSample, Window
@@ -39,7 +39,7 @@ class DriveSpec:
     terminals: int
     warmup_s: float
     duration_s: float
-    deferred_workers: int = 1
+    deferred_workers: int = 1  # processes; multiplexed terminal processes run their own deferred transactions
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # "process": one terminal per process; "multiplexed": busy terminals sharing a process, a call in
     # flight on each (engines with split calls); "asyncio": keyed terminals sharing a process on an
@@ -118,9 +118,10 @@ def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None
     yield_to_the_server()
     indices = spec.shares()[worker]
     try:
-        sessions = [spec.engine.connect() for _ in indices]
+        sessions = [spec.engine.connect() for _ in range(len(indices) + 1)]  # the last for deferred transactions
         workload = workload_named(spec.workload)
         emulators = [workload.emulator(spec.settings, index, spec.engine.dialect) for index in indices]
+        transactions = workload.transactions(spec.engine.dialect, spec.settings)
     except Exception as error:
         channels.outbox.put(("fatal", f"terminal process {worker} could not start: {type(error).__name__}: {error}"))
         return
@@ -131,10 +132,11 @@ def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None
     window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
     clock.sleep(origin - clock.now())
     recorder = Recorder(channels.outbox, window, origin)
-    terminals = [MultiplexedTerminal(index, emulator, session, spec.engine, spec.retry, recorder, channels.counters,
-                                     channels.deliveries)
+    deferred = DeferredRunner(sessions[-1], spec.engine, spec.retry, transactions=transactions, recorder=recorder)
+    terminals = [MultiplexedTerminal(session, spec.engine, spec.retry, index=index, emulator=emulator,
+                                     recorder=recorder, counters=channels.counters, delivery_queue=deferred)
                  for index, emulator, session in zip(indices, emulators, sessions)]
-    _guarded(lambda: run_multiplexed(terminals, clock, origin + window.end), channels, worker)
+    _guarded(lambda: run_multiplexed(terminals, deferred, clock, origin + window.end), channels, worker)
     recorder.flush(clock.now())
     for session in sessions:
         session.close()
@@ -200,10 +202,8 @@ def _serve_deferred(spec: DriveSpec, session: Any, transactions: dict, channels:
         if channels.stop.is_set():
             continue  # interrupted: drain the queue without executing, so the workers can exit
         terminal, queued_at, name, inputs = request
-        outcome, attempts, error = runners[name](inputs)
-        done = time.monotonic() - recorder.origin
-        sample = TxnSample(terminal, f"deferred_{name}", queued_at, done - queued_at, outcome, attempts, error)
-        recorder.record(sample, {}, time.monotonic())
+        result = runners[name](inputs)
+        record_deferred(recorder, terminal, name, queued_at, result, time.monotonic())
 
 
 def _guarded(body: Any, channels: _Channels, index: int) -> None:

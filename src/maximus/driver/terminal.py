@@ -30,34 +30,37 @@ BATCH = 64  # transactions a busy terminal draws, then runs, then records (and l
 class Recorder:
     """Collects samples and in-window facts; ships them to the parent in batches.
 
-    Samples travel as plain tuples (``to_wire``): pickling a dataclass costs about 3 µs a sample on
-    each side, a tuple of numbers and strings a twentieth of that.
+    A sample is recorded as the tuple it travels as (``from_wire`` makes it a ``TxnSample`` in the
+    parent): building and pickling a dataclass costs about 3 µs a sample on each side, a tuple of
+    numbers and strings a twentieth of that.
     """
 
     outbox: Any  # a multiprocessing queue
     window: Window
     origin: float
     samples: list[tuple] = field(default_factory=list)
-    facts: Counter = field(default_factory=Counter)
+    facts: Counter = field(default_factory=Counter)  # by (transaction, fact)
     last_flush: float = 0.0
 
-    def record(self, sample: TxnSample, facts: dict[str, int], now: float) -> None:
-        self.samples.append(to_wire(sample))
-        if facts and self.window.contains(sample) and sample.outcome is not Outcome.FAILED:
-            self.facts.update({f"{sample.transaction}.{name}": value for name, value in facts.items()})
+    def record(self, terminal: int, transaction: str, started: float, finished: float,
+               result: tuple[Outcome, int, str], facts: dict[str, int] | None, now: float) -> None:
+        """One transaction, timed by the monotonic clock; its facts count when it did not fail and its
+        whole response time lies in the measured window (5.4)."""
+        outcome, attempts, error = result
+        start, latency = started - self.origin, finished - started
+        self.samples.append((terminal, transaction, start, latency, outcome.value, attempts, error))
+        if facts and outcome is not Outcome.FAILED and self.window.holds(start, latency):
+            for name, value in facts.items():
+                self.facts[transaction, name] += value
         if len(self.samples) >= _FLUSH_EVERY_SAMPLES or now - self.last_flush >= _FLUSH_EVERY_S:
             self.flush(now)
 
     def flush(self, now: float) -> None:
         if self.samples or self.facts:
-            self.outbox.put(("samples", self.samples, dict(self.facts)))
+            facts = {f"{transaction}.{name}": value for (transaction, name), value in self.facts.items()}
+            self.outbox.put(("samples", self.samples, facts))
             self.samples, self.facts = [], Counter()
         self.last_flush = now
-
-
-def to_wire(sample: TxnSample) -> tuple:
-    return (sample.terminal, sample.transaction, sample.start, sample.latency, sample.outcome.value,
-            sample.attempts, sample.error)
 
 
 def from_wire(fields: tuple) -> TxnSample:
@@ -176,26 +179,30 @@ class Terminal:
 
 def queue_deferred(terminal: Any, transaction: Any, inputs: Any, started: float) -> tuple[Outcome, int, str]:
     """2.7.2: a deferred transaction is queued for a deferred worker; the terminal's part is done."""
-    terminal.delivery_queue.put((terminal.index, started - terminal.recorder.origin, transaction.name, inputs))
+    terminal.delivery_queue.put((terminal.index, started, transaction.name, inputs))  # CLOCK_MONOTONIC: system-wide
     return Outcome.COMMITTED, 1, ""
+
+
+def record_deferred(recorder: Recorder, terminal: int, name: str, queued_at: float,
+                    result: tuple[Outcome, int, str], now: float) -> None:
+    """2.7.2.2: a deferred transaction's sample, timed from its queueing to its completion."""
+    recorder.record(terminal, f"deferred_{name}", queued_at, now, result, None, now)
 
 
 def finish(terminal: Any, transaction: Any, inputs: Any, started: float, finished: float,
            result: tuple[Outcome, int, str]) -> None:
     """Count a terminal's transaction on the live counters and record its sample and facts.
 
-    ``terminal`` is a ``Terminal`` or an ``AsyncTerminal``: anything with ``index``, ``emulator``,
-    ``counters`` and ``recorder``.
+    ``terminal`` is a ``Terminal``, a ``MultiplexedTerminal`` or an ``AsyncTerminal``: anything with
+    ``index``, ``emulator``, ``counters`` and ``recorder``.
     """
-    outcome, attempts, error = result
-    if outcome is not Outcome.FAILED:
+    if result[0] is not Outcome.FAILED:
         slot = 2 * terminal.index
         terminal.counters[slot + 1] += 1
         if transaction.name == terminal.emulator.headline:  # the live counter shows New-Order
             terminal.counters[slot] += 1
-    sample = TxnSample(terminal.index, transaction.name, started - terminal.recorder.origin, finished - started,
-                       outcome, attempts, error)
-    terminal.recorder.record(sample, transaction.facts(inputs), finished)
+    terminal.recorder.record(terminal.index, transaction.name, started, finished, result,
+                             transaction.facts(inputs), finished)
 
 
 def ignore_interrupts() -> None:

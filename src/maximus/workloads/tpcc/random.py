@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Callable
 
 from maximus.workloads.tpcc.constants import (
     A_C_ID, A_C_LAST, A_OL_I_ID, C_DELTA_FORBIDDEN, C_DELTA_RANGE, C_ID_RANGE, C_LAST_RANGE,
@@ -53,6 +54,11 @@ class TpccRandom:
         self._rng = random.Random(seed)
         self.constants = constants
         self.random = self._rng.random
+        # The three NURand fields, as ``nurand`` draws them, with the ranges worked out once: a
+        # New-Order draws an item id for each of its 5..15 lines.
+        self.customer_id = self._nurand_of(A_C_ID, *C_ID_RANGE, constants.c_id)
+        self.item_id = self._nurand_of(A_OL_I_ID, *OL_I_ID_RANGE, constants.ol_i_id)
+        self._last_name_number = self._nurand_of(A_C_LAST, *C_LAST_RANGE, constants.c_last)
 
     def uniform(self, x: int, y: int) -> int:
         """2.1.5: random(x, y), both ends included.
@@ -66,14 +72,16 @@ class TpccRandom:
         """2.1.6: NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x."""
         return (((self.uniform(0, a) | self.uniform(x, y)) + c) % (y - x + 1)) + x
 
-    def customer_id(self) -> int:
-        return self.nurand(A_C_ID, *C_ID_RANGE, self.constants.c_id)
+    def _nurand_of(self, a: int, x: int, y: int, c: int) -> Callable[[], int]:
+        random, a_span, span = self.random, a + 1, y - x + 1
 
-    def item_id(self) -> int:
-        return self.nurand(A_OL_I_ID, *OL_I_ID_RANGE, self.constants.ol_i_id)
+        def draw() -> int:  # nurand(a, x, y, c), with uniform() written out
+            return (((int(random() * a_span) | (x + int(random() * span))) + c) % span) + x
+
+        return draw
 
     def customer_last_name(self) -> str:
-        return LAST_NAMES[self.nurand(A_C_LAST, *C_LAST_RANGE, self.constants.c_last)]
+        return LAST_NAMES[self._last_name_number()]
 
     def percent(self) -> int:
         """A uniform draw in 1..100, for the spec's "x percent of the time" rules."""
