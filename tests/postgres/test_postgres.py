@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import subprocess
@@ -172,6 +173,19 @@ def test_many_keyed_terminals_share_a_few_processes(loaded: Path, tmp_path: Path
     started = {s.terminal for s in outcome.result.samples}
     assert len(started) >= 20  # keying times of 2 s let many terminals finish a first transaction in 5.5 s
     assert max(s.start for s in outcome.result.samples if not s.transaction.startswith("deferred")) >= 2.0
+
+
+def test_busy_terminals_share_a_process_per_core_and_client_side_ones_get_their_own(tmp_path: Path) -> None:
+    from maximus.workloads.tpcc.emulator import TpccRunSettings
+    from maximus.workloads.tpcc.random import NURandConstants
+
+    engine = api.make_engine("postgres", tmp_path, 1, {})
+    constants = NURandConstants.for_run(0, 1)
+    cores = os.cpu_count() or 1
+    busy = TpccRunSettings(1, 1, constants, server_side=True)
+    assert api.terminal_hosting(engine, busy, 8) == ("multiplexed", -(-8 // min(8, cores)))
+    assert api.terminal_hosting(engine, busy, 1) == ("multiplexed", 1)
+    assert api.terminal_hosting(engine, TpccRunSettings(1, 1, constants), 8) == ("process", 1)
 
 
 def test_the_catalogue_comes_from_a_throwaway_cluster_when_nothing_is_cached() -> None:
