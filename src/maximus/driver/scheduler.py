@@ -99,17 +99,22 @@ def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
     except Exception as error:
         channels.outbox.put(("fatal", f"terminal {index} could not start: {type(error).__name__}: {error}"))
         return
-    channels.outbox.put(("ready", index))
-    channels.go.wait()
-    origin = channels.origin.value
-    clock = SystemClock(channels.stop)
-    window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
-    clock.sleep(origin - clock.now())
+    origin, clock, window = _released(spec, channels, index)
     terminal = Terminal(index, emulator, session, spec.engine, clock, Recorder(channels.outbox, window, origin),
                         origin + window.end, spec.retry, channels.counters, channels.deliveries,
                         channels.writer_gate)
     _guarded(terminal.run, channels, index)
     session.close()
+
+
+def _released(spec: DriveSpec, channels: _Channels, ready_as: int) -> tuple[float, SystemClock, Window]:
+    """Report ready, wait for the release, sleep until the time origin: (origin, clock, window)."""
+    channels.outbox.put(("ready", ready_as))
+    channels.go.wait()
+    origin = channels.origin.value
+    clock = SystemClock(channels.stop)
+    clock.sleep(origin - clock.now())
+    return origin, clock, Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
 
 
 def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
@@ -125,12 +130,7 @@ def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None
     except Exception as error:
         channels.outbox.put(("fatal", f"terminal process {worker} could not start: {type(error).__name__}: {error}"))
         return
-    channels.outbox.put(("ready", worker))
-    channels.go.wait()
-    origin = channels.origin.value
-    clock = SystemClock(channels.stop)
-    window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
-    clock.sleep(origin - clock.now())
+    origin, clock, window = _released(spec, channels, worker)
     recorder = Recorder(channels.outbox, window, origin)
     deferred = DeferredRunner(sessions[-1], spec.engine, spec.retry, transactions=transactions, recorder=recorder)
     terminals = [MultiplexedTerminal(session, spec.engine, spec.retry, index=index, emulator=emulator,
