@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import queue
+import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -232,6 +234,7 @@ class Run:
         host = {"process": _terminal_main, "multiplexed": _multiplexed_main, "asyncio": _async_main}[self.spec.hosting]
         terminals = [self._process(host, i) for i in range(len(self.spec.shares()))]
         deferred = [self._process(_deferred_main, i) for i in range(self.spec.deferred_workers)]
+        previous = _on_ctrl_c(self._ctrl_c)
         try:
             self._start(terminals + deferred)
             self._collect_until_done(terminals)
@@ -241,10 +244,21 @@ class Run:
         except KeyboardInterrupt:
             self._interrupt(terminals, deferred)
         finally:
+            _on_ctrl_c(previous)
             self._reap(terminals + deferred)
             if self.monitor:
                 self.monitor.stop()  # after the workers are gone: the last reading covers all their work
         return self._result(time.monotonic() - started)
+
+    def _ctrl_c(self, signum: int, frame: Any) -> None:
+        """The first Ctrl-C stops the run in order; a second one stops waiting for the workers.
+
+        A KeyboardInterrupt raised wherever the parent happens to be could cut a message from a
+        worker in half and leave the queue unreadable, so the first one only sets the stop.
+        """
+        if self.interrupted:
+            raise KeyboardInterrupt
+        self.stop()
 
     def stop(self) -> None:
         """End the run early; workers still waiting for the start are released and exit at once."""
@@ -263,6 +277,8 @@ class Run:
             message = self._next_message(timeout=0.2)
             if message and message[0] == "ready":
                 ready += 1
+            if self.interrupted:  # Ctrl-C before the start: the released workers exit at once
+                return
             if self.errors or time.monotonic() > deadline or not all(p.is_alive() for p in processes):
                 self.stop()
                 raise EngineError(self.errors[0] if self.errors else "a worker process failed to start")
@@ -326,6 +342,13 @@ class Run:
             status = RunStatus.COMPLETE
         self.samples.sort(key=lambda s: s.start)
         return DriveResult(self.samples, self.facts, window, status, self.errors, elapsed)
+
+
+def _on_ctrl_c(handler: Any) -> Any:
+    """Install a SIGINT handler and return the one it replaces (only the main thread may)."""
+    if handler is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, handler)
 
 
 def drive(spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor | None = None) -> DriveResult:
