@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from maximus.driver.retry import RetryPolicy
+from maximus.driver.retry import RetryPolicy, failed
 from maximus.driver.terminal import Recorder, finish, queue_deferred
 from maximus.engines.base import AsyncSession, Engine
 from maximus.records import Outcome
@@ -69,9 +69,10 @@ class AsyncTerminal:
             except Exception as error:  # classified: a failure is counted, never swallowed
                 if transaction.rolled_back_by_rule(error):
                     return Outcome.ROLLED_BACK, number, ""
-                if self.engine.classify(error) is not Outcome.RETRY or number == self.retry.max_attempts:
-                    return Outcome.FAILED, number, f"{type(error).__name__}: {error}"
-                await asyncio.sleep(self.retry.first_backoff_s * 2 ** (number - 1))
+                wait = self.retry.backoff(error, number, self.engine.classify)
+                if wait is None:
+                    return failed(error, number)
+                await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
 

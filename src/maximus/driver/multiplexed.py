@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Any
 
 from maximus.driver.clock import Clock
-from maximus.driver.retry import RetryPolicy
+from maximus.driver.retry import RetryPolicy, failed
 from maximus.driver.terminal import BATCH, Recorder, finish, queue_deferred, record_deferred
 from maximus.engines.base import Engine, Session
 from maximus.records import Outcome
@@ -47,7 +47,7 @@ class _Caller:
     session: Session
     engine: Engine
     retry: RetryPolicy
-    current: list = field(default_factory=list)  # [transaction, inputs, started, attempts, queued-by]
+    current: list = field(default_factory=list)  # [transaction, inputs, started, attempts, ...]
     again_at: float = 0.0
 
     def send(self, now: float) -> State:
@@ -70,16 +70,17 @@ class _Caller:
         return State.OVER
 
     def _failed(self, error: Exception, now: float) -> State:
-        """The retry policy's rules (``RetryPolicy.run``) for a call that cannot wait in a sleep."""
+        """The retry policy's rules for a call that cannot wait in a sleep: the backoff is a timer."""
         transaction, attempts = self.current[0], self.current[3]
         if transaction.rolled_back_by_rule(error):
             self.over(now, (Outcome.ROLLED_BACK, attempts, ""))
-        elif self.engine.classify(error) is Outcome.RETRY and attempts < self.retry.max_attempts:
-            self.again_at = now + self.retry.first_backoff_s * 2 ** (attempts - 1)
-            return State.BACKOFF
-        else:  # a failure is counted, never swallowed
-            self.over(now, (Outcome.FAILED, attempts, f"{type(error).__name__}: {error}"))
-        return State.OVER
+            return State.OVER
+        wait = self.retry.backoff(error, attempts, self.engine.classify)
+        if wait is None:
+            self.over(now, failed(error, attempts))
+            return State.OVER
+        self.again_at = now + wait
+        return State.BACKOFF
 
     def over(self, now: float, result: tuple[Outcome, int, str]) -> None:
         raise NotImplementedError

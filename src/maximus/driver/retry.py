@@ -28,10 +28,24 @@ class RetryPolicy:
                 return Outcome.ROLLED_BACK, number, ""
             except Exception as error:  # classified below: a failure is counted, never swallowed
                 _quietly(rollback)
-                if classify(error) is not Outcome.RETRY or number == self.max_attempts:
-                    return Outcome.FAILED, number, f"{type(error).__name__}: {error}"
-                time.sleep(self.first_backoff_s * 2 ** (number - 1))
+                wait = self.backoff(error, number, classify)
+                if wait is None:
+                    return failed(error, number)
+                time.sleep(wait)
         raise AssertionError("unreachable")
+
+    def backoff(self, error: BaseException, attempts: int,
+                classify: Callable[[BaseException], Outcome]) -> float | None:
+        """Seconds to wait before trying again after ``attempts`` ended in ``error``; None when the
+        policy gives up (not a conflict, or no attempt left). For drivers that cannot wait in a sleep."""
+        if classify(error) is not Outcome.RETRY or attempts >= self.max_attempts:
+            return None
+        return self.first_backoff_s * 2 ** (attempts - 1)
+
+
+def failed(error: BaseException, attempts: int) -> tuple[Outcome, int, str]:
+    """The result of a transaction the policy gave up on: counted with its error, never swallowed."""
+    return Outcome.FAILED, attempts, f"{type(error).__name__}: {error}"
 
 
 def _quietly(action: Callable[[], None]) -> None:
