@@ -145,7 +145,7 @@ class Terminal:
         written after the batch, where a stop is looked for too; the loop keeps only the call and
         two clock reads.
         """
-        now, end, runners = self.clock.now, self.end, self.runners
+        now, end, run = self.clock.now, self.end, self._run
         started = now()
         while started < end and self.clock.sleep(0):
             done = []
@@ -153,10 +153,7 @@ class Terminal:
                 started = now()
                 if started >= end:
                     break
-                if transaction.deferred:
-                    result = queue_deferred(self, transaction, inputs, started)
-                else:
-                    result = (runners.get(transaction) or self._runner(transaction))(inputs)
+                result = run(transaction, inputs, started)
                 done.append((transaction, inputs, started, now(), result))
             for transaction, inputs, begun, finished, result in done:
                 finish(self, transaction, inputs, begun, finished, result)
