@@ -66,6 +66,6 @@ class ServerSide:
         try:
             session.call(call.sql, call.converted)
         except Exception as error:
-            if getattr(error, "sqlstate", None) == ROLLBACK_SQLSTATE:
+            if self.rolled_back_by_rule(error):
                 raise RollbackByRule(str(error)) from error
             raise
