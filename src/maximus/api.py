@@ -126,7 +126,7 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
         load_database(engine, warehouses, seed, progress)
     if restore or loaded_now or not engine.exists():
         engine.restore()
-    info = _database_info(engine)
+    info = _database_info(engine, refresh_procedures=not loaded_now)
     if (info is None or info.warehouses != warehouses) and not loaded_now:
         return prepare_database(engine, warehouses, seed, progress, rebuild=True)  # an unfinished or foreign copy
     if info is None or info.warehouses != warehouses:
@@ -135,10 +135,13 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
     return PreparedDatabase(info, loaded_now)
 
 
-def _database_info(engine: Engine) -> loader.DatabaseInfo | None:
+def _database_info(engine: Engine, refresh_procedures: bool) -> loader.DatabaseInfo | None:
     session = engine.connect()
     try:
-        return workload_named("tpcc").database_info(session)
+        info = workload_named("tpcc").database_info(session)
+        if info is not None and refresh_procedures:  # a copy built by an older Maximus runs this one's functions
+            loader.install_procedures(engine.dialect, session)
+        return info
     finally:
         session.close()
 

@@ -111,6 +111,62 @@ def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sql
             session.close()
 
 
+def test_a_server_side_new_order_changes_what_the_client_side_one_changes_also_for_an_item_ordered_twice(
+        loaded: Path) -> None:
+    """The function updates all stock rows in one statement; an item's second line must still count twice."""
+    lines = (OrderLine(5, 1, 3), OrderLine(6, 1, 9), OrderLine(5, 1, 8), OrderLine(7, 1, 2), OrderLine(5, 1, 7))
+    inputs = NewOrderInput(1, 4, 11, lines)
+    order_lines = ("SELECT ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info FROM order_line "
+                   "WHERE ol_w_id = 1 AND ol_d_id = 4 AND ol_o_id = 3001 ORDER BY ol_number")
+    stock = ("SELECT s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt FROM stock "
+             "WHERE s_w_id = 1 AND s_i_id IN (5, 6, 7) ORDER BY s_i_id")
+    engine = api.make_engine("postgres", loaded, 1, {})
+    changes = {}
+    with api.running(engine):
+        for mode in ("server", "client"):
+            engine.restore()
+            session = engine.connect()
+            try:
+                before = session.fetchall(stock)
+                if mode == "server":
+                    sql, params = NewOrder.call(None, inputs)
+                    session.call(sql, engine.dialect.call_parameters(params))
+                else:
+                    session.begin()
+                    NewOrder(engine.dialect).execute(session, inputs)
+                    session.commit()
+                changes[mode] = (session.fetchall(order_lines), session.fetchall(stock))
+            finally:
+                session.close()
+    assert changes["server"] == changes["client"]
+    entered, after = changes["server"]
+    assert [row[:4] for row in entered] == [(n, *line) for n, line in enumerate(lines, start=1)]
+    assert [row[2:] for row in after] != [row[2:] for row in before]
+    assert after[0][2:4] == (before[0][2] + 18, before[0][3] + 3)  # item 5: s_ytd and s_order_cnt, three lines
+
+
+def test_a_database_built_by_an_older_maximus_runs_the_functions_of_this_one(loaded: Path) -> None:
+    engine = api.make_engine("postgres", loaded, 1, {})
+    stock_level = "SELECT tpcc_stock_level(1, 1, 20)"
+    with api.running(engine):
+        api.prepare_database(engine, 1, 1)
+        session = engine.connect()
+        try:
+            current = session.fetchone(stock_level)
+            session.execute("DROP FUNCTION tpcc_stock_level")  # and another with other parameter names
+            session.execute("CREATE FUNCTION tpcc_stock_level(w int, d int, threshold int) RETURNS int "
+                            "LANGUAGE sql AS 'SELECT -1'")
+            assert session.fetchone(stock_level) == (-1,)
+        finally:
+            session.close()
+        api.prepare_database(engine, 1, 1, restore=False)
+        session = engine.connect()
+        try:
+            assert session.fetchone(stock_level) == current != (-1,)
+        finally:
+            session.close()
+
+
 def test_knobs_are_validated_against_pg_settings_with_units(tmp_path: Path) -> None:
     engine = PostgresEngine(tmp_path, "x", {"shared_buffers": "2GB", "checkpoint_timeout": "15min",
                                             "synchronous_commit": "OFF", "fsync": "true"})

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
 from maximus import __version__
-from maximus.engines.base import Engine, Session
+from maximus.engines.base import Dialect, Engine, Session
 from maximus.errors import EngineError, UserError
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.random import NURandConstants
@@ -53,14 +53,19 @@ def load(engine: Engine, warehouses: int, seed: int, progress: Progress = lambda
     try:
         rows = _populate(engine, session, warehouses, seed, constants, progress)
         _index_and_analyze(engine, session, rows)
-        procedures = procedures_sql(engine.dialect)
-        if procedures:
-            session.execute(procedures)
+        install_procedures(engine.dialect, session)
         seconds = time.perf_counter() - started
         _write_meta(session, warehouses, seed, constants, seconds, engine.creation_settings())
     finally:
         session.close()
     return LoadResult(warehouses, seed, seconds, rows, constants)
+
+
+def install_procedures(dialect: Dialect, session: Session) -> None:
+    """Create or replace the stored functions of server-side mode, where the dialect has them."""
+    procedures = procedures_sql(dialect)
+    if procedures:
+        session.execute(procedures)
 
 
 def _populate(engine: Engine, session: Session, warehouses: int, seed: int, constants: NURandConstants,
