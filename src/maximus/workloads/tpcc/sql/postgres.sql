@@ -20,8 +20,8 @@ CREATE OR REPLACE FUNCTION tpcc_new_order(p_w_id int, p_d_id int, p_c_id int, p_
                                           p_qty int[], p_entry timestamp) RETURNS numeric
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_discount numeric; v_w_tax numeric; v_d_tax numeric; v_o_id int; v_total numeric; v_found int;
-    v_entered int[]; v_count int := array_length(p_i_ids, 1);
+    v_discount numeric; v_w_tax numeric; v_d_tax numeric; v_o_id int; v_total numeric := 0; v_amount numeric;
+    v_found int; v_entered int[] := '{}'; v_now_entered int[]; v_count int := array_length(p_i_ids, 1);
 BEGIN
     WITH taken AS (
         UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = p_w_id AND d_id = p_d_id
@@ -35,60 +35,42 @@ BEGIN
     SELECT o_id, d_tax, c_discount, w_tax INTO v_o_id, v_d_tax, v_discount, v_w_tax
       FROM taken, customer, warehouse
      WHERE w_id = p_w_id AND c_w_id = w_id AND c_d_id = p_d_id AND c_id = p_c_id;
-    WITH line AS (
-        SELECT l.n, l.i_id, l.supply_w_id, l.qty, i_price
-          FROM unnest(p_i_ids, p_supply, p_qty) WITH ORDINALITY AS l(i_id, supply_w_id, qty, n)
-          JOIN item ON item.i_id = l.i_id),
-    stocked AS (
-        UPDATE stock SET s_quantity = CASE WHEN s_quantity >= line.qty + 10 THEN s_quantity - line.qty
-                                           ELSE s_quantity - line.qty + 91 END,
-                         s_ytd = s_ytd + line.qty, s_order_cnt = s_order_cnt + 1,
-                         s_remote_cnt = s_remote_cnt + CASE WHEN line.supply_w_id <> p_w_id THEN 1 ELSE 0 END
-          FROM line WHERE s_i_id = line.i_id AND s_w_id = line.supply_w_id
-        RETURNING line.n, line.i_id, line.supply_w_id, line.qty, round(line.qty * line.i_price, 2) AS amount,
-                  CASE p_d_id WHEN 1 THEN s_dist_01 WHEN 2 THEN s_dist_02 WHEN 3 THEN s_dist_03
-                              WHEN 4 THEN s_dist_04 WHEN 5 THEN s_dist_05 WHEN 6 THEN s_dist_06
-                              WHEN 7 THEN s_dist_07 WHEN 8 THEN s_dist_08 WHEN 9 THEN s_dist_09
-                              ELSE s_dist_10 END AS dist_info),
-    lined AS (
-        INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d,
-                                ol_quantity, ol_amount, ol_dist_info)
-        SELECT v_o_id, p_d_id, p_w_id, n, i_id, supply_w_id, NULL, qty, amount, dist_info FROM stocked
-        RETURNING ol_number, ol_amount)
-    SELECT (SELECT count(*) FROM line), coalesce(sum(ol_amount), 0), array_agg(ol_number)
-      INTO v_found, v_total, v_entered FROM lined;
-    IF v_found < v_count THEN
-        RAISE EXCEPTION 'Item number is not valid' USING ERRCODE = 'MX001';  -- 2.4.2.3
-    END IF;
     -- An item ordered twice from one warehouse is one stock row, which one UPDATE changes only once:
-    -- its later lines are entered here, one by one.
-    FOR i IN 1 .. v_count LOOP
-        CONTINUE WHEN i = ANY (v_entered);
-        v_total := v_total + tpcc_new_order_line(p_w_id, p_d_id, v_o_id, i, p_i_ids[i], p_supply[i], p_qty[i]);
+    -- its later lines are entered by the next round, so every line counts, in line order.
+    WHILE cardinality(v_entered) < v_count LOOP
+        WITH line AS (
+            SELECT l.n, l.i_id, l.supply_w_id, l.qty, i_price
+              FROM unnest(p_i_ids, p_supply, p_qty) WITH ORDINALITY AS l(i_id, supply_w_id, qty, n)
+              JOIN item ON item.i_id = l.i_id
+             WHERE l.n <> ALL (v_entered)),
+        stocked AS (
+            UPDATE stock SET s_quantity = CASE WHEN s_quantity >= line.qty + 10 THEN s_quantity - line.qty
+                                               ELSE s_quantity - line.qty + 91 END,
+                             s_ytd = s_ytd + line.qty, s_order_cnt = s_order_cnt + 1,
+                             s_remote_cnt = s_remote_cnt + CASE WHEN line.supply_w_id <> p_w_id THEN 1 ELSE 0 END
+              FROM line WHERE s_i_id = line.i_id AND s_w_id = line.supply_w_id
+            RETURNING line.n, line.i_id, line.supply_w_id, line.qty, round(line.qty * line.i_price, 2) AS amount,
+                      CASE p_d_id WHEN 1 THEN s_dist_01 WHEN 2 THEN s_dist_02 WHEN 3 THEN s_dist_03
+                                  WHEN 4 THEN s_dist_04 WHEN 5 THEN s_dist_05 WHEN 6 THEN s_dist_06
+                                  WHEN 7 THEN s_dist_07 WHEN 8 THEN s_dist_08 WHEN 9 THEN s_dist_09
+                                  ELSE s_dist_10 END AS dist_info),
+        lined AS (
+            INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d,
+                                    ol_quantity, ol_amount, ol_dist_info)
+            SELECT v_o_id, p_d_id, p_w_id, n, i_id, supply_w_id, NULL, qty, amount, dist_info FROM stocked
+            RETURNING ol_number, ol_amount)
+        SELECT (SELECT count(*) FROM line), coalesce(sum(ol_amount), 0), array_agg(ol_number)
+          INTO v_found, v_amount, v_now_entered FROM lined;
+        IF v_found < v_count - cardinality(v_entered) THEN
+            RAISE EXCEPTION 'Item number is not valid' USING ERRCODE = 'MX001';  -- 2.4.2.3
+        END IF;
+        IF v_now_entered IS NULL THEN  -- a database without the stock row of a valid item
+            RAISE EXCEPTION 'no stock row for an item of order % in district % of warehouse %', v_o_id, p_d_id, p_w_id;
+        END IF;
+        v_total := v_total + v_amount;
+        v_entered := v_entered || v_now_entered;
     END LOOP;
     RETURN v_total * (1 - v_discount) * (1 + v_w_tax + v_d_tax);
-END $$;
-
-CREATE OR REPLACE FUNCTION tpcc_new_order_line(p_w_id int, p_d_id int, p_o_id int, p_number int, p_i_id int,
-                                               p_supply_w_id int, p_qty int) RETURNS numeric
-LANGUAGE plpgsql AS $$
-DECLARE v_amount numeric; v_dist text;
-BEGIN
-    UPDATE stock SET s_quantity = CASE WHEN s_quantity >= p_qty + 10 THEN s_quantity - p_qty
-                                       ELSE s_quantity - p_qty + 91 END,
-                     s_ytd = s_ytd + p_qty, s_order_cnt = s_order_cnt + 1,
-                     s_remote_cnt = s_remote_cnt + CASE WHEN p_supply_w_id <> p_w_id THEN 1 ELSE 0 END
-     WHERE s_i_id = p_i_id AND s_w_id = p_supply_w_id
-    RETURNING CASE p_d_id WHEN 1 THEN s_dist_01 WHEN 2 THEN s_dist_02 WHEN 3 THEN s_dist_03
-                          WHEN 4 THEN s_dist_04 WHEN 5 THEN s_dist_05 WHEN 6 THEN s_dist_06
-                          WHEN 7 THEN s_dist_07 WHEN 8 THEN s_dist_08 WHEN 9 THEN s_dist_09
-                          ELSE s_dist_10 END
-    INTO v_dist;
-    SELECT round(p_qty * i_price, 2) INTO v_amount FROM item WHERE i_id = p_i_id;
-    INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d,
-                            ol_quantity, ol_amount, ol_dist_info)
-    VALUES (p_o_id, p_d_id, p_w_id, p_number, p_i_id, p_supply_w_id, NULL, p_qty, v_amount, v_dist);
-    RETURN v_amount;
 END $$;
 
 CREATE OR REPLACE FUNCTION tpcc_customer_by_name(p_w_id int, p_d_id int, p_c_last text) RETURNS int
