@@ -10,7 +10,7 @@
 Server configuration (the issue's): shared_buffers=2GB, max_wal_size=8GB, checkpoint_timeout=15min,
 synchronous_commit=on, read committed; no keying or think times. Usage:
 
-    .venv/bin/python bench/postgres_tpcc.py [--warehouses 4] [--duration 60] [--clients 4,8] [--pairs 3] [--quick]
+    .venv/bin/python bench/postgres_tpcc.py [--warehouses 4] [--duration 60] [--clients 4,8] [--pairs 4] [--quick]
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument("--clients", default="4,8")
-    parser.add_argument("--pairs", type=int, default=3, help="Maximus/pgbench pairs per client count")
+    parser.add_argument("--pairs", type=int, default=4,
+                        help="Maximus/pgbench pairs per client count; an even number puts each first equally often")
     parser.add_argument("--build-only", action="store_true", help="measure the build, skip the runs")
     parser.add_argument("--build-repeats", type=int, default=3, help="builds, each against a COPY from files")
     parser.add_argument("--quick", action="store_true", help="1 warehouse, 10 s runs, 4 clients")
