@@ -126,22 +126,29 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
         load_database(engine, warehouses, seed, progress)
     if restore or loaded_now or not engine.exists():
         engine.restore()
-    info = _database_info(engine, refresh_procedures=not loaded_now)
+    info = _database_info(engine)
     if (info is None or info.warehouses != warehouses) and not loaded_now:
         return prepare_database(engine, warehouses, seed, progress, rebuild=True)  # an unfinished or foreign copy
     if info is None or info.warehouses != warehouses:
         raise EngineError(f"the database just built in {engine.workdir} does not read back as {warehouses} "
                           "warehouse(s)")
+    if not loaded_now and engine.capabilities.server_side_procedures:
+        _install_procedures(engine)  # so that a copy built by an older Maximus runs this version's functions
     return PreparedDatabase(info, loaded_now)
 
 
-def _database_info(engine: Engine, refresh_procedures: bool) -> loader.DatabaseInfo | None:
+def _database_info(engine: Engine) -> loader.DatabaseInfo | None:
     session = engine.connect()
     try:
-        info = workload_named("tpcc").database_info(session)
-        if info is not None and refresh_procedures:  # a copy built by an older Maximus runs this one's functions
-            loader.install_procedures(engine.dialect, session)
-        return info
+        return workload_named("tpcc").database_info(session)
+    finally:
+        session.close()
+
+
+def _install_procedures(engine: Engine) -> None:
+    session = engine.connect()
+    try:
+        loader.install_procedures(engine.dialect, session)
     finally:
         session.close()
 
