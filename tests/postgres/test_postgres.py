@@ -145,6 +145,26 @@ def test_a_server_side_new_order_changes_what_the_client_side_one_changes_also_f
     assert after[0][2:4] == (before[0][2] + 18, before[0][3] + 3)  # item 5: s_ytd and s_order_cnt, three lines
 
 
+def test_a_stock_update_that_stays_on_its_page_logs_a_few_bytes_not_the_district_columns(loaded: Path) -> None:
+    """The columns a New-Order changes are side by side, so the update's WAL record leaves S_DIST_xx out."""
+    update = ("UPDATE stock SET s_quantity = s_quantity + 1, s_ytd = s_ytd + 5, s_order_cnt = s_order_cnt + 1, "
+              "s_remote_cnt = s_remote_cnt + 1 WHERE s_w_id = 1 AND s_i_id = 42")
+    engine = api.make_engine("postgres", loaded, 1, {})
+    with api.running(engine):
+        engine.restore()
+        session = engine.connect()
+        try:
+            session.begin()
+            for _ in range(2):  # the first may move the row off its full page; both may log full pages
+                session.execute(update)
+            before = session.fetchone("SELECT pg_current_wal_insert_lsn()")[0]
+            session.execute(update)
+            logged = session.fetchone("SELECT pg_current_wal_insert_lsn() - ?::pg_lsn", (str(before),))[0]
+            session.rollback()
+        finally:
+            session.close()
+    assert 0 < logged < 150  # 80 bytes on PostgreSQL 15; 336 with S_QUANTITY before the ten S_DIST_xx
+
 def test_a_database_built_by_an_older_maximus_runs_the_functions_of_this_one(loaded: Path) -> None:
     engine = api.make_engine("postgres", loaded, 1, {})
     stock_level = "SELECT tpcc_stock_level(1, 1, 20)"

@@ -137,10 +137,11 @@ def stock(seed: int, w_id: int) -> Iterator[Chunk]:
     for first in range(1, STOCK_PER_WAREHOUSE + 1, _STOCK_CHUNK):
         rng = rng_for(seed, "stock", w_id, first)
         n = min(_STOCK_CHUNK, STOCK_PER_WAREHOUSE - first + 1)
+        quantity = rng.integers(10, 101, n)  # drawn first, as ever: the same seed gives the same stock
+        districts = [_strings(rng, _ALNUM, n, 24, 24) for _ in range(10)]
         yield _chunk(schema.STOCK, [
-            np.arange(first, first + n), _same(w_id, n), rng.integers(10, 101, n),
-            *(_strings(rng, _ALNUM, n, 24, 24) for _ in range(10)),
-            _same(0, n), _same(0, n), _same(0, n), _strings(rng, _ALNUM, n, 26, 50, original=True),
+            np.arange(first, first + n), _same(w_id, n), *districts,
+            _strings(rng, _ALNUM, n, 26, 50, original=True), quantity, _same(0, n), _same(0, n), _same(0, n),
         ])
 
 
