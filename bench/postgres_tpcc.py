@@ -150,8 +150,8 @@ def _runs(options: argparse.Namespace, workdir: Path) -> None:
     print("2. Runs (server-side transactions, same functions, same mix: the 23-card deck, 10/10/1/1/1)")
     print(f"  {options.pairs} pairs per client count, alternating which client goes first; on a shared virtual disk")
     print("  one run's throughput can differ from the next by 15 %, so the ratio reported is the median of the pairs'")
-    print(f"  {'client':<9}{'clients':>8}{'pair':>5}{'NO/min':>10}{'TPS':>9}{'client CPU ms/txn':>19}"
-          f"{'server CPU ms/txn':>19}")
+    print(f"  {'client':<9}{'clients':>8}{'pair':>5}{'NO/min':>10}{'TPS':>9}{'client CPU s/1,000 txn':>24}"
+          f"{'server CPU s/1,000 txn':>24}")
     for clients in options.client_counts:
         ratios, maximus_rates = [], []
         for pair in range(options.pairs):
@@ -160,7 +160,7 @@ def _runs(options: argparse.Namespace, workdir: Path) -> None:
             maximus, pgbench = figures["_maximus_run"], figures["_pgbench_run"]
             for name, row in (("Maximus", maximus), ("pgbench", pgbench)):
                 print(f"  {name:<9}{clients:>8}{pair + 1:>5}{row['no_per_min']:>10,.0f}{row['tps']:>9,.0f}"
-                      f"{row['client_ms']:>19.3f}{row['server_ms']:>19.3f}")
+                      f"{row['client_ms']:>24.3f}{row['server_ms']:>24.3f}")
             ratios.append(maximus["no_per_min"] / pgbench["no_per_min"])
             maximus_rates.append(maximus["no_per_min"])
         print(f"  ratio Maximus / pgbench New-Orders/min at {clients} clients: median {statistics.median(ratios):.2f} "
