@@ -29,6 +29,7 @@ import psycopg
 
 from maximus import api
 from maximus.engines import _process
+from maximus.samplers.postgres import ServerProcesses, children_of, postmaster_pid
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.constants import DECK
 from maximus.workloads.tpcc.server_side import procedures_sql
@@ -191,30 +192,6 @@ def _maximus_run(options: argparse.Namespace, workdir: Path, clients: int) -> di
             "server_ms": 1000 * groups["server"].cpus * per_transaction_s}
 
 
-def _ticks() -> int:
-    import os
-
-    return os.sysconf("SC_CLK_TCK")
-
-
-def _process_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / _ticks()
-
-
-def _live_children(pid: int) -> dict[int, float]:
-    """The CPU seconds of each live child of ``pid``."""
-    children = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            children[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / _ticks()
-    return children
-
-
 def _is_client_backend(pid: int) -> bool:
     try:
         title = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -223,17 +200,14 @@ def _is_client_backend(pid: int) -> bool:
     return re.search(r"\(\d+\)|\[local\]", title) is not None  # "postgres: user db 127.0.0.1(port) idle"
 
 
-def _server_cpu(postmaster: int) -> float:
-    """The server's CPU seconds so far, read once the client backends have gone (5 s at most).
-
-    A backend's time moves from the live children to the postmaster's reaped-children time when it
-    exits; read while pgbench's backends exit, a backend reaped between the two reads counts in
-    neither. The server's own processes (checkpointer, WAL writer...) stay, and count as live ones.
-    """
+def _server_cpu(server: ServerProcesses) -> float:
+    """The server's CPU seconds so far, as the monitor reads them for Maximus, once the client backends
+    have gone (5 s at most): a backend still exiting may be reaped between the reading's two parts, its
+    postmaster's and its children's, and then counts in neither."""
     deadline = time.monotonic() + 5.0
-    while any(_is_client_backend(pid) for pid in _live_children(postmaster)) and time.monotonic() < deadline:
+    while any(_is_client_backend(pid) for pid in children_of(server.postmaster)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return _process_cpu(postmaster) + sum(_live_children(postmaster).values())
+    return sum(r.value for r in server.read() if r.name == "process_cpu_seconds_total")
 
 
 def _cpu(after: resource.struct_rusage, before: resource.struct_rusage) -> float:
@@ -248,12 +222,12 @@ def _pgbench_run(options: argparse.Namespace, workdir: Path, clients: int) -> di
         engine.restore()
         if options.warmup >= 1:
             _pgbench(engine, scripts, clients, options.warmup)
-        postmaster = int((engine.data_dir / "postmaster.pid").read_text().split()[0])
-        server_before = _server_cpu(postmaster)
+        server = ServerProcesses(postmaster_pid(engine.data_dir / "postmaster.pid"), with_io=False)
+        server_before = _server_cpu(server)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         output = _pgbench(engine, scripts, clients, options.duration)
         client_s = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN), before)
-        server_s = _server_cpu(postmaster) - server_before
+        server_s = _server_cpu(server) - server_before
     tps = float(re.search(r"tps = ([\d.]+)", output).group(1))
     per_script = [float(t) for t in re.findall(r"\d+ transactions \([\d.]+% of total, tps = ([\d.]+)\)", output)]
     transactions = int(re.search(r"number of transactions actually processed: (\d+)", output).group(1))
