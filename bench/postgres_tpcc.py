@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from maximus import api
 from maximus.engines import _process
@@ -197,7 +198,7 @@ def _is_client_backend(pid: int) -> bool:
         title = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False
-    return re.search(r"\(\d+\)|\[local\]", title) is not None  # "postgres: user db 127.0.0.1(port) idle"
+    return re.search(r"\(\d+\)|\[local\]", title) is not None  # "postgres: user db [local] idle" (127.0.0.1(port) over TCP)
 
 
 def _server_cpu(server: ServerProcesses) -> float:
@@ -236,7 +237,9 @@ def _pgbench_run(options: argparse.Namespace, workdir: Path, clients: int) -> di
 
 
 def _pgbench(engine, scripts: dict[str, Path], clients: int, seconds: float) -> str:
-    command = ["pgbench", "-h", "127.0.0.1", "-p", str(engine.port), "-U", "postgres", "-n", "-M", "prepared",
+    """pgbench connects the way Maximus's terminals do: to the managed server's Unix-domain socket."""
+    host = conninfo_to_dict(engine._dsn(engine.database))["host"]
+    command = ["pgbench", "-h", host, "-p", str(engine.port), "-U", "postgres", "-n", "-M", "prepared",
                "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(max(1, int(seconds))),
                "--max-tries", "10",  # deadlocks between remote order lines are retried, as Maximus retries them
                *[f"-f{scripts[name]}@{weight}" for name, weight in MIX.items()], engine.database]

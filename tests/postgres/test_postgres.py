@@ -84,6 +84,25 @@ def test_a_server_left_by_a_killed_maximus_is_found_and_stopped(server_workdir: 
         second.stop()
 
 
+def test_clients_of_a_managed_server_use_its_unix_socket_or_tcp_when_the_socket_path_is_too_long(
+        server_workdir: Path) -> None:
+    deep = server_workdir / ("d" * 80)  # the socket's path would pass sun_path's 107 bytes
+    deep.mkdir()
+    deep.chmod(0o755)
+    for workdir, client_address in ((server_workdir, None), (deep, "127.0.0.1")):
+        engine = PostgresEngine(workdir, "postgres", {})
+        engine.start()
+        try:
+            with psycopg.connect(engine._dsn("postgres")) as connection:
+                assert connection.execute("SELECT host(inet_client_addr())").fetchone() == (client_address,)
+            assert (engine.cluster_dir / f".s.PGSQL.{engine.port}").is_socket() == (client_address is None)
+            tcp = f"host=127.0.0.1 port={engine.port} user=postgres dbname=postgres"
+            with psycopg.connect(tcp) as connection:  # TCP loopback still listens, for the user's own tools
+                assert connection.execute("SELECT host(inet_client_addr())").fetchone() == ("127.0.0.1",)
+        finally:
+            engine.stop()
+
+
 def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sqlstate(loaded: Path) -> None:
     """The session's cheap path for stored-function calls behaves like a psycopg execute."""
     engine = api.make_engine("postgres", loaded, 1, {})
