@@ -18,6 +18,7 @@ from maximus.engines import _process
 from maximus.engines.postgres import PostgresEngine
 from maximus.errors import EngineError, UserError
 from maximus.records import Outcome
+from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
 
 
@@ -162,6 +163,41 @@ def test_a_server_side_new_order_changes_what_the_client_side_one_changes_also_f
     assert [row[:4] for row in entered] == [(n, *line) for n, line in enumerate(lines, start=1)]
     assert [row[2:] for row in after] != [row[2:] for row in before]
     assert after[0][2:4] == (before[0][2] + 18, before[0][3] + 3)  # item 5: s_ytd and s_order_cnt, three lines
+
+
+def test_a_server_side_delivery_changes_what_the_client_side_one_changes_and_skips_an_empty_district(
+        loaded: Path) -> None:
+    """The function delivers all ten districts in one statement; district 3 has no new order left."""
+    inputs = DeliveryInput(1, 7)
+    queries = ("SELECT no_d_id, min(no_o_id), count(*) FROM new_order WHERE no_w_id = 1 GROUP BY no_d_id ORDER BY 1",
+               "SELECT o_d_id, o_id, o_c_id FROM orders WHERE o_w_id = 1 AND o_carrier_id = 7 AND o_id > 2100 "
+               "ORDER BY 1, 2",
+               "SELECT ol_d_id, ol_o_id, count(*) FROM order_line WHERE ol_w_id = 1 AND ol_o_id > 2100 "
+               "AND ol_delivery_d IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2",
+               "SELECT c_d_id, c_id, c_balance FROM customer WHERE c_w_id = 1 AND c_delivery_cnt > 0 ORDER BY 1, 2")
+    engine = api.make_engine("postgres", loaded, 1, {})
+    changes = {}
+    with api.running(engine):
+        for mode in ("server", "client"):
+            engine.restore()
+            session = engine.connect()
+            try:
+                session.execute("DELETE FROM new_order WHERE no_w_id = 1 AND no_d_id = 3")
+                if mode == "server":
+                    sql, params = Delivery.call(None, inputs)
+                    delivered = session.fetchone(sql, params)[0]
+                else:
+                    session.begin()
+                    delivered = len(Delivery(engine.dialect).execute(session, inputs))
+                    session.commit()
+                changes[mode] = (delivered, *(session.fetchall(query) for query in queries))
+            finally:
+                session.close()
+    assert changes["server"] == changes["client"]
+    delivered, new_orders, orders, lines, customers = changes["server"]
+    assert delivered == 9 and len(orders) == len(customers) == 9 and 3 not in {row[0] for row in orders}
+    assert [row[1:] for row in new_orders] == [(2102, 899)] * 9  # 2,101..3,000 loaded: each district's oldest gone
+    assert [row[:2] for row in lines] == [row[:2] for row in orders] and all(5 <= row[2] <= 15 for row in lines)
 
 
 def test_a_stock_update_that_stays_on_its_page_logs_a_few_bytes_not_the_district_columns(loaded: Path) -> None:

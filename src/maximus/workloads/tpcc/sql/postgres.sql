@@ -130,23 +130,37 @@ BEGIN
     RETURN v_lines;
 END $$;
 
+-- Delivery in one statement for all ten districts instead of six per district: the executor start-ups of 60
+-- statements were a fifth of its server CPU. Each district's oldest new order is deleted; one that another
+-- Delivery deleted first is skipped (2.7.4.2), as are its order, lines and customer, since each step joins
+-- the rows the previous one returned.
 CREATE OR REPLACE FUNCTION tpcc_delivery(p_w_id int, p_carrier_id int, p_date timestamp) RETURNS int
 LANGUAGE plpgsql AS $$
-DECLARE v_o_id int; v_c_id int; v_amount numeric; v_delivered int := 0;
+DECLARE v_delivered int;
 BEGIN
-    FOR d IN 1 .. 10 LOOP
-        SELECT min(no_o_id) INTO v_o_id FROM new_order WHERE no_w_id = p_w_id AND no_d_id = d;
-        CONTINUE WHEN v_o_id IS NULL;  -- 2.7.4.2: no outstanding order in this district
-        DELETE FROM new_order WHERE no_w_id = p_w_id AND no_d_id = d AND no_o_id = v_o_id;
-        CONTINUE WHEN NOT FOUND;  -- another delivery took it first
-        UPDATE orders SET o_carrier_id = p_carrier_id WHERE o_w_id = p_w_id AND o_d_id = d AND o_id = v_o_id
-        RETURNING o_c_id INTO v_c_id;
-        UPDATE order_line SET ol_delivery_d = p_date WHERE ol_w_id = p_w_id AND ol_d_id = d AND ol_o_id = v_o_id;
-        SELECT sum(ol_amount) INTO v_amount FROM order_line WHERE ol_w_id = p_w_id AND ol_d_id = d AND ol_o_id = v_o_id;
-        UPDATE customer SET c_balance = c_balance + v_amount, c_delivery_cnt = c_delivery_cnt + 1
-         WHERE c_w_id = p_w_id AND c_d_id = d AND c_id = v_c_id;
-        v_delivered := v_delivered + 1;
-    END LOOP;
+    WITH oldest AS (
+        SELECT d, (SELECT min(no_o_id) FROM new_order WHERE no_w_id = p_w_id AND no_d_id = d) AS o_id
+          FROM generate_series(1, 10) AS d),
+    taken AS (
+        DELETE FROM new_order USING oldest
+         WHERE no_w_id = p_w_id AND no_d_id = oldest.d AND no_o_id = oldest.o_id
+        RETURNING no_d_id, no_o_id),
+    carried AS (
+        UPDATE orders SET o_carrier_id = p_carrier_id FROM taken
+         WHERE o_w_id = p_w_id AND o_d_id = no_d_id AND o_id = no_o_id
+        RETURNING o_d_id, o_id, o_c_id),
+    lines AS (
+        UPDATE order_line SET ol_delivery_d = p_date FROM carried
+         WHERE ol_w_id = p_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id
+        RETURNING ol_d_id, ol_amount),
+    totals AS (
+        SELECT ol_d_id, sum(ol_amount) AS amount FROM lines GROUP BY ol_d_id),
+    paid AS (
+        UPDATE customer SET c_balance = c_balance + amount, c_delivery_cnt = c_delivery_cnt + 1
+          FROM carried JOIN totals ON ol_d_id = o_d_id
+         WHERE c_w_id = p_w_id AND c_d_id = o_d_id AND c_id = o_c_id
+        RETURNING 1)
+    SELECT count(*) INTO v_delivered FROM paid;
     RETURN v_delivered;
 END $$;
 
