@@ -86,11 +86,12 @@ def test_a_server_left_by_a_killed_maximus_is_found_and_stopped(server_workdir: 
 
 
 def test_clients_of_a_managed_server_use_its_unix_socket_or_tcp_when_the_socket_path_is_too_long(
-        server_workdir: Path) -> None:
+        server_workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     deep = server_workdir / ("d" * 80)  # the socket's path would pass sun_path's 107 bytes
     deep.mkdir()
     deep.chmod(0o755)
-    for workdir, client_address in ((server_workdir, None), (deep, "127.0.0.1")):
+    monkeypatch.chdir(server_workdir)  # a relative --workdir, like the default ./maximus-work
+    for workdir, client_address in ((Path("."), None), (deep, "127.0.0.1")):
         engine = PostgresEngine(workdir, "postgres", {})
         engine.start()
         try:

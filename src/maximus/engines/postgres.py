@@ -258,7 +258,7 @@ def _socket_directory(cluster_dir: Path, port: int) -> Path | None:
     run then connects to instead of TCP loopback (README, PostgreSQL: the machine spends less CPU per
     transaction). None when the socket's path would not fit in ``sun_path`` or PostgreSQL's list syntax
     would split or trim it: then clients use TCP loopback."""
-    text = str(cluster_dir)
+    text = str(cluster_dir)  # absolute: libpq takes a relative one for a host name
     if len(os.fsencode(cluster_dir / f".s.PGSQL.{port}")) > _SUN_PATH_MAX or text != text.strip() \
             or "," in text or '"' in text:
         return None
@@ -363,7 +363,7 @@ class PostgresEngine(Engine):
         self.stop_leftover()
         self.port = _process.free_port()
         chosen = "unix_socket_directories" in self.settings  # a knob of the user's: connect over TCP
-        self.socket_dir = None if chosen else _socket_directory(self.cluster_dir, self.port)
+        self.socket_dir = None if chosen else _socket_directory(self.cluster_dir.absolute(), self.port)
         self._write_config()
         log = self.cluster_dir / "server.log"
         try:
