@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Callable
 
 import psycopg
 import pytest
@@ -132,6 +133,22 @@ def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sql
             session.close()
 
 
+def _in_both_modes(loaded: Path, change: Callable[[PostgresEngine, Any, str], tuple]) -> dict[str, tuple]:
+    """What ``change(engine, session, mode)`` returns in server and in client mode, each on the restored
+    pristine database."""
+    engine = api.make_engine("postgres", loaded, 1, {})
+    changes = {}
+    with api.running(engine):
+        for mode in ("server", "client"):
+            engine.restore()
+            session = engine.connect()
+            try:
+                changes[mode] = change(engine, session, mode)
+            finally:
+                session.close()
+    return changes
+
+
 def test_a_server_side_new_order_changes_what_the_client_side_one_changes_also_for_an_item_ordered_twice(
         loaded: Path) -> None:
     """The function updates all stock rows in one statement; an item's second line must still count twice."""
@@ -141,26 +158,20 @@ def test_a_server_side_new_order_changes_what_the_client_side_one_changes_also_f
                    "WHERE ol_w_id = 1 AND ol_d_id = 4 AND ol_o_id = 3001 ORDER BY ol_number")
     stock = ("SELECT s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt FROM stock "
              "WHERE s_w_id = 1 AND s_i_id IN (5, 6, 7) ORDER BY s_i_id")
-    engine = api.make_engine("postgres", loaded, 1, {})
-    changes = {}
-    with api.running(engine):
-        for mode in ("server", "client"):
-            engine.restore()
-            session = engine.connect()
-            try:
-                before = session.fetchall(stock)
-                if mode == "server":
-                    sql, params = NewOrder.call(None, inputs)
-                    session.call(sql, engine.dialect.call_parameters(params))
-                else:
-                    session.begin()
-                    NewOrder(engine.dialect).execute(session, inputs)
-                    session.commit()
-                changes[mode] = (session.fetchall(order_lines), session.fetchall(stock))
-            finally:
-                session.close()
+    def new_order(engine: PostgresEngine, session: Any, mode: str) -> tuple:
+        before = session.fetchall(stock)
+        if mode == "server":
+            sql, params = NewOrder.call(None, inputs)
+            session.call(sql, engine.dialect.call_parameters(params))
+        else:
+            session.begin()
+            NewOrder(engine.dialect).execute(session, inputs)
+            session.commit()
+        return before, session.fetchall(order_lines), session.fetchall(stock)
+
+    changes = _in_both_modes(loaded, new_order)
     assert changes["server"] == changes["client"]
-    entered, after = changes["server"]
+    before, entered, after = changes["server"]
     assert [row[:4] for row in entered] == [(n, *line) for n, line in enumerate(lines, start=1)]
     assert [row[2:] for row in after] != [row[2:] for row in before]
     assert after[0][2:4] == (before[0][2] + 18, before[0][3] + 3)  # item 5: s_ytd and s_order_cnt, three lines
@@ -176,24 +187,18 @@ def test_a_server_side_delivery_changes_what_the_client_side_one_changes_and_ski
                "SELECT ol_d_id, ol_o_id, count(*) FROM order_line WHERE ol_w_id = 1 AND ol_o_id > 2100 "
                "AND ol_delivery_d IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2",
                "SELECT c_d_id, c_id, c_balance FROM customer WHERE c_w_id = 1 AND c_delivery_cnt > 0 ORDER BY 1, 2")
-    engine = api.make_engine("postgres", loaded, 1, {})
-    changes = {}
-    with api.running(engine):
-        for mode in ("server", "client"):
-            engine.restore()
-            session = engine.connect()
-            try:
-                session.execute("DELETE FROM new_order WHERE no_w_id = 1 AND no_d_id = 3")
-                if mode == "server":
-                    sql, params = Delivery.call(None, inputs)
-                    delivered = session.fetchone(sql, params)[0]
-                else:
-                    session.begin()
-                    delivered = len(Delivery(engine.dialect).execute(session, inputs))
-                    session.commit()
-                changes[mode] = (delivered, *(session.fetchall(query) for query in queries))
-            finally:
-                session.close()
+    def delivery(engine: PostgresEngine, session: Any, mode: str) -> tuple:
+        session.execute("DELETE FROM new_order WHERE no_w_id = 1 AND no_d_id = 3")
+        if mode == "server":
+            sql, params = Delivery.call(None, inputs)
+            delivered = session.fetchone(sql, params)[0]
+        else:
+            session.begin()
+            delivered = len(Delivery(engine.dialect).execute(session, inputs))
+            session.commit()
+        return (delivered, *(session.fetchall(query) for query in queries))
+
+    changes = _in_both_modes(loaded, delivery)
     assert changes["server"] == changes["client"]
     delivered, new_orders, orders, lines, customers = changes["server"]
     assert delivered == 9 and len(orders) == len(customers) == 9 and 3 not in {row[0] for row in orders}
