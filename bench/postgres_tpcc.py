@@ -198,7 +198,8 @@ def _is_client_backend(pid: int) -> bool:
         title = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False
-    return re.search(r"\(\d+\)|\[local\]", title) is not None  # "postgres: user db [local] idle" (127.0.0.1(port) over TCP)
+    # "postgres: user db [local] idle" over the Unix socket, "... 127.0.0.1(port) idle" over TCP
+    return re.search(r"\(\d+\)|\[local\]", title) is not None
 
 
 def _server_cpu(server: ServerProcesses) -> float:

@@ -158,6 +158,7 @@ def test_a_server_side_new_order_changes_what_the_client_side_one_changes_also_f
                    "WHERE ol_w_id = 1 AND ol_d_id = 4 AND ol_o_id = 3001 ORDER BY ol_number")
     stock = ("SELECT s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt FROM stock "
              "WHERE s_w_id = 1 AND s_i_id IN (5, 6, 7) ORDER BY s_i_id")
+
     def new_order(engine: PostgresEngine, session: Any, mode: str) -> tuple:
         before = session.fetchall(stock)
         if mode == "server":
@@ -187,6 +188,7 @@ def test_a_server_side_delivery_changes_what_the_client_side_one_changes_and_ski
                "SELECT ol_d_id, ol_o_id, count(*) FROM order_line WHERE ol_w_id = 1 AND ol_o_id > 2100 "
                "AND ol_delivery_d IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2",
                "SELECT c_d_id, c_id, c_balance FROM customer WHERE c_w_id = 1 AND c_delivery_cnt > 0 ORDER BY 1, 2")
+
     def delivery(engine: PostgresEngine, session: Any, mode: str) -> tuple:
         session.execute("DELETE FROM new_order WHERE no_w_id = 1 AND no_d_id = 3")
         if mode == "server":

@@ -253,16 +253,20 @@ def _text_parameters(params: Sequence[Any]) -> list[bytes | None]:
     return [_as_text(value) for value in params]
 
 
+_SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes, the last a NUL
+
+
 def _socket_directory(cluster_dir: Path, port: int) -> Path | None:
-    """Where a managed server's Unix-domain socket goes: its cluster's directory, which every client of the
-    run then connects to instead of TCP loopback (README, PostgreSQL: the machine spends less CPU per
-    transaction). None when the socket's path would not fit in ``sun_path`` or PostgreSQL's list syntax
-    would split or trim it: then clients use TCP loopback."""
-    text = str(cluster_dir)  # absolute: libpq takes a relative one for a host name
-    if len(os.fsencode(cluster_dir / f".s.PGSQL.{port}")) > _SUN_PATH_MAX or text != text.strip() \
+    """Where a managed server's Unix-domain socket goes: its cluster's directory, made absolute (libpq takes
+    a relative path for a host name), which every client of the run then connects to instead of TCP
+    loopback (README, PostgreSQL: the machine spends less CPU per transaction). None when the socket's path
+    would not fit in ``sun_path`` or PostgreSQL's list syntax would split or trim it: then clients use TCP."""
+    directory = cluster_dir.absolute()
+    text = str(directory)
+    if len(os.fsencode(directory / f".s.PGSQL.{port}")) > _SUN_PATH_MAX or text != text.strip() \
             or "," in text or '"' in text:
         return None
-    return cluster_dir
+    return directory
 
 
 def _as_text(value: Any) -> bytes | None:
@@ -272,9 +276,6 @@ def _as_text(value: Any) -> bytes | None:
     if isinstance(value, (list, tuple)):
         return ("{" + ",".join(map(str, value)) + "}").encode()
     return str(value).encode()
-
-
-_SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes, the last a NUL
 
 
 class PostgresEngine(Engine):
@@ -362,8 +363,8 @@ class PostgresEngine(Engine):
         self._initdb()
         self.stop_leftover()
         self.port = _process.free_port()
-        chosen = "unix_socket_directories" in self.settings  # a knob of the user's: connect over TCP
-        self.socket_dir = None if chosen else _socket_directory(self.cluster_dir.absolute(), self.port)
+        users_sockets = "unix_socket_directories" in self.settings  # a knob of the user's: connect over TCP
+        self.socket_dir = None if users_sockets else _socket_directory(self.cluster_dir, self.port)
         self._write_config()
         log = self.cluster_dir / "server.log"
         try:
