@@ -117,7 +117,10 @@ def _drive(engine: PostgresEngine, seconds: float, stop_after: float | None = No
 
 def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engine: PostgresEngine) -> None:
     samples, elapsed = _drive(engine, 1.5)
-    assert elapsed < 3.0
+    # Terminal 1 queues a deferred call per call of its own, as fast as the runner can serve them, so the
+    # backlog drained after the end varies with the machine's load: the run ends when it is drained.
+    assert max(s.start for s in samples if s.transaction == "flaky") < 1.5
+    assert elapsed < max(s.start + s.latency for s in samples) + 0.5
     outcomes = {(s.outcome, s.attempts, s.error.split(":")[0]) for s in samples}
     assert outcomes == {(Outcome.COMMITTED, 1, ""), (Outcome.COMMITTED, 2, ""), (Outcome.ROLLED_BACK, 1, ""),
                         (Outcome.FAILED, 1, "DivisionByZero")}
