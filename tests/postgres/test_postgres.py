@@ -114,7 +114,7 @@ def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sql
         session = engine.connect()
         text = engine.dialect.call_parameters
         try:
-            sql = NewOrder.call(None, NewOrderInput(1, 2, 7, (OrderLine(5, 1, 3), OrderLine(6, 1, 4))))[0]
+            sql = NewOrder.call(None, NewOrderInput.from_lines(1, 2, 7, (OrderLine(5, 1, 3), OrderLine(6, 1, 4))))[0]
             before = session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2")[0]
             session.call(sql, text((1, 2, 7, [5, 6], [1, 1], [3, 4])))
             count, customer, entered = session.fetchone("SELECT o_ol_cnt, o_c_id, o_entry_d FROM orders WHERE "
@@ -153,7 +153,7 @@ def test_a_server_side_new_order_changes_what_the_client_side_one_changes_also_f
         loaded: Path) -> None:
     """The function updates all stock rows in one statement; an item's second line must still count twice."""
     lines = (OrderLine(5, 1, 3), OrderLine(6, 1, 9), OrderLine(5, 1, 8), OrderLine(7, 1, 2), OrderLine(5, 1, 7))
-    inputs = NewOrderInput(1, 4, 11, lines)
+    inputs = NewOrderInput.from_lines(1, 4, 11, lines)
     order_lines = ("SELECT ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info FROM order_line "
                    "WHERE ol_w_id = 1 AND ol_d_id = 4 AND ol_o_id = 3001 ORDER BY ol_number")
     stock = ("SELECT s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt FROM stock "

@@ -202,7 +202,7 @@ class PostgresSession(Session):
         return self._run(sql, params).fetchall()
 
     def call(self, sql: str, params: Sequence[Any]) -> None:
-        """A prepared statement executed through libpq with text parameters (``_as_text``).
+        """A prepared statement executed through libpq with text parameters (``_text_parameters``).
 
         psycopg's cursor costs about 100 µs of client CPU per call (parameter adaptation, above all of
         int arrays, and result handling); this path costs about 15 µs, which is what lets one Python
@@ -250,7 +250,17 @@ class PostgresSession(Session):
 
 
 def _text_parameters(params: Sequence[Any]) -> list[bytes | None]:
-    return [_as_text(value) for value in params]
+    """The parameters in PostgreSQL's text input form: NULL, a number, a string, or an array literal
+    (written out in one loop: a terminal converts a few thousand a second)."""
+    text: list[bytes | None] = []
+    for value in params:
+        if value is None:
+            text.append(None)
+        elif value.__class__ is tuple or value.__class__ is list:
+            text.append(("{%s}" % ",".join(map(str, value))).encode())
+        else:
+            text.append(str(value).encode())
+    return text
 
 
 _SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes, the last a NUL
@@ -267,15 +277,6 @@ def _socket_directory(cluster_dir: Path, port: int) -> Path | None:
             or "," in text or '"' in text:
         return None
     return directory
-
-
-def _as_text(value: Any) -> bytes | None:
-    """A parameter in PostgreSQL's text input form: NULL, a number, a string, or an array literal."""
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        return ("{" + ",".join(map(str, value)) + "}").encode()
-    return str(value).encode()
 
 
 class PostgresEngine(Engine):

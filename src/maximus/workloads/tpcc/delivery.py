@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import DISTRICTS_PER_WAREHOUSE
@@ -10,8 +10,7 @@ from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, now_text
 
 
-@dataclass(frozen=True)
-class DeliveryInput:
+class DeliveryInput(NamedTuple):
     w_id: int
     carrier_id: int
 

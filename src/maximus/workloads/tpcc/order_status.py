@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import BY_NAME_PERCENT, DISTRICTS_PER_WAREHOUSE
@@ -10,8 +10,7 @@ from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.transaction import Home, customer_by_name
 
 
-@dataclass(frozen=True)
-class OrderStatusInput:
+class OrderStatusInput(NamedTuple):
     w_id: int
     d_id: int
     c_id: int | None

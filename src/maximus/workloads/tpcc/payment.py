@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import BY_NAME_PERCENT, C_DATA_MAX, DISTRICTS_PER_WAREHOUSE, PAYMENT_REMOTE_PERCENT
@@ -10,8 +10,7 @@ from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, customer_by_name, now_text
 
 
-@dataclass(frozen=True)
-class PaymentInput:
+class PaymentInput(NamedTuple):
     w_id: int
     d_id: int
     c_w_id: int

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.records import RollbackByRule
@@ -20,10 +19,12 @@ def procedures_sql(dialect: Dialect) -> str | None:
     return path.read_text() if path.is_file() else None
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """A drawn input and the function call that carries it out, built when drawn so the terminal's
-    loop between two round trips does as little as possible."""
+    loop between two round trips does as little as possible.
+
+    A named tuple, like every transaction's input: a frozen dataclass of seven fields costs five times as
+    much to build (about 1.4 µs against 0.3), and a terminal builds a few thousand of each a second."""
 
     inputs: Any
     sql: str

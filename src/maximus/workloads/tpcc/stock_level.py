@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import STOCK_LEVEL_ORDERS, STOCK_THRESHOLD_RANGE
@@ -10,8 +10,7 @@ from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.transaction import Home
 
 
-@dataclass(frozen=True)
-class StockLevelInput:
+class StockLevelInput(NamedTuple):
     w_id: int
     d_id: int
     threshold: int
