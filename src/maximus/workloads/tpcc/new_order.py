@@ -78,7 +78,9 @@ class NewOrder:
 
     def call(self, inputs: NewOrderInput) -> tuple[str, tuple]:
         return (f"SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})",
-                (inputs.w_id, inputs.d_id, inputs.c_id, inputs.item_ids, inputs.supply_w_ids, inputs.quantities))
+                # lists: psycopg adapts a list to an array, and a tuple to nothing (the asyncio terminals)
+                (inputs.w_id, inputs.d_id, inputs.c_id, list(inputs.item_ids), list(inputs.supply_w_ids),
+                 list(inputs.quantities)))
 
     def facts(self, inputs: NewOrderInput) -> dict[str, int]:
         return {"order_lines": len(inputs.item_ids), "remote_order_lines": inputs.remote_lines}
