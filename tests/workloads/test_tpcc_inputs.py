@@ -31,8 +31,8 @@ WAREHOUSES = 10
 HOME = Home(w_id=4, d_id=7, warehouses=WAREHOUSES)
 CONSTANTS = NURandConstants.for_run(NURandConstants.for_load(1).c_last, 1)
 
-# A New-Order draw costs ~40-45 us in CPython (about ten lines, each with two draws for NURand and
-# two more), so 200k draws would take ~8-9 s on their own. We take 70k. The rollback count is then
+# A New-Order draw costs about 10 us in CPython (about ten lines, each with two draws for NURand and
+# two more); the tests share one sample of 70k draws, under a second. The rollback count is then
 # Binomial(70k, 1 %): mean 700, sd 26.3, and the 0.9..1.1 % band (630..770) is +-2.66 sd, a ~0.8 %
 # false-failure chance for an arbitrary seed. The seed is fixed, so the test is deterministic; a
 # wrong rate of 0.8 % or 1.2 % would still land outside the band with >= 99 % probability, and 0 %
