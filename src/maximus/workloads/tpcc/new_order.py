@@ -21,19 +21,21 @@ class OrderLine(NamedTuple):  # one line of an order, as the client-side New-Ord
 
 
 class NewOrderInput(NamedTuple):
-    """The order's lines are kept as three columns, the form the server-side call sends: a terminal
-    draws about a thousand lines a second, and a tuple per line costs more than drawing it."""
+    """The order's lines are kept as three columns, the arrays the server-side call sends: a terminal
+    draws about a thousand lines a second, and a tuple per line costs more than drawing it. The columns
+    are the lists the draw filled, never changed after it; lists, because psycopg adapts a list to an
+    array and a tuple to nothing (the asyncio terminals send the call's parameters through psycopg)."""
 
     w_id: int
     d_id: int
     c_id: int
-    item_ids: tuple[int, ...]
-    supply_w_ids: tuple[int, ...]
-    quantities: tuple[int, ...]
+    item_ids: list[int]
+    supply_w_ids: list[int]
+    quantities: list[int]
 
     @classmethod
     def from_lines(cls, w_id: int, d_id: int, c_id: int, lines: Sequence[OrderLine]) -> "NewOrderInput":
-        return cls(w_id, d_id, c_id, *(tuple(column) for column in zip(*lines)))
+        return cls(w_id, d_id, c_id, *(list(column) for column in zip(*lines)))
 
     @property
     def lines(self) -> tuple[OrderLine, ...]:
@@ -73,14 +75,12 @@ class NewOrder:
             remote = warehouses > 1 and percent() <= REMOTE_SUPPLY_PERCENT
             supplies.append(rng.other_warehouse(w_id, warehouses) if remote else w_id)
             quantities.append(quantity())
-        return NewOrderInput(w_id, rng.uniform(1, DISTRICTS_PER_WAREHOUSE), rng.customer_id(), tuple(items),
-                             tuple(supplies), tuple(quantities))
+        return NewOrderInput(w_id, rng.uniform(1, DISTRICTS_PER_WAREHOUSE), rng.customer_id(), items, supplies,
+                             quantities)
 
     def call(self, inputs: NewOrderInput) -> tuple[str, tuple]:
         return (f"SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})",
-                # lists: psycopg adapts a list to an array, and a tuple to nothing (the asyncio terminals)
-                (inputs.w_id, inputs.d_id, inputs.c_id, list(inputs.item_ids), list(inputs.supply_w_ids),
-                 list(inputs.quantities)))
+                (inputs.w_id, inputs.d_id, inputs.c_id, inputs.item_ids, inputs.supply_w_ids, inputs.quantities))
 
     def facts(self, inputs: NewOrderInput) -> dict[str, int]:
         return {"order_lines": len(inputs.item_ids), "remote_order_lines": inputs.remote_lines}
