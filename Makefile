@@ -5,7 +5,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench clean
 
-$(STAMP): pyproject.toml
+# The C extension is compiled by pip install: a change to its source installs again.
+$(STAMP): pyproject.toml src/maximus/engines/_libpq_pump.c
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[test]'

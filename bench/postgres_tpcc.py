@@ -152,6 +152,9 @@ def _runs(options: argparse.Namespace, workdir: Path) -> None:
     print("2. Runs (server-side transactions, same functions, same mix: the 23-card deck, 10/10/1/1/1)")
     print(f"  {options.pairs} pairs per client count, alternating which client goes first; on a shared virtual disk")
     print("  one run's throughput can differ from the next by 15 %, so the ratio reported is the median of the pairs'")
+    pump = api.make_engine("postgres", workdir, options.warehouses, KNOBS).call_pump()
+    print(f"  Maximus's terminals send their calls with {type(pump).__name__} "
+          f"({'in C over libpq' if type(pump).__name__ == 'LibpqPump' else 'in Python: the C extension is not built'})")
     print(f"  {'client':<9}{'clients':>8}{'pair':>5}{'NO/min':>10}{'TPS':>9}{'client CPU s/1,000 txn':>24}"
           f"{'server CPU s/1,000 txn':>24}")
     for clients in options.client_counts:

@@ -16,6 +16,7 @@ from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_
 from maximus.driver.retry import RetryPolicy
 from maximus.driver.terminal import Recorder, from_wire
 from maximus.engines.postgres import PostgresEngine
+from maximus.engines.pump import PythonPump
 from maximus.records import Outcome, Window
 from maximus.workloads.tpcc.server_side import ServerSide
 
@@ -94,7 +95,13 @@ def engine(server_workdir: Path) -> Iterator[PostgresEngine]:
         engine.stop()
 
 
-def _drive(engine: PostgresEngine, seconds: float, stop_after: float | None = None) -> tuple[list, float]:
+@pytest.fixture(params=["python", "libpq"])
+def pump(request: pytest.FixtureRequest) -> str:
+    """Every test runs with the pump in Python and with the engine's own (in C over libpq)."""
+    return request.param
+
+
+def _drive(engine: PostgresEngine, pump: str, seconds: float, stop_after: float | None = None) -> tuple[list, float]:
     stop = threading.Event()
     if stop_after is not None:
         threading.Timer(stop_after, stop.set).start()
@@ -107,7 +114,8 @@ def _drive(engine: PostgresEngine, seconds: float, stop_after: float | None = No
     terminals = [MultiplexedTerminal(session, engine, retry, index=index, emulator=Scripted(index), recorder=recorder,
                                      counters=[0] * 4, delivery_queue=deferred)
                  for index, session in enumerate(sessions[:2])]
-    run_multiplexed(terminals, deferred, SystemClock(stop), origin + seconds)
+    run_multiplexed(terminals, deferred, SystemClock(stop), origin + seconds,
+                    PythonPump() if pump == "python" else engine.call_pump())
     elapsed = time.monotonic() - origin
     recorder.flush(time.monotonic())
     for session in sessions:
@@ -115,8 +123,8 @@ def _drive(engine: PostgresEngine, seconds: float, stop_after: float | None = No
     return [from_wire(fields) for message in outbox for fields in message[1]], elapsed
 
 
-def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engine: PostgresEngine) -> None:
-    samples, elapsed = _drive(engine, 1.5)
+def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engine: PostgresEngine, pump: str) -> None:
+    samples, elapsed = _drive(engine, pump, 1.5)
     # Terminal 1 queues a deferred call per call of its own, as fast as the runner can serve them, so the
     # backlog drained after the end varies with the machine's load: the run ends when it is drained.
     assert max(s.start for s in samples if s.transaction == "flaky") < 1.5
@@ -134,16 +142,16 @@ def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engin
 
 
 def test_every_queued_deferred_transaction_runs_in_the_process_and_is_timed_from_its_queueing(
-        engine: PostgresEngine) -> None:
-    samples, _ = _drive(engine, 1.0)
+        engine: PostgresEngine, pump: str) -> None:
+    samples, _ = _drive(engine, pump, 1.0)
     queued = sorted(s.start for s in samples if s.transaction == "later")
     completed = [s for s in samples if s.transaction == "deferred_later"]
     assert len(queued) > 20 and sorted(s.start for s in completed) == queued
     assert all(s.outcome is Outcome.COMMITTED and s.terminal == 1 and s.latency > 0 for s in completed)
 
 
-def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine) -> None:
-    samples, elapsed = _drive(engine, 60.0, stop_after=0.5)
+def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine, pump: str) -> None:
+    samples, elapsed = _drive(engine, pump, 60.0, stop_after=0.5)
     assert elapsed < 5.0
     assert {s.terminal for s in samples} == {0, 1}
     assert max(s.start for s in samples) < 1.5

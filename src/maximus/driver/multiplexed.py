@@ -7,6 +7,12 @@ transaction, and New-Orders were 0.81-0.93 of pgbench's (bench/postgres_tpcc.py)
 core sends each of its terminals' calls and waits with poll(2) for whichever server answers first, as
 pgbench's threads do; a result that arrives while another is handled is picked up in the same wake-up.
 
+The calls are sent by the engine's pump (engines/pump.py): each terminal hands it a batch of calls, and
+the pump sends the terminal's next call as soon as the previous one's result is in. This module's code
+runs only when a batch is used up, a deferred transaction comes up in one, a call fails, or the run ends.
+For PostgreSQL the pump is a C loop over libpq: the Python loop it replaced cost about 50 µs of client CPU
+per transaction, as much as the draws, the recording and the kernel together (README, PostgreSQL).
+
 Only for what allows it: terminals without keying and think times, single-statement transactions
 (server-side mode), and an engine whose sessions split a call in two (``Capabilities.split_calls``).
 The terminal's rules are those of ``terminal.Terminal``: inputs drawn a batch ahead, samples, facts
@@ -17,110 +23,133 @@ retry policy (the backoff waits on a timer, not in a sleep that would stop the o
 from __future__ import annotations
 
 import heapq
-import select
 from collections import deque
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from maximus.driver.clock import Clock
 from maximus.driver.retry import RetryPolicy, failed
 from maximus.driver.terminal import BATCH, Recorder, finish, queue_deferred, record_deferred
 from maximus.engines.base import Engine, Session
+from maximus.engines.pump import DONE, END, MARKER, Event, Pump
 from maximus.records import Outcome
 
 _STOP_POLL_S = 0.25
-
-
-class State(Enum):
-    RUNNING = "the call is still running"
-    OVER = "the transaction is over and recorded"
-    IN_FLIGHT = "a call was sent"
-    BACKOFF = "a conflict: send again at again_at"
-    DONE = "nothing to send: the terminal's run is over, or no deferred transaction waits"
+_NO_END = float("inf")
 
 
 @dataclass
 class _Caller:
-    """One session with at most one single-statement transaction in flight, under the retry policy."""
+    """One session's calls under the retry policy: what the pump was given, and a call being retried."""
 
     session: Session
     engine: Engine
     retry: RetryPolicy
-    current: list = field(default_factory=list)  # [transaction, inputs, started, attempts, ...]
+    slot: int = -1
+    calls: list = field(default_factory=list)  # as the pump takes them: (sql, params), or None
+    given_from: int = 0  # where the pump started at the last give
+    retrying: int = -1  # the index of the call waiting for its next attempt, or -1
+    attempts: int = 0  # attempts made by that call so far
+    first_started: float = 0.0  # when that call was first sent: its response time counts its retries
     again_at: float = 0.0
 
-    def send(self, now: float) -> State:
-        """Send the current call (again): IN_FLIGHT, or what a failure to send leads to."""
-        self.current[3] += 1
-        try:
-            self.current[0].send(self.session, self.current[1])
-        except Exception as error:  # a connection that cannot send fails the attempt like a server error
-            return self._failed(error, now)
-        return State.IN_FLIGHT
-
-    def collect(self, now: float) -> State:
-        """Read what the server sent: RUNNING, OVER, or BACKOFF."""
-        try:
-            if not self.session.call_finished():
-                return State.RUNNING
-        except Exception as error:
-            return self._failed(error, now)
-        self.over(now, (Outcome.COMMITTED, self.current[3], ""))
-        return State.OVER
-
-    def _failed(self, error: Exception, now: float) -> State:
-        """The retry policy's rules for a call that cannot wait in a sleep: the backoff is a timer."""
-        transaction, attempts = self.current[0], self.current[3]
-        if transaction.rolled_back_by_rule(error):
-            self.over(now, (Outcome.ROLLED_BACK, attempts, ""))
-            return State.OVER
+    def handle(self, pump: Pump, event: Event, end: float, now: float) -> list[Event] | None:
+        """Take an event of the pump's for this session: the events of what it sends next, or None when
+        it waits (for a backoff timer if ``again_at`` is set, else for nothing: its run is over)."""
+        _, kind, index, times, error = event
+        for n in range(self.given_from, index):
+            k = 2 * (n - self.given_from)
+            self._over(n, *self._first_attempt(n, times[k]), times[k + 1])
+        if kind == DONE:
+            return self.given_all(pump, end)
+        if kind == END:
+            return self.ended()
+        if kind == MARKER:
+            return self.marker(pump, index, end, now)
+        started, attempts = self._first_attempt(index, times[-2])
+        if self.rolled_back_by_rule(index, error):
+            self._over(index, started, attempts, times[-1], Outcome.ROLLED_BACK)
+            return self.give(pump, index + 1, end)
         wait = self.retry.backoff(error, attempts, self.engine.classify)
         if wait is None:
-            self.over(now, failed(error, attempts))
-            return State.OVER
+            outcome, _, text = failed(error, attempts)
+            self._over(index, started, attempts, times[-1], outcome, text)
+            return self.give(pump, index + 1, end)
+        self.retrying, self.attempts, self.first_started = index, attempts, started
         self.again_at = now + wait
-        return State.BACKOFF
+        return None
 
-    def over(self, now: float, result: tuple[Outcome, int, str]) -> None:
+    def resend(self, pump: Pump, end: float) -> list[Event]:
+        """The backoff is over: the call being retried is sent again, even after the end of the run."""
+        self.again_at = 0.0
+        return self.give(pump, self.retrying, end, resend=True)
+
+    def give(self, pump: Pump, start: int, end: float, resend: bool = False) -> list[Event]:
+        self.given_from = start
+        return pump.give(self.slot, self.calls, start, end, resend)
+
+    def _first_attempt(self, n: int, started: float) -> tuple[float, int]:
+        """(started, attempts) of call ``n``, whose latest attempt started at ``started``."""
+        if n != self.retrying:
+            return started, 1
+        self.retrying = -1
+        return self.first_started, self.attempts + 1
+
+    def rolled_back_by_rule(self, n: int, error: Any) -> bool:
         raise NotImplementedError
 
-    def start(self, now: float, end: float) -> State:
+    def _over(self, n: int, started: float, attempts: int, finished: float, outcome: Outcome = Outcome.COMMITTED,
+              error: str = "") -> None:
+        raise NotImplementedError
+
+    def given_all(self, pump: Pump, end: float) -> list[Event] | None:
+        raise NotImplementedError
+
+    def ended(self) -> None:
+        raise NotImplementedError
+
+    def marker(self, pump: Pump, index: int, end: float, now: float) -> list[Event] | None:
         raise NotImplementedError
 
 
 @dataclass
 class MultiplexedTerminal(_Caller):
-    """One terminal of a multiplexed process: its own emulator, session and transaction in flight."""
+    """One terminal of a multiplexed process: its own emulator and session, a batch of calls at a time."""
 
     index: int = 0
     emulator: Any = None
     recorder: Recorder | None = None  # shared by the process's terminals
     counters: Any = None
     delivery_queue: Any = None
-    ahead: list = field(default_factory=list)  # drawn, not started yet (reversed: pop() gives the next)
+    batch: list = field(default_factory=list)  # (transaction, inputs) drawn for ``calls``
     done: list = field(default_factory=list)  # over, not recorded yet
 
-    def start(self, now: float, end: float) -> State:
-        """Send the next transaction's call: IN_FLIGHT, BACKOFF, or DONE at the end of the run."""
-        while now < end:
-            if not self.ahead:
-                self.record()
-                self.ahead = self.emulator.batch(BATCH)[::-1]
-            transaction, inputs = self.ahead.pop()
-            if transaction.deferred:
-                self.done.append((transaction, inputs, now, now, queue_deferred(self, transaction, inputs, now)))
-                continue
-            self.current = [transaction, inputs, now, 0]
-            state = self.send(now)
-            if state is not State.OVER:
-                return state
+    def given_all(self, pump: Pump, end: float) -> list[Event]:
+        """Record the batch, draw the next one and hand its calls to the pump."""
         self.record()
-        return State.DONE
+        self.batch = self.emulator.batch(BATCH)
+        self.calls = [None if transaction.deferred else transaction.send_args(inputs)
+                      for transaction, inputs in self.batch]
+        return self.give(pump, 0, end)
 
-    def over(self, now: float, result: tuple[Outcome, int, str]) -> None:
-        transaction, inputs, started = self.current[:3]
-        self.done.append((transaction, inputs, started, now, result))
+    def ended(self) -> None:
+        self.record()
+
+    def marker(self, pump: Pump, index: int, end: float, now: float) -> list[Event] | None:
+        """A deferred transaction: queued (2.7.2), and the terminal goes on with the next call."""
+        if now >= end:
+            return self.ended()
+        transaction, inputs = self.batch[index]
+        self.done.append((transaction, inputs, now, now, queue_deferred(self, transaction, inputs, now)))
+        return self.give(pump, index + 1, end)
+
+    def rolled_back_by_rule(self, n: int, error: Any) -> bool:
+        return self.batch[n][0].rolled_back_by_rule(error)
+
+    def _over(self, n: int, started: float, attempts: int, finished: float, outcome: Outcome = Outcome.COMMITTED,
+              error: str = "") -> None:
+        transaction, inputs = self.batch[n]
+        self.done.append((transaction, inputs, started, finished, (outcome, attempts, error)))
 
     def record(self) -> None:
         for transaction, inputs, started, finished, result in self.done:
@@ -136,69 +165,80 @@ class DeferredRunner(_Caller):
     transactions: dict = field(default_factory=dict)  # by name, as the terminals queue them
     recorder: Recorder | None = None
     waiting: deque = field(default_factory=deque)  # (terminal, queued at, name, inputs)
+    current: tuple | None = None  # the request running, or None when idle
     stopped: bool = False
 
     def put(self, request: tuple) -> None:
         self.waiting.append(request)
 
-    def start(self, now: float, end: float) -> State:
+    def start(self, pump: Pump) -> list[Event]:
         """Send the next queued transaction: every one queued runs, even after the end of the run, unless
         the run was stopped (Ctrl-C)."""
-        while self.waiting and not self.stopped:
-            terminal, queued_at, name, inputs = self.waiting.popleft()
-            self.current = [self.transactions[name], inputs, now, 0, terminal, queued_at]
-            state = self.send(now)
-            if state is not State.OVER:
-                return state
-        self.waiting.clear()
-        self.current = []  # idle: the next queued transaction starts it again
-        return State.DONE
+        if self.stopped:
+            self.waiting.clear()
+            return []
+        self.current = self.waiting.popleft()
+        _, _, name, inputs = self.current
+        self.calls = [self.transactions[name].send_args(inputs)]
+        return self.give(pump, 0, _NO_END)
 
-    def over(self, now: float, result: tuple[Outcome, int, str]) -> None:
-        transaction, terminal, queued_at = self.current[0], self.current[4], self.current[5]
-        record_deferred(self.recorder, terminal, transaction.name, queued_at, result, now)
+    def given_all(self, pump: Pump, end: float) -> None:
+        self.current = None  # idle: the run loop starts the next queued one
+
+    def ended(self) -> None:
+        self.current = None
+
+    def rolled_back_by_rule(self, n: int, error: Any) -> bool:
+        return self.transactions[self.current[2]].rolled_back_by_rule(error)
+
+    def give(self, pump: Pump, start: int, end: float, resend: bool = False) -> list[Event]:
+        if start >= len(self.calls):  # over, whatever the outcome: no call after the one
+            self.current = None
+            return []
+        return super().give(pump, start, _NO_END, resend)
+
+    def _over(self, n: int, started: float, attempts: int, finished: float, outcome: Outcome = Outcome.COMMITTED,
+              error: str = "") -> None:
+        terminal, queued_at, name, _ = self.current
+        record_deferred(self.recorder, terminal, name, queued_at, (outcome, attempts, error), finished)
 
 
 def run_multiplexed(terminals: list[MultiplexedTerminal], deferred: DeferredRunner, clock: Clock,
-                    end: float) -> None:
+                    end: float, pump: Pump | None = None) -> None:
     """Drive the terminals until the end of the run (or a stop), every one with its call in flight, and
-    the deferred transactions they queue."""
+    the deferred transactions they queue; ``pump`` defaults to the engine's."""
     now = clock.now
-    poller, in_flight = select.poll(), {}
+    pump = pump or deferred.engine.call_pump()
+    callers = {}
+    for caller in (*terminals, deferred):
+        caller.slot = pump.add(caller.session)
+        callers[caller.slot] = caller
     backoffs: list[tuple[float, int, _Caller]] = []  # (send again at, a tie-breaker, who)
-
-    def follow(caller: _Caller, state: State) -> None:
-        if state is State.OVER:
-            state = caller.start(now(), end)
-        socket = caller.session.fileno()
-        if state is State.IN_FLIGHT:
-            if socket not in in_flight:
-                in_flight[socket] = caller
-                poller.register(socket, select.POLLIN)
-            return
-        if socket in in_flight:
-            del in_flight[socket]
-            poller.unregister(socket)
-        if state is State.BACKOFF:
-            heapq.heappush(backoffs, (caller.again_at, id(caller), caller))
-
+    events: deque[Event] = deque()
     for terminal in terminals:
-        follow(terminal, terminal.start(now(), end))
+        events.extend(terminal.given_all(pump, end))
     stop_check = now() + _STOP_POLL_S
-    while in_flight or backoffs or deferred.waiting:
-        if deferred.waiting and not deferred.current:
-            follow(deferred, deferred.start(now(), end))
+    while True:
+        while events:
+            event = events.popleft()
+            caller = callers[event[0]]
+            more = caller.handle(pump, event, end, now())
+            if more:
+                events.extend(more)
+            elif caller.again_at:
+                heapq.heappush(backoffs, (caller.again_at, id(caller), caller))
+        if deferred.waiting and deferred.current is None:
+            events.extend(deferred.start(pump))
+            continue
+        if not (pump.in_flight() or backoffs):
+            break
         wait = min(backoffs[0][0], stop_check) if backoffs else stop_check
-        for socket, _ in poller.poll(max(wait - now(), 0.0) * 1000.0):
-            caller = in_flight[socket]
-            state = caller.collect(now())
-            if state is not State.RUNNING:
-                follow(caller, state)
+        events.extend(pump.wait(max(wait - now(), 0.0)))
         while backoffs and backoffs[0][0] <= now():
-            caller = heapq.heappop(backoffs)[2]
-            follow(caller, caller.send(now()))
+            events.extend(heapq.heappop(backoffs)[2].resend(pump, end))
         if now() >= stop_check:
             stop_check = now() + _STOP_POLL_S
             if not clock.sleep(0):  # stopped: no new transaction starts, those in flight finish
                 end = now()
                 deferred.stopped = True
+                pump.end_all(end)

@@ -26,6 +26,7 @@ from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
 
 if TYPE_CHECKING:
+    from maximus.engines.pump import Pump
     from maximus.samplers.base import Sampler
 
 
@@ -156,6 +157,13 @@ class Engine(ABC):
         whose readers also block writers queue readers too.
         """
         return False
+
+    def call_pump(self) -> Pump:
+        """What keeps the calls of several split-call sessions in flight from one process
+        (engines/pump.py): the pump in Python, unless the engine has a cheaper one."""
+        from maximus.engines.pump import PythonPump
+
+        return PythonPump()
 
     def validate_run(self, terminals: int) -> None:
         """Raise UserError when these settings cannot serve ``terminals`` concurrent terminals."""

@@ -28,6 +28,7 @@ import numpy as np
 from maximus.engines import _process
 from maximus.engines._copy_text import copy_text
 from maximus.engines.base import AsyncSession, Capabilities, Dialect, Engine, Session
+from maximus.engines.pump import FAILED, Event, Pump, PythonPump
 from maximus.errors import EngineError, UserError
 from maximus.knobs import Applies, Knob, KnobCatalogue
 from maximus.records import Outcome
@@ -231,6 +232,11 @@ class PostgresSession(Session):
     def fileno(self) -> int:
         return self._pgconn.socket
 
+    def pump_handle(self) -> tuple[int, dict[str, bytes], Any]:
+        """What the libpq pump needs to send this session's calls: the PGconn's address, the prepared
+        statements' names by SQL text, and what prepares one."""
+        return self._pgconn.pgconn_ptr, self._prepared, self._prepare
+
     def _prepare(self, sql: str) -> bytes:
         name = f"maximus_{len(self._prepared)}".encode()
         numbered = iter(range(1, sql.count("?") + 1))
@@ -261,6 +267,72 @@ def _text_parameters(params: Sequence[Any]) -> list[bytes | None]:
         else:
             text.append(str(value).encode())
     return text
+
+
+# The libpq functions _libpq_pump.c calls, in the order of its table.
+_PUMP_FUNCTIONS = ("PQsendQueryPrepared", "PQconsumeInput", "PQisBusy", "PQgetResult", "PQresultStatus",
+                   "PQresultErrorField", "PQresultErrorMessage", "PQclear", "PQerrorMessage", "PQsocket")
+
+
+def libpq_functions() -> tuple[int, ...] | None:
+    """The addresses of ``_PUMP_FUNCTIONS`` in the libpq psycopg loaded (its own copy for psycopg-binary,
+    the system's otherwise): the one library mapped in this process whose name starts with ``libpq``.
+    None when there is not exactly one (then a PGconn could not be matched to its library)."""
+    import ctypes
+
+    import psycopg.pq  # noqa: F401  (loads libpq)
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {fields[5] for fields in map(str.split, maps)
+                     if len(fields) >= 6 and os.path.basename(fields[5]).startswith("libpq")}
+    except OSError:  # not Linux
+        return None
+    if len(paths) != 1:
+        return None
+    library = ctypes.CDLL(paths.pop())  # already loaded: the same handle, no second copy
+    return tuple(ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in _PUMP_FUNCTIONS)
+
+
+class LibpqPump:
+    """The C pump, with its failures made the exceptions psycopg raises for them (class by SQLSTATE)."""
+
+    def __init__(self, pump: Any) -> None:
+        self._pump = pump
+        self.end_all, self.in_flight = pump.end_all, pump.in_flight
+
+    def add(self, session: Session) -> int:
+        return self._pump.add(*session.pump_handle())
+
+    def give(self, slot: int, calls: list, start: int, end: float, resend: bool = False) -> list[Event]:
+        return _with_errors(self._pump.give(slot, calls, start, end, resend))
+
+    def wait(self, timeout_s: float) -> list[Event]:
+        return _with_errors(self._pump.wait(timeout_s))
+
+
+def _with_errors(events: list[Event]) -> list[Event]:
+    for n, (slot, kind, index, times, error) in enumerate(events):
+        if kind == FAILED and isinstance(error, tuple):
+            events[n] = (slot, kind, index, times, _libpq_error(*error))
+    return events
+
+
+def _libpq_error(sqlstate: bytes | None, message: bytes) -> Exception:
+    """The exception ``psycopg.errors.error_from_result`` makes of a failed result, from its SQLSTATE and
+    message; without a SQLSTATE, the connection failed."""
+    from psycopg import errors
+    from psycopg.pq import DiagnosticField
+
+    text = message.decode(errors="replace")
+    if sqlstate is None:
+        return errors.OperationalError(text.strip() or "the connection to the server was lost")
+    state = sqlstate.decode()
+    try:
+        kind = errors.lookup(state)
+    except KeyError:  # by the SQLSTATE's class, as psycopg does
+        kind = errors.get_base_exception(state)
+    return kind(text, info={DiagnosticField.SQLSTATE: sqlstate})
 
 
 _SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes, the last a NUL
@@ -504,6 +576,16 @@ class PostgresEngine(Engine):
         cursor = session.connection.cursor()
         with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             copy.write(text)
+
+    def call_pump(self) -> Pump:
+        """The C pump over the libpq psycopg loaded (``_libpq_pump.c``); the Python one when the extension
+        was not compiled or that libpq cannot be told from another one in the process."""
+        try:
+            from maximus.engines._libpq_pump import Pump as CPump
+        except ImportError:
+            return PythonPump()
+        addresses = libpq_functions()
+        return PythonPump() if addresses is None else LibpqPump(CPump(addresses))
 
     def classify(self, error: BaseException) -> Outcome:
         return Outcome.RETRY if getattr(error, "sqlstate", None) in _RETRYABLE_STATES else Outcome.FAILED

@@ -59,9 +59,10 @@ class ServerSide:
         return self.inner.facts(call.inputs)
 
     @staticmethod
-    def send(session: Session, call: Call) -> None:
-        """The first half of ``execute`` on an engine with split calls; the session collects the rest."""
-        session.send_call(call.sql, call.converted)
+    def send_args(call: Call) -> tuple[str, Sequence[Any]]:
+        """What ``execute`` sends, as ``Session.send_call`` takes it: for engines with split calls, whose
+        pump sends it (engines/pump.py)."""
+        return call.sql, call.converted
 
     def execute(self, session: Session, call: Call) -> None:
         try:

@@ -1,0 +1,431 @@
+/* The libpq pump: keeps one call in flight on each of several PostgreSQL connections and sends each
+ * connection's next call as soon as its result is in, without returning to Python between calls.
+ *
+ * Python hands a connection ("slot") a list of calls and hears back only when the list is used up, a
+ * call fails, a marker (None) is reached or the slot's end time has passed: a few times per batch of
+ * calls instead of a dozen Python frames per call (engines/pump.py explains the events; PythonPump there
+ * is the same machine in Python, and the reference the tests hold this one to).
+ *
+ * libpq is not linked: the functions are those of the libpq psycopg loaded, whose addresses Python
+ * passes in (engines/postgres.py), so every PGconn is handled by the library that made it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct pg_conn PGconn;
+typedef struct pg_result PGresult;
+
+enum { PGRES_COMMAND_OK = 1, PGRES_TUPLES_OK = 2 };       /* ExecStatusType */
+enum { DIAG_SQLSTATE = 'C' };                            /* PG_DIAG_SQLSTATE */
+enum { EV_DONE = 0, EV_MARKER = 1, EV_FAILED = 2, EV_END = 3 }; /* engines/pump.py */
+#define MAX_PARAMS 64
+
+typedef struct {
+    int (*send_query_prepared)(PGconn *, const char *, int, const char *const *, const int *, const int *, int);
+    int (*consume_input)(PGconn *);
+    int (*is_busy)(PGconn *);
+    PGresult *(*get_result)(PGconn *);
+    int (*result_status)(const PGresult *);
+    char *(*result_error_field)(const PGresult *, int);
+    char *(*result_error_message)(const PGresult *);
+    void (*clear)(PGresult *);
+    char *(*error_message)(const PGconn *);
+    int (*socket)(const PGconn *);
+} Libpq;
+
+#define LIBPQ_FUNCTIONS 10
+
+typedef struct {
+    PGconn *conn;
+    PyObject *names;     /* dict: SQL text -> prepared statement name (bytes), the session's own */
+    PyObject *prepare;   /* callable: SQL text -> name, preparing it on the (idle) connection */
+    PyObject *calls;     /* list of (sql, params) or None; NULL when the slot is idle */
+    Py_ssize_t next;     /* index of the call to send next */
+    Py_ssize_t current;  /* index of the call in flight, -1 when none */
+    double started, end;
+    PyObject *times;     /* [started, finished, ...] of the calls completed since the last give */
+    PGresult *result;    /* the first result of the call in flight */
+} Slot;
+
+typedef struct {
+    PyObject_HEAD
+    Libpq pq;
+    Slot *slots;
+    Py_ssize_t count, capacity;
+    struct pollfd *fds;
+    Py_ssize_t *fd_slots;
+} Pump;
+
+static double monotonic_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);  /* what time.monotonic() reads on Linux */
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int append_time(PyObject *list, double value) {
+    PyObject *number = PyFloat_FromDouble(value);
+    if (number == NULL) return -1;
+    int failed = PyList_Append(list, number);
+    Py_DECREF(number);
+    return failed;
+}
+
+/* Stop the slot and report why: (slot, kind, index, times, error). The slot is idle afterwards. */
+static int emit(PyObject *events, Py_ssize_t slot_index, Slot *slot, int kind, Py_ssize_t index, PyObject *error) {
+    PyObject *event = Py_BuildValue("(ninNO)", slot_index, kind, index, slot->times, error ? error : Py_None);
+    slot->times = NULL;  /* the event owns them now */
+    Py_CLEAR(slot->calls);
+    slot->current = -1;
+    if (event == NULL) return -1;
+    int failed = PyList_Append(events, event);
+    Py_DECREF(event);
+    return failed;
+}
+
+static PyObject *connection_error(Pump *pump, Slot *slot) {
+    return Py_BuildValue("(Oy)", Py_None, pump->pq.error_message(slot->conn));
+}
+
+static PyObject *result_error(Pump *pump, PGresult *result) {
+    const char *state = pump->pq.result_error_field(result, DIAG_SQLSTATE);
+    const char *message = pump->pq.result_error_message(result);
+    if (state == NULL) return Py_BuildValue("(Oy)", Py_None, message ? message : "");
+    return Py_BuildValue("(yy)", state, message ? message : "");
+}
+
+static const char *statement_name(Slot *slot, PyObject *sql) {
+    PyObject *name = PyDict_GetItemWithError(slot->names, sql);  /* borrowed */
+    if (name == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        name = PyObject_CallOneArg(slot->prepare, sql);  /* the first call of a statement waits for it */
+        if (name == NULL) return NULL;
+        Py_DECREF(name);  /* the session's dict holds it */
+        name = PyDict_GetItemWithError(slot->names, sql);
+        if (name == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "prepare did not record the statement");
+            return NULL;
+        }
+    }
+    if (!PyBytes_Check(name)) {
+        PyErr_SetString(PyExc_TypeError, "a prepared statement's name must be bytes");
+        return NULL;
+    }
+    return PyBytes_AS_STRING(name);
+}
+
+/* Send the slot's next call, skipping nothing: 1 when a call is in flight, 0 when the slot stopped
+ * (an event was emitted), -1 on a Python error. A call at `next` is sent even after the slot's end
+ * when `resend` is set (a retry of a transaction already started). */
+static int send_next(Pump *pump, Py_ssize_t slot_index, PyObject *events, int resend) {
+    Slot *slot = &pump->slots[slot_index];
+    Py_ssize_t index = slot->next;
+    if (index >= PyList_GET_SIZE(slot->calls)) return emit(events, slot_index, slot, EV_DONE, index, NULL);
+    double now = monotonic_now();
+    if (!resend && now >= slot->end) return emit(events, slot_index, slot, EV_END, index, NULL);
+    PyObject *call = PyList_GET_ITEM(slot->calls, index);
+    if (call == Py_None) return emit(events, slot_index, slot, EV_MARKER, index, NULL);
+    if (!PyTuple_Check(call) || PyTuple_GET_SIZE(call) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a call is (sql, params) or None");
+        return -1;
+    }
+    PyObject *params = PySequence_Fast(PyTuple_GET_ITEM(call, 1), "a call's params must be a sequence");
+    if (params == NULL) return -1;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(params);
+    const char *values[MAX_PARAMS];
+    if (count > MAX_PARAMS) {
+        Py_DECREF(params);
+        PyErr_SetString(PyExc_ValueError, "too many parameters for one call");
+        return -1;
+    }
+    for (Py_ssize_t n = 0; n < count; n++) {
+        PyObject *value = PySequence_Fast_GET_ITEM(params, n);
+        if (value == Py_None) {
+            values[n] = NULL;
+        } else if (PyBytes_Check(value)) {
+            values[n] = PyBytes_AS_STRING(value);
+        } else {
+            Py_DECREF(params);
+            PyErr_SetString(PyExc_TypeError, "a call's parameters must be bytes (text form) or None");
+            return -1;
+        }
+    }
+    const char *name = statement_name(slot, PyTuple_GET_ITEM(call, 0));
+    if (name == NULL) {  /* the statement could not be prepared: that call fails, as the session's would */
+        Py_DECREF(params);
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+        Py_XDECREF(type);
+        Py_XDECREF(traceback);
+        if (value == NULL) return -1;
+        now = monotonic_now();
+        if (append_time(slot->times, now) || append_time(slot->times, now)) {
+            Py_DECREF(value);
+            return -1;
+        }
+        int failed = emit(events, slot_index, slot, EV_FAILED, index, value);
+        Py_DECREF(value);
+        return failed;
+    }
+    now = monotonic_now();
+    int sent = pump->pq.send_query_prepared(slot->conn, name, (int)count, values, NULL, NULL, 0);
+    Py_DECREF(params);  /* libpq has copied the values into its output buffer */
+    if (!sent) {
+        PyObject *error = connection_error(pump, slot);
+        if (error == NULL || append_time(slot->times, now) || append_time(slot->times, monotonic_now())) {
+            Py_XDECREF(error);
+            return -1;
+        }
+        int failed = emit(events, slot_index, slot, EV_FAILED, index, error);
+        Py_DECREF(error);
+        return failed;
+    }
+    slot->current = index;
+    slot->started = now;
+    return 1;
+}
+
+/* Read what has arrived: 1 when the call's results are complete, 0 while it runs, -1 if the
+ * connection failed. */
+static int drain(Pump *pump, Slot *slot) {
+    if (!pump->pq.consume_input(slot->conn)) return -1;
+    while (!pump->pq.is_busy(slot->conn)) {
+        PGresult *result = pump->pq.get_result(slot->conn);
+        if (result == NULL) return 1;  /* libpq ends every query's results with a NULL */
+        if (slot->result == NULL) slot->result = result;
+        else pump->pq.clear(result);
+    }
+    return 0;
+}
+
+/* The call in flight on the slot is over: record it and send the next, or report a failure. */
+static int collect(Pump *pump, Py_ssize_t slot_index, PyObject *events) {
+    Slot *slot = &pump->slots[slot_index];
+    int state = drain(pump, slot);
+    if (state == 0) return 0;
+    double now = monotonic_now();
+    Py_ssize_t index = slot->current;
+    PGresult *result = slot->result;
+    slot->result = NULL;
+    if (append_time(slot->times, slot->started) || append_time(slot->times, now)) {
+        if (result) pump->pq.clear(result);
+        return -1;
+    }
+    int status = result ? pump->pq.result_status(result) : -1;
+    if (state == 1 && (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)) {
+        pump->pq.clear(result);
+        slot->current = -1;
+        slot->next = index + 1;
+        return send_next(pump, slot_index, events, 0) < 0 ? -1 : 0;
+    }
+    PyObject *error = (state < 0 || result == NULL) ? connection_error(pump, slot) : result_error(pump, result);
+    if (result) pump->pq.clear(result);
+    if (error == NULL) return -1;
+    int failed = emit(events, slot_index, slot, EV_FAILED, index, error);
+    Py_DECREF(error);
+    return failed;
+}
+
+static int Pump_init(Pump *self, PyObject *args, PyObject *kwargs) {
+    PyObject *addresses;
+    if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &addresses)) return -1;
+    if (PyTuple_GET_SIZE(addresses) != LIBPQ_FUNCTIONS) {
+        PyErr_Format(PyExc_ValueError, "expected the addresses of %d libpq functions", LIBPQ_FUNCTIONS);
+        return -1;
+    }
+    void **table = (void **)&self->pq;
+    for (Py_ssize_t n = 0; n < LIBPQ_FUNCTIONS; n++) {
+        void *address = PyLong_AsVoidPtr(PyTuple_GET_ITEM(addresses, n));
+        if (address == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a libpq function's address is NULL");
+            return -1;
+        }
+        table[n] = address;
+    }
+    return 0;
+}
+
+static void Pump_dealloc(Pump *self) {
+    for (Py_ssize_t n = 0; n < self->count; n++) {
+        Slot *slot = &self->slots[n];
+        Py_XDECREF(slot->names);
+        Py_XDECREF(slot->prepare);
+        Py_XDECREF(slot->calls);
+        Py_XDECREF(slot->times);
+        if (slot->result) self->pq.clear(slot->result);
+    }
+    free(self->slots);
+    free(self->fds);
+    free(self->fd_slots);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Pump_add(Pump *self, PyObject *args) {
+    PyObject *address, *names, *prepare;
+    if (!PyArg_ParseTuple(args, "OO!O", &address, &PyDict_Type, &names, &prepare)) return NULL;
+    PGconn *conn = PyLong_AsVoidPtr(address);
+    if (conn == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "the connection's address is NULL");
+        return NULL;
+    }
+    if (self->count == self->capacity) {
+        Py_ssize_t capacity = self->capacity ? 2 * self->capacity : 8;
+        Slot *slots = realloc(self->slots, capacity * sizeof(Slot));
+        if (slots == NULL) return PyErr_NoMemory();
+        self->slots = slots;
+        struct pollfd *fds = realloc(self->fds, capacity * sizeof(struct pollfd));
+        if (fds == NULL) return PyErr_NoMemory();
+        self->fds = fds;
+        Py_ssize_t *fd_slots = realloc(self->fd_slots, capacity * sizeof(Py_ssize_t));
+        if (fd_slots == NULL) return PyErr_NoMemory();
+        self->fd_slots = fd_slots;
+        self->capacity = capacity;
+    }
+    Slot *slot = &self->slots[self->count];
+    memset(slot, 0, sizeof(Slot));
+    slot->conn = conn;
+    Py_INCREF(names);
+    slot->names = names;
+    Py_INCREF(prepare);
+    slot->prepare = prepare;
+    slot->current = -1;
+    return PyLong_FromSsize_t(self->count++);
+}
+
+static PyObject *Pump_give(Pump *self, PyObject *args) {
+    Py_ssize_t slot_index, start;
+    PyObject *calls;
+    double end;
+    int resend = 0;
+    if (!PyArg_ParseTuple(args, "nO!nd|p", &slot_index, &PyList_Type, &calls, &start, &end, &resend)) return NULL;
+    if (slot_index < 0 || slot_index >= self->count) {
+        PyErr_SetString(PyExc_IndexError, "no such slot");
+        return NULL;
+    }
+    Slot *slot = &self->slots[slot_index];
+    if (slot->current >= 0) {
+        PyErr_SetString(PyExc_RuntimeError, "the slot has a call in flight");
+        return NULL;
+    }
+    PyObject *events = PyList_New(0);
+    if (events == NULL) return NULL;
+    Py_XSETREF(slot->times, PyList_New(0));
+    if (slot->times == NULL) {
+        Py_DECREF(events);
+        return NULL;
+    }
+    Py_INCREF(calls);
+    Py_XSETREF(slot->calls, calls);
+    slot->next = start;
+    slot->end = end;
+    if (send_next(self, slot_index, events, resend) < 0) {
+        Py_DECREF(events);
+        return NULL;
+    }
+    return events;
+}
+
+/* Wait until a slot stops (an event) or `timeout_s` has passed, sending every slot's next call as soon
+ * as its result is in: between two events Python does not run. */
+static PyObject *Pump_wait(Pump *self, PyObject *args) {
+    double timeout_s;
+    if (!PyArg_ParseTuple(args, "d", &timeout_s)) return NULL;
+    PyObject *events = PyList_New(0);
+    if (events == NULL) return NULL;
+    double deadline = monotonic_now() + (timeout_s > 0 ? timeout_s : 0);
+    for (;;) {
+        nfds_t count = 0;
+        for (Py_ssize_t n = 0; n < self->count; n++) {
+            if (self->slots[n].current < 0) continue;
+            self->fds[count].fd = self->pq.socket(self->slots[n].conn);
+            self->fds[count].events = POLLIN;
+            self->fds[count].revents = 0;
+            self->fd_slots[count++] = n;
+        }
+        double left = deadline - monotonic_now();
+        if (count == 0) return events;
+        int ready;
+        Py_BEGIN_ALLOW_THREADS
+        ready = poll(self->fds, count, left <= 0 ? 0 : (int)ceil(left * 1000.0));
+        Py_END_ALLOW_THREADS
+        if (ready < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0) {
+                    Py_DECREF(events);
+                    return NULL;
+                }
+                return events;
+            }
+            Py_DECREF(events);
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        for (nfds_t n = 0; n < count && ready > 0; n++) {
+            if (!self->fds[n].revents) continue;
+            ready--;
+            if (collect(self, self->fd_slots[n], events) < 0) {
+                Py_DECREF(events);
+                return NULL;
+            }
+        }
+        if (PyList_GET_SIZE(events) > 0 || left <= 0) return events;
+    }
+}
+
+static PyObject *Pump_end_all(Pump *self, PyObject *args) {
+    double end;
+    if (!PyArg_ParseTuple(args, "d", &end)) return NULL;
+    for (Py_ssize_t n = 0; n < self->count; n++) {
+        if (self->slots[n].end > end) self->slots[n].end = end;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Pump_in_flight(Pump *self, PyObject *unused) {
+    Py_ssize_t busy = 0;
+    for (Py_ssize_t n = 0; n < self->count; n++) busy += self->slots[n].current >= 0;
+    return PyLong_FromSsize_t(busy);
+}
+
+static PyMethodDef Pump_methods[] = {
+    {"add", (PyCFunction)Pump_add, METH_VARARGS, "add(pgconn address, names, prepare) -> slot"},
+    {"give", (PyCFunction)Pump_give, METH_VARARGS, "give(slot, calls, start, end, resend=False) -> events"},
+    {"wait", (PyCFunction)Pump_wait, METH_VARARGS, "wait(timeout_s) -> events"},
+    {"end_all", (PyCFunction)Pump_end_all, METH_VARARGS, "end_all(end): no slot sends a call after end"},
+    {"in_flight", (PyCFunction)Pump_in_flight, METH_NOARGS, "in_flight() -> slots with a call in flight"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject PumpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "maximus.engines._libpq_pump.Pump",
+    .tp_basicsize = sizeof(Pump),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Calls in flight on several libpq connections (engines/pump.py).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Pump_init,
+    .tp_dealloc = (destructor)Pump_dealloc,
+    .tp_methods = Pump_methods,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_libpq_pump", "Calls in flight on several libpq connections.", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__libpq_pump(void) {
+    if (PyType_Ready(&PumpType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&PumpType);
+    if (PyModule_AddObject(m, "Pump", (PyObject *)&PumpType) < 0) {
+        Py_DECREF(&PumpType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,143 @@
+"""Pumps: one call in flight on each of several sessions, all driven from one process (driver.multiplexed).
+
+A pump is given, for one session (its "slot"), a list of calls, each ``(sql, params)`` as
+``Session.send_call`` takes them or ``None`` (a marker). It sends them one after another, each as soon
+as the previous one's result is in, and stops the slot, reporting an event, when:
+
+- ``DONE``: every call of the list is over (``index`` is the list's length);
+- ``MARKER``: the call at ``index`` is ``None`` (the driver's business: a deferred transaction to queue);
+- ``FAILED``: the call at ``index`` failed; ``error`` is the exception ``Session.call`` would raise;
+- ``END``: the slot's end time had passed when the call at ``index`` was due. A call given with
+  ``resend`` (the retry of a transaction already started) is sent first even after the end.
+
+An event is ``(slot, kind, index, times, error)``. ``times`` holds ``started, finished`` for every call
+completed since the slot was last given calls, in order; for ``FAILED``, the failed call's pair comes
+last. A stopped slot does nothing until it is given calls again.
+
+Between two events the driver's Python code does not run. ``PythonPump`` works on any engine with
+split calls (``Capabilities.split_calls``); an engine can offer a cheaper pump of the same behaviour
+(``Engine.call_pump``: PostgreSQL's is written in C over libpq, ``_libpq_pump.c``).
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from maximus.engines.base import Session
+
+DONE, MARKER, FAILED, END = 0, 1, 2, 3
+
+Event = tuple[int, int, int, list, Any]  # slot, kind, index, times, error
+
+
+class Pump(Protocol):
+    def add(self, session: Session) -> int:
+        """Take a session in; returns its slot."""
+
+    def give(self, slot: int, calls: list, start: int, end: float, resend: bool = False) -> list[Event]:
+        """Send ``calls[start:]`` one after another until one of the events above (a slot's first call
+        may stop it at once, hence the events returned)."""
+
+    def wait(self, timeout_s: float) -> list[Event]:
+        """Run the slots' calls until at least one event, or for ``timeout_s`` at most."""
+
+    def end_all(self, end: float) -> None:
+        """From now on no slot sends a call after ``end`` (a stop)."""
+
+    def in_flight(self) -> int:
+        """Slots with a call in flight."""
+
+
+@dataclass
+class _Slot:
+    session: Session
+    socket: int
+    calls: Sequence[Any] = ()
+    next: int = 0
+    current: int = -1
+    started: float = 0.0
+    end: float = 0.0
+    times: list = field(default_factory=list)
+
+
+class PythonPump:
+    """The pump in Python: poll(2) over the sessions' sockets, ``send_call`` and ``call_finished``."""
+
+    def __init__(self) -> None:
+        self._slots: list[_Slot] = []
+        self._by_socket: dict[int, int] = {}
+        self._poller = select.poll()
+
+    def add(self, session: Session) -> int:
+        self._slots.append(_Slot(session, session.fileno()))
+        return len(self._slots) - 1
+
+    def give(self, slot: int, calls: list, start: int, end: float, resend: bool = False) -> list[Event]:
+        state = self._slots[slot]
+        if state.current >= 0:
+            raise RuntimeError("the slot has a call in flight")
+        state.calls, state.next, state.end, state.times = calls, start, end, []
+        events: list[Event] = []
+        self._send_next(slot, events, resend)
+        return events
+
+    def wait(self, timeout_s: float) -> list[Event]:
+        events: list[Event] = []
+        deadline = time.monotonic() + max(timeout_s, 0.0)
+        while self._by_socket:
+            left = deadline - time.monotonic()
+            for socket, _ in self._poller.poll(max(left, 0.0) * 1000.0):
+                self._collect(self._by_socket[socket], events)
+            if events or left <= 0:
+                break
+        return events
+
+    def end_all(self, end: float) -> None:
+        for state in self._slots:
+            state.end = min(state.end, end)
+
+    def in_flight(self) -> int:
+        return len(self._by_socket)
+
+    def _send_next(self, slot: int, events: list[Event], resend: bool = False) -> None:
+        state = self._slots[slot]
+        index = state.next
+        if index >= len(state.calls):
+            return self._stop(slot, DONE, index, events)
+        now = time.monotonic()
+        if not resend and now >= state.end:
+            return self._stop(slot, END, index, events)
+        call = state.calls[index]
+        if call is None:
+            return self._stop(slot, MARKER, index, events)
+        try:
+            state.session.send_call(*call)
+        except Exception as error:  # a connection that cannot send fails the call like a server error
+            state.times += (now, time.monotonic())
+            return self._stop(slot, FAILED, index, events, error)
+        state.current, state.started = index, now
+        if state.socket not in self._by_socket:
+            self._by_socket[state.socket] = slot
+            self._poller.register(state.socket, select.POLLIN)
+
+    def _collect(self, slot: int, events: list[Event]) -> None:
+        state = self._slots[slot]
+        try:
+            if not state.session.call_finished():
+                return
+        except Exception as error:
+            state.times += (state.started, time.monotonic())
+            return self._stop(slot, FAILED, state.current, events, error)
+        state.times += (state.started, time.monotonic())
+        state.next, state.current = state.current + 1, -1
+        self._send_next(slot, events)
+
+    def _stop(self, slot: int, kind: int, index: int, events: list[Event], error: Any = None) -> None:
+        state = self._slots[slot]
+        events.append((slot, kind, index, state.times, error))
+        state.calls, state.current, state.times = (), -1, []
+        if self._by_socket.pop(state.socket, None) is not None:
+            self._poller.unregister(state.socket)

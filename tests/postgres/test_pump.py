@@ -1,0 +1,172 @@
+"""The pumps of engines/pump.py against a real server: the C one over psycopg's libpq must do exactly what
+the Python one does, event for event, so every test runs on both."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import psycopg
+import pytest
+
+from maximus.engines.postgres import LibpqPump, PostgresEngine, PostgresSession
+from maximus.engines.pump import DONE, END, FAILED, MARKER, Pump, PythonPump
+
+SETUP = """
+CREATE SEQUENCE IF NOT EXISTS counted;
+CREATE OR REPLACE FUNCTION count_one() RETURNS bigint LANGUAGE sql AS $$ SELECT nextval('counted') $$;
+CREATE OR REPLACE FUNCTION fail_with(p_state text) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'failed on purpose' USING ERRCODE = p_state;
+END $$;
+"""
+COUNT = ("SELECT count_one()", [])
+
+
+@pytest.fixture(scope="module")
+def engine(server_workdir: Path) -> Iterator[PostgresEngine]:
+    engine = PostgresEngine(server_workdir, "pumps", {})
+    engine.start()
+    try:
+        engine.provision()
+        session = engine.connect()
+        session.execute(SETUP)
+        session.close()
+        yield engine
+    finally:
+        engine.stop()
+
+
+@pytest.fixture(params=["python", "libpq"])
+def make_pump(request: pytest.FixtureRequest, engine: PostgresEngine) -> Callable[[], Pump]:
+    return PythonPump if request.param == "python" else engine.call_pump
+
+
+@pytest.fixture
+def sessions(engine: PostgresEngine) -> Iterator[list[PostgresSession]]:
+    opened = [engine.connect() for _ in range(2)]
+    yield opened
+    for session in opened:
+        session.close()
+
+
+def _counted(session: PostgresSession) -> int:
+    return session.fetchone("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM counted")[0]
+
+
+def _until_event(pump: Pump, events: list) -> list:
+    deadline = time.monotonic() + 10
+    while not events and time.monotonic() < deadline:
+        events = pump.wait(1.0)
+    return events
+
+
+def test_the_engine_sends_its_calls_with_the_c_pump_over_psycopgs_libpq(engine: PostgresEngine) -> None:
+    assert isinstance(engine.call_pump(), LibpqPump), \
+        "maximus.engines._libpq_pump was not compiled: pip install -e . needs a C compiler (README, PostgreSQL)"
+
+
+def test_a_slot_runs_its_calls_in_order_and_times_each(make_pump: Callable[[], Pump],
+                                                        sessions: list[PostgresSession]) -> None:
+    pump = make_pump()
+    slot = pump.add(sessions[0])
+    before = _counted(sessions[1])
+    began = time.monotonic()
+    events = _until_event(pump, pump.give(slot, [COUNT] * 5, 0, time.monotonic() + 60))
+    assert [event[:3] for event in events] == [(slot, DONE, 5)]
+    times = events[0][3]
+    assert len(times) == 10 and times == sorted(times) and began <= times[0] and times[-1] <= time.monotonic()
+    assert _counted(sessions[1]) == before + 5
+    assert pump.in_flight() == 0
+
+
+def test_a_marker_stops_the_slot_until_it_is_given_calls_again(make_pump: Callable[[], Pump],
+                                                               sessions: list[PostgresSession]) -> None:
+    pump = make_pump()
+    slot = pump.add(sessions[0])
+    calls, end = [COUNT, None, COUNT], time.monotonic() + 60
+    before = _counted(sessions[1])
+    events = _until_event(pump, pump.give(slot, calls, 0, end))
+    assert [(event[1], event[2], len(event[3])) for event in events] == [(MARKER, 1, 2)]
+    assert _counted(sessions[1]) == before + 1
+    events = _until_event(pump, pump.give(slot, calls, 2, end))
+    assert [(event[1], event[2], len(event[3])) for event in events] == [(DONE, 3, 2)]
+
+
+@pytest.mark.parametrize("state, kind", [("40001", psycopg.errors.SerializationFailure),
+                                         ("22012", psycopg.errors.DivisionByZero),
+                                         ("MX001", psycopg.DatabaseError)])
+def test_a_failed_call_stops_the_slot_with_the_error_psycopg_raises(make_pump: Callable[[], Pump],
+                                                                    sessions: list[PostgresSession], state: str,
+                                                                    kind: type) -> None:
+    pump = make_pump()
+    slot = pump.add(sessions[0])
+    calls = [COUNT, ("SELECT fail_with(?)", [state.encode()]), COUNT]
+    before = _counted(sessions[1])
+    events = _until_event(pump, pump.give(slot, calls, 0, time.monotonic() + 60))
+    [(_, event, index, times, error)] = events
+    assert (event, index, len(times)) == (FAILED, 1, 4)  # the call before it, then the failed one
+    assert type(error) is kind and error.sqlstate == state and "failed on purpose" in str(error)
+    assert _counted(sessions[1]) == before + 1  # the call after it was not sent
+    assert sessions[0].fetchone("SELECT 1") == (1,)  # the session is usable
+
+
+def test_past_its_end_a_slot_sends_nothing_but_a_retry(make_pump: Callable[[], Pump],
+                                                       sessions: list[PostgresSession]) -> None:
+    pump = make_pump()
+    slot = pump.add(sessions[0])
+    before, ended = _counted(sessions[1]), time.monotonic()
+    assert [event[1:3] for event in pump.give(slot, [COUNT, COUNT], 0, ended)] == [(END, 0)]
+    events = _until_event(pump, pump.give(slot, [COUNT, COUNT], 0, ended, True))
+    assert [(event[1], event[2], len(event[3])) for event in events] == [(END, 1, 2)]
+    assert _counted(sessions[1]) == before + 1
+
+
+def test_a_stop_lets_the_calls_in_flight_finish_and_sends_no_other(make_pump: Callable[[], Pump],
+                                                                   sessions: list[PostgresSession]) -> None:
+    pump = make_pump()
+    slot = pump.add(sessions[0])
+    before = _counted(sessions[1])
+    assert pump.give(slot, [("SELECT pg_sleep(0.2)", []), COUNT], 0, time.monotonic() + 60) == []
+    pump.end_all(time.monotonic())
+    events = _until_event(pump, [])
+    assert [(event[1], event[2], len(event[3])) for event in events] == [(END, 1, 2)]
+    assert _counted(sessions[1]) == before
+
+
+def test_a_slow_call_holds_up_no_other_slot(make_pump: Callable[[], Pump], sessions: list[PostgresSession]) -> None:
+    pump = make_pump()
+    slow, quick = pump.add(sessions[0]), pump.add(sessions[1])
+    end = time.monotonic() + 60
+    assert pump.give(slow, [("SELECT pg_sleep(0.5)", [])], 0, end) == []
+    assert pump.give(quick, [COUNT] * 20, 0, end) == []
+    assert pump.in_flight() == 2
+    first = _until_event(pump, [])
+    assert [event[:3] for event in first] == [(quick, DONE, 20)]
+    assert first[0][3][-1] - first[0][3][0] < 0.5
+    assert [event[:3] for event in _until_event(pump, [])] == [(slow, DONE, 1)]
+
+
+def test_a_statement_that_cannot_be_prepared_fails_its_call(make_pump: Callable[[], Pump],
+                                                            sessions: list[PostgresSession]) -> None:
+    pump = make_pump()
+    slot = pump.add(sessions[0])
+    events = _until_event(pump, pump.give(slot, [("SELECT no_such_function()", [])], 0, time.monotonic() + 60))
+    [(_, event, index, times, error)] = events
+    assert (event, index, len(times)) == (FAILED, 0, 2)
+    assert type(error) is psycopg.errors.UndefinedFunction
+
+
+def test_a_lost_connection_fails_the_call_in_flight(make_pump: Callable[[], Pump], sessions: list[PostgresSession],
+                                                    engine: PostgresEngine) -> None:
+    pump = make_pump()
+    slot = pump.add(sessions[0])
+    pid = sessions[0].fetchone("SELECT pg_backend_pid()")[0]
+    assert pump.give(slot, [("SELECT pg_sleep(5)", [])], 0, time.monotonic() + 60) == []
+    killer = engine.connect()
+    killer.fetchone("SELECT pg_terminate_backend(?)", (pid,))
+    killer.close()
+    [(_, event, index, times, error)] = _until_event(pump, [])
+    assert (event, index, len(times)) == (FAILED, 0, 2)
+    assert isinstance(error, psycopg.OperationalError)
