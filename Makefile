@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test bench clean
 
 # The C extension is compiled by pip install: a change to its source installs again.
-$(STAMP): pyproject.toml src/maximus/engines/_libpq_pump.c
+$(STAMP): pyproject.toml setup.py src/maximus/engines/_libpq_pump.c
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[test]'
