@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -15,7 +15,7 @@ from maximus.driver.clock import SystemClock
 from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
 from maximus.driver.terminal import Recorder, from_wire
-from maximus.engines.postgres import PostgresEngine
+from maximus.engines.postgres import PostgresEngine, PostgresSession
 from maximus.engines.pump import PythonPump
 from maximus.records import Outcome, Window
 from maximus.workloads.tpcc.server_side import ServerSide
@@ -155,3 +155,57 @@ def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine,
     assert elapsed < 5.0
     assert {s.terminal for s in samples} == {0, 1}
     assert max(s.start for s in samples) < 1.5
+
+
+class Always:
+    """One terminal whose every transaction is the flaky one of one kind."""
+
+    headline = "flaky"
+
+    def __init__(self, kind: int) -> None:
+        self.transaction = ServerSide(Flaky(0), DIALECT)
+        self.transaction.inner.draw = lambda rng, home: kind
+
+    def batch(self, size: int) -> list:
+        return [(self.transaction, self.transaction.draw(None, None)) for _ in range(size)]
+
+
+def _drive_one(engine: PostgresEngine, pump: str, seconds: float, retry: RetryPolicy, emulator: object,
+               during: Callable[[PostgresSession], None] | None = None) -> tuple[list, float, float]:
+    """One terminal (and the deferred runner): its samples, the run's wall time and the thread's CPU time."""
+    origin, outbox = time.monotonic(), Outbox()
+    recorder = Recorder(outbox, Window(0.0, seconds), origin)
+    sessions = [engine.connect() for _ in range(2)]
+    if during is not None:
+        during(sessions[0])
+    deferred = DeferredRunner(sessions[1], engine, retry, recorder=recorder)
+    terminal = MultiplexedTerminal(sessions[0], engine, retry, index=0, emulator=emulator, recorder=recorder,
+                                   counters=[0] * 2, delivery_queue=deferred)
+    cpu = time.thread_time()
+    run_multiplexed([terminal], deferred, SystemClock(), origin + seconds,
+                    PythonPump() if pump == "python" else engine.call_pump())
+    cpu, elapsed = time.thread_time() - cpu, time.monotonic() - origin
+    recorder.flush(time.monotonic())
+    for session in sessions:
+        session.close()
+    return [from_wire(fields) for message in outbox for fields in message[1]], elapsed, cpu
+
+
+def test_a_process_whose_terminals_all_wait_for_a_backoff_sleeps(engine: PostgresEngine, pump: str) -> None:
+    samples, elapsed, cpu = _drive_one(engine, pump, 1.0, RetryPolicy(first_backoff_s=0.2), Always(1))
+    retried = [s for s in samples if s.attempts == 2]  # kind 1 conflicts on every other call: all but the first
+    assert len(retried) >= 2 and len(retried) >= len(samples) - 1 and all(s.latency >= 0.2 for s in retried)
+    assert cpu < 0.3 * elapsed  # the backoffs are slept through, not polled for
+
+
+def test_a_terminal_whose_connection_is_lost_records_one_failure_and_stops(engine: PostgresEngine,
+                                                                          pump: str) -> None:
+    def terminate_soon(session: PostgresSession) -> None:
+        pid = session.fetchone("SELECT pg_backend_pid()")[0]
+        killer = engine.connect()
+        threading.Timer(0.3, lambda: (killer.fetchone("SELECT pg_terminate_backend(?)", (pid,)), killer.close())).start()
+
+    samples, elapsed, _ = _drive_one(engine, pump, 3.0, RetryPolicy(), Always(0), terminate_soon)
+    failed = [s for s in samples if s.outcome is Outcome.FAILED]
+    assert len(failed) == 1 and max(s.start for s in samples) <= failed[0].start
+    assert len(samples) > len(failed) and elapsed < 2.0

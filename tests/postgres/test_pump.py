@@ -170,3 +170,16 @@ def test_a_lost_connection_fails_the_call_in_flight(make_pump: Callable[[], Pump
     [(_, event, index, times, error)] = _until_event(pump, [])
     assert (event, index, len(times)) == (FAILED, 0, 2)
     assert isinstance(error, psycopg.OperationalError)
+
+
+def test_a_call_the_session_could_not_send_fails_alone(make_pump: Callable[[], Pump],
+                                                       sessions: list[PostgresSession]) -> None:
+    pump = make_pump()
+    slot = pump.add(sessions[0])
+    before = _counted(sessions[1])
+    events = _until_event(pump, pump.give(slot, [COUNT, ("SELECT ?::int", [1]), COUNT], 0, time.monotonic() + 60))
+    [(_, event, index, times, error)] = events
+    assert (event, index, len(times)) == (FAILED, 1, 4) and isinstance(error, TypeError)
+    assert _counted(sessions[1]) == before + 1
+    events = _until_event(pump, pump.give(slot, [COUNT, ("SELECT ?::int", [1]), COUNT], 2, time.monotonic() + 60))
+    assert [event[1:3] for event in events] == [(DONE, 3)]

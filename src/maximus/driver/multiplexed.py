@@ -61,7 +61,7 @@ class _Caller:
             k = 2 * (n - self.given_from)
             self._over(n, *self._first_attempt(n, times[k]), times[k + 1])
         if kind == DONE:
-            return self.given_all(pump, end)
+            return self.given_all(pump, end, now)
         if kind == END:
             return self.ended()
         if kind == MARKER:
@@ -74,6 +74,8 @@ class _Caller:
         if wait is None:
             outcome, _, text = failed(error, attempts)
             self._over(index, started, attempts, times[-1], outcome, text)
+            if self.session.broken():  # every call after it would fail at once, and the loop would never wait
+                return self.ended()
             return self.give(pump, index + 1, end)
         self.retrying, self.attempts, self.first_started = index, attempts, started
         self.again_at = now + wait
@@ -102,7 +104,7 @@ class _Caller:
               error: str = "") -> None:
         raise NotImplementedError
 
-    def given_all(self, pump: Pump, end: float) -> list[Event] | None:
+    def given_all(self, pump: Pump, end: float, now: float) -> list[Event] | None:
         raise NotImplementedError
 
     def ended(self) -> None:
@@ -124,9 +126,11 @@ class MultiplexedTerminal(_Caller):
     batch: list = field(default_factory=list)  # (transaction, inputs) drawn for ``calls``
     done: list = field(default_factory=list)  # over, not recorded yet
 
-    def given_all(self, pump: Pump, end: float) -> list[Event]:
+    def given_all(self, pump: Pump, end: float, now: float) -> list[Event] | None:
         """Record the batch, draw the next one and hand its calls to the pump."""
         self.record()
+        if now >= end:
+            return None
         self.batch = self.emulator.batch(BATCH)
         self.calls = [None if transaction.deferred else transaction.send_args(inputs)
                       for transaction, inputs in self.batch]
@@ -182,7 +186,7 @@ class DeferredRunner(_Caller):
         self.calls = [self.transactions[name].send_args(inputs)]
         return self.give(pump, 0, _NO_END)
 
-    def given_all(self, pump: Pump, end: float) -> None:
+    def given_all(self, pump: Pump, end: float, now: float) -> None:
         self.current = None  # idle: the run loop starts the next queued one
 
     def ended(self) -> None:
@@ -216,7 +220,7 @@ def run_multiplexed(terminals: list[MultiplexedTerminal], deferred: DeferredRunn
     backoffs: list[tuple[float, int, _Caller]] = []  # (send again at, a tie-breaker, who)
     events: deque[Event] = deque()
     for terminal in terminals:
-        events.extend(terminal.given_all(pump, end))
+        events.extend(terminal.given_all(pump, end, now()) or ())
     stop_check = now() + _STOP_POLL_S
     while True:
         while events:
@@ -233,7 +237,10 @@ def run_multiplexed(terminals: list[MultiplexedTerminal], deferred: DeferredRunn
         if not (pump.in_flight() or backoffs):
             break
         wait = min(backoffs[0][0], stop_check) if backoffs else stop_check
-        events.extend(pump.wait(max(wait - now(), 0.0)))
+        if pump.in_flight():
+            events.extend(pump.wait(max(wait - now(), 0.0)))
+        else:  # every session waits for a backoff timer
+            clock.sleep(max(wait - now(), 0.0))
         while backoffs and backoffs[0][0] <= now():
             events.extend(heapq.heappop(backoffs)[2].resend(pump, end))
         if now() >= stop_check:

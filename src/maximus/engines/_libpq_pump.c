@@ -12,6 +12,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -37,9 +38,10 @@ typedef struct {
     void (*clear)(PGresult *);
     char *(*error_message)(const PGconn *);
     int (*socket)(const PGconn *);
+    int (*flush)(PGconn *);
 } Libpq;
 
-#define LIBPQ_FUNCTIONS 10
+#define LIBPQ_FUNCTIONS 11
 
 typedef struct {
     PGconn *conn;
@@ -55,6 +57,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
+    int ready;  /* __init__ has filled in the libpq functions */
     Libpq pq;
     Slot *slots;
     Py_ssize_t count, capacity;
@@ -119,9 +122,45 @@ static const char *statement_name(Slot *slot, PyObject *sql) {
     return PyBytes_AS_STRING(name);
 }
 
-/* Send the slot's next call, skipping nothing: 1 when a call is in flight, 0 when the slot stopped
- * (an event was emitted), -1 on a Python error. A call at `next` is sent even after the slot's end
- * when `resend` is set (a retry of a transaction already started). */
+/* The Python exception being raised fails the slot's call at `index` (FAILED), as the session's own
+ * send would: 0, or -1 to let it propagate when it is not an Exception (KeyboardInterrupt, SystemExit). */
+static int fail_with_exception(PyObject *events, Py_ssize_t slot_index, Slot *slot, Py_ssize_t index,
+                               double started) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+        Py_CLEAR(slot->calls);
+        slot->current = -1;
+        return -1;
+    }
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    if (value == NULL || append_time(slot->times, started) || append_time(slot->times, monotonic_now())) {
+        Py_XDECREF(value);
+        return -1;
+    }
+    int failed = emit(events, slot_index, slot, EV_FAILED, index, value);
+    Py_DECREF(value);
+    return failed;
+}
+
+/* Send what is still in libpq's output buffer: psycopg's connections are nonblocking, so a send may
+ * leave part of a call there when the socket's buffer is full. 0, or -1 if the connection failed. */
+static int flush_all(Pump *pump, Slot *slot) {
+    int state;
+    while ((state = pump->pq.flush(slot->conn)) == 1) {
+        struct pollfd writable = {.fd = pump->pq.socket(slot->conn), .events = POLLOUT};
+        Py_BEGIN_ALLOW_THREADS
+        poll(&writable, 1, -1);
+        Py_END_ALLOW_THREADS
+    }
+    return state;
+}
+
+/* Send the slot's next call: 1 when a call is in flight, 0 when the slot stopped (an event was
+ * emitted), -1 on a Python error that is not the call's. A call at `next` is sent even after the slot's
+ * end when `resend` is set (a retry of a transaction already started). */
 static int send_next(Pump *pump, Py_ssize_t slot_index, PyObject *events, int resend) {
     Slot *slot = &pump->slots[slot_index];
     Py_ssize_t index = slot->next;
@@ -130,53 +169,39 @@ static int send_next(Pump *pump, Py_ssize_t slot_index, PyObject *events, int re
     if (!resend && now >= slot->end) return emit(events, slot_index, slot, EV_END, index, NULL);
     PyObject *call = PyList_GET_ITEM(slot->calls, index);
     if (call == Py_None) return emit(events, slot_index, slot, EV_MARKER, index, NULL);
+    Py_INCREF(call);  /* preparing runs Python code: the call must outlive whatever it does */
+    const char *values[MAX_PARAMS];
+    PyObject *params = NULL;
+    const char *name = NULL;
     if (!PyTuple_Check(call) || PyTuple_GET_SIZE(call) != 2) {
         PyErr_SetString(PyExc_TypeError, "a call is (sql, params) or None");
-        return -1;
+    } else if ((name = statement_name(slot, PyTuple_GET_ITEM(call, 0))) != NULL) {
+        params = PySequence_Fast(PyTuple_GET_ITEM(call, 1), "a call's params must be a sequence");
     }
-    PyObject *params = PySequence_Fast(PyTuple_GET_ITEM(call, 1), "a call's params must be a sequence");
-    if (params == NULL) return -1;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(params);
-    const char *values[MAX_PARAMS];
-    if (count > MAX_PARAMS) {
-        Py_DECREF(params);
+    Py_ssize_t count = params ? PySequence_Fast_GET_SIZE(params) : 0;
+    if (params && count > MAX_PARAMS) {
         PyErr_SetString(PyExc_ValueError, "too many parameters for one call");
-        return -1;
+        Py_CLEAR(params);
     }
-    for (Py_ssize_t n = 0; n < count; n++) {
+    for (Py_ssize_t n = 0; params && n < count; n++) {
         PyObject *value = PySequence_Fast_GET_ITEM(params, n);
         if (value == Py_None) {
             values[n] = NULL;
         } else if (PyBytes_Check(value)) {
             values[n] = PyBytes_AS_STRING(value);
         } else {
-            Py_DECREF(params);
             PyErr_SetString(PyExc_TypeError, "a call's parameters must be bytes (text form) or None");
-            return -1;
+            Py_CLEAR(params);
         }
     }
-    const char *name = statement_name(slot, PyTuple_GET_ITEM(call, 0));
-    if (name == NULL) {  /* the statement could not be prepared: that call fails, as the session's would */
-        Py_DECREF(params);
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        PyErr_NormalizeException(&type, &value, &traceback);
-        Py_XDECREF(type);
-        Py_XDECREF(traceback);
-        if (value == NULL) return -1;
-        now = monotonic_now();
-        if (append_time(slot->times, now) || append_time(slot->times, now)) {
-            Py_DECREF(value);
-            return -1;
-        }
-        int failed = emit(events, slot_index, slot, EV_FAILED, index, value);
-        Py_DECREF(value);
-        return failed;
+    if (params == NULL) {  /* not a call, or a statement that could not be prepared: that call fails */
+        Py_DECREF(call);
+        return fail_with_exception(events, slot_index, slot, index, now);
     }
-    now = monotonic_now();
     int sent = pump->pq.send_query_prepared(slot->conn, name, (int)count, values, NULL, NULL, 0);
     Py_DECREF(params);  /* libpq has copied the values into its output buffer */
-    if (!sent) {
+    Py_DECREF(call);
+    if (!sent || flush_all(pump, slot) < 0) {
         PyObject *error = connection_error(pump, slot);
         if (error == NULL || append_time(slot->times, now) || append_time(slot->times, monotonic_now())) {
             Py_XDECREF(error);
@@ -213,14 +238,15 @@ static int collect(Pump *pump, Py_ssize_t slot_index, PyObject *events) {
     Py_ssize_t index = slot->current;
     PGresult *result = slot->result;
     slot->result = NULL;
+    slot->current = -1;
     if (append_time(slot->times, slot->started) || append_time(slot->times, now)) {
         if (result) pump->pq.clear(result);
+        Py_CLEAR(slot->calls);
         return -1;
     }
     int status = result ? pump->pq.result_status(result) : -1;
     if (state == 1 && (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)) {
         pump->pq.clear(result);
-        slot->current = -1;
         slot->next = index + 1;
         return send_next(pump, slot_index, events, 0) < 0 ? -1 : 0;
     }
@@ -248,7 +274,14 @@ static int Pump_init(Pump *self, PyObject *args, PyObject *kwargs) {
         }
         table[n] = address;
     }
+    self->ready = 1;
     return 0;
+}
+
+static int not_ready(Pump *self) {
+    if (self->ready) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "the pump was not given libpq's functions");
+    return 1;
 }
 
 static void Pump_dealloc(Pump *self) {
@@ -267,6 +300,7 @@ static void Pump_dealloc(Pump *self) {
 }
 
 static PyObject *Pump_add(Pump *self, PyObject *args) {
+    if (not_ready(self)) return NULL;
     PyObject *address, *names, *prepare;
     if (!PyArg_ParseTuple(args, "OO!O", &address, &PyDict_Type, &names, &prepare)) return NULL;
     PGconn *conn = PyLong_AsVoidPtr(address);
@@ -304,8 +338,8 @@ static PyObject *Pump_give(Pump *self, PyObject *args) {
     double end;
     int resend = 0;
     if (!PyArg_ParseTuple(args, "nO!nd|p", &slot_index, &PyList_Type, &calls, &start, &end, &resend)) return NULL;
-    if (slot_index < 0 || slot_index >= self->count) {
-        PyErr_SetString(PyExc_IndexError, "no such slot");
+    if (slot_index < 0 || slot_index >= self->count || start < 0) {
+        PyErr_SetString(PyExc_IndexError, "no such slot, or a negative start");
         return NULL;
     }
     Slot *slot = &self->slots[slot_index];
@@ -335,7 +369,7 @@ static PyObject *Pump_give(Pump *self, PyObject *args) {
  * as its result is in: between two events Python does not run. */
 static PyObject *Pump_wait(Pump *self, PyObject *args) {
     double timeout_s;
-    if (!PyArg_ParseTuple(args, "d", &timeout_s)) return NULL;
+    if (not_ready(self) || !PyArg_ParseTuple(args, "d", &timeout_s)) return NULL;
     PyObject *events = PyList_New(0);
     if (events == NULL) return NULL;
     double deadline = monotonic_now() + (timeout_s > 0 ? timeout_s : 0);
@@ -350,17 +384,17 @@ static PyObject *Pump_wait(Pump *self, PyObject *args) {
         }
         double left = deadline - monotonic_now();
         if (count == 0) return events;
-        int ready;
-        Py_BEGIN_ALLOW_THREADS
-        ready = poll(self->fds, count, left <= 0 ? 0 : (int)ceil(left * 1000.0));
+        int ready, timeout_ms = left <= 0 ? 0 : left >= INT_MAX / 1000 ? INT_MAX : (int)ceil(left * 1000.0);
+        Py_BEGIN_ALLOW_THREADS  /* self->fds is this call's own: a pump serves one thread */
+        ready = poll(self->fds, count, timeout_ms);
         Py_END_ALLOW_THREADS
         if (ready < 0) {
-            if (errno == EINTR) {
+            if (errno == EINTR) {  /* as Python's own calls do (PEP 475): handlers first, then on */
                 if (PyErr_CheckSignals() < 0) {
                     Py_DECREF(events);
                     return NULL;
                 }
-                return events;
+                continue;
             }
             Py_DECREF(events);
             return PyErr_SetFromErrno(PyExc_OSError);

@@ -101,6 +101,10 @@ class Session(ABC):
         """The socket that becomes readable when the server answers."""
         raise NotImplementedError
 
+    def broken(self) -> bool:
+        """Whether the connection is lost (the server or the network dropped it): nothing more can run."""
+        return False
+
     @abstractmethod
     def close(self) -> None: ...
 

@@ -15,6 +15,7 @@ import glob
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import tempfile
@@ -215,7 +216,9 @@ class PostgresSession(Session):
 
     def send_call(self, sql: str, params: Sequence[Any]) -> None:
         name = self._prepared.get(sql) or self._prepare(sql)  # the first call of a statement waits for it
-        self._pgconn.send_query_prepared(name, params)  # a few hundred bytes: the socket takes them at once
+        self._pgconn.send_query_prepared(name, params)
+        while self._pgconn.flush():  # nonblocking: a full socket buffer keeps the rest (a few hundred bytes: rare)
+            select.select([], [self._pgconn.socket], [])
 
     def call_finished(self) -> bool:
         pgconn = self._pgconn
@@ -231,6 +234,15 @@ class PostgresSession(Session):
 
     def fileno(self) -> int:
         return self._pgconn.socket
+
+    @property
+    def encoding(self) -> str:
+        return self._encoding
+
+    def broken(self) -> bool:
+        from psycopg import pq
+
+        return self._pgconn.status == pq.ConnStatus.BAD
 
     def pump_handle(self) -> tuple[int, dict[str, bytes], Any]:
         """What the libpq pump needs to send this session's calls: the PGconn's address, the prepared
@@ -271,7 +283,7 @@ def _text_parameters(params: Sequence[Any]) -> list[bytes | None]:
 
 # The libpq functions _libpq_pump.c calls, in the order of its table.
 _PUMP_FUNCTIONS = ("PQsendQueryPrepared", "PQconsumeInput", "PQisBusy", "PQgetResult", "PQresultStatus",
-                   "PQresultErrorField", "PQresultErrorMessage", "PQclear", "PQerrorMessage", "PQsocket")
+                   "PQresultErrorField", "PQresultErrorMessage", "PQclear", "PQerrorMessage", "PQsocket", "PQflush")
 
 
 def libpq_functions() -> tuple[int, ...] | None:
@@ -299,34 +311,35 @@ class LibpqPump:
 
     def __init__(self, pump: Any) -> None:
         self._pump = pump
+        self._encodings: list[str] = []  # by slot
         self.end_all, self.in_flight = pump.end_all, pump.in_flight
 
     def add(self, session: Session) -> int:
+        self._encodings.append(session.encoding)
         return self._pump.add(*session.pump_handle())
 
     def give(self, slot: int, calls: list, start: int, end: float, resend: bool = False) -> list[Event]:
-        return _with_errors(self._pump.give(slot, calls, start, end, resend))
+        return self._with_errors(self._pump.give(slot, calls, start, end, resend))
 
     def wait(self, timeout_s: float) -> list[Event]:
-        return _with_errors(self._pump.wait(timeout_s))
+        return self._with_errors(self._pump.wait(timeout_s))
+
+    def _with_errors(self, events: list[Event]) -> list[Event]:
+        for n, (slot, kind, index, times, error) in enumerate(events):
+            if kind == FAILED and isinstance(error, tuple):
+                events[n] = (slot, kind, index, times, libpq_error(*error, self._encodings[slot]))
+        return events
 
 
-def _with_errors(events: list[Event]) -> list[Event]:
-    for n, (slot, kind, index, times, error) in enumerate(events):
-        if kind == FAILED and isinstance(error, tuple):
-            events[n] = (slot, kind, index, times, _libpq_error(*error))
-    return events
-
-
-def _libpq_error(sqlstate: bytes | None, message: bytes) -> Exception:
+def libpq_error(sqlstate: bytes | None, message: bytes, encoding: str) -> Exception:
     """The exception ``psycopg.errors.error_from_result`` makes of a failed result, from its SQLSTATE and
     message; without a SQLSTATE, the connection failed."""
     from psycopg import errors
     from psycopg.pq import DiagnosticField
 
-    text = message.decode(errors="replace")
+    text = _PQ_SEVERITY.sub("", message.decode(encoding, "replace")).strip()
     if sqlstate is None:
-        return errors.OperationalError(text.strip() or "the connection to the server was lost")
+        return errors.OperationalError(text or "the connection to the server was lost")
     state = sqlstate.decode()
     try:
         kind = errors.lookup(state)
@@ -335,6 +348,7 @@ def _libpq_error(sqlstate: bytes | None, message: bytes) -> Exception:
     return kind(text, info={DiagnosticField.SQLSTATE: sqlstate})
 
 
+_PQ_SEVERITY = re.compile(r"^(ERROR|FATAL|PANIC|WARNING|NOTICE|DEBUG|INFO|LOG):\s+")  # as psycopg strips it
 _SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes, the last a NUL
 
 
