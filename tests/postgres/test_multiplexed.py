@@ -16,7 +16,7 @@ from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_
 from maximus.driver.retry import RetryPolicy
 from maximus.driver.terminal import Recorder, from_wire
 from maximus.engines.postgres import PostgresEngine, PostgresSession
-from maximus.engines.pump import PythonPump
+from maximus.engines.pump import Pump
 from maximus.records import Outcome, Window
 from maximus.workloads.tpcc.server_side import ServerSide
 
@@ -75,6 +75,7 @@ class Scripted:
 
 
 DIALECT = PostgresEngine.dialect
+MakePump = Callable[[PostgresEngine], Pump]
 
 
 class Outbox(list):
@@ -82,26 +83,13 @@ class Outbox(list):
 
 
 @pytest.fixture(scope="module")
-def engine(server_workdir: Path) -> Iterator[PostgresEngine]:
-    engine = PostgresEngine(server_workdir, "multiplexed", {})
-    engine.start()
-    try:
-        engine.provision()
-        session = engine.connect()
-        session.execute(FLAKY)
-        session.close()
+def engine(server_workdir: Path, server_with: Callable) -> Iterator[PostgresEngine]:
+    with server_with(server_workdir, "multiplexed", FLAKY) as engine:
         yield engine
-    finally:
-        engine.stop()
 
 
-@pytest.fixture(params=["python", "libpq"])
-def pump(request: pytest.FixtureRequest) -> str:
-    """Every test runs with the pump in Python and with the engine's own (in C over libpq)."""
-    return request.param
-
-
-def _drive(engine: PostgresEngine, pump: str, seconds: float, stop_after: float | None = None) -> tuple[list, float]:
+def _drive(engine: PostgresEngine, make_pump: MakePump, seconds: float,
+           stop_after: float | None = None) -> tuple[list, float]:
     stop = threading.Event()
     if stop_after is not None:
         threading.Timer(stop_after, stop.set).start()
@@ -114,8 +102,7 @@ def _drive(engine: PostgresEngine, pump: str, seconds: float, stop_after: float 
     terminals = [MultiplexedTerminal(session, engine, retry, index=index, emulator=Scripted(index), recorder=recorder,
                                      counters=[0] * 4, delivery_queue=deferred)
                  for index, session in enumerate(sessions[:2])]
-    run_multiplexed(terminals, deferred, SystemClock(stop), origin + seconds,
-                    PythonPump() if pump == "python" else engine.call_pump())
+    run_multiplexed(terminals, deferred, SystemClock(stop), origin + seconds, make_pump(engine))
     elapsed = time.monotonic() - origin
     recorder.flush(time.monotonic())
     for session in sessions:
@@ -123,8 +110,9 @@ def _drive(engine: PostgresEngine, pump: str, seconds: float, stop_after: float 
     return [from_wire(fields) for message in outbox for fields in message[1]], elapsed
 
 
-def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engine: PostgresEngine, pump: str) -> None:
-    samples, elapsed = _drive(engine, pump, 1.5)
+def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engine: PostgresEngine,
+                                                                          make_pump: MakePump) -> None:
+    samples, elapsed = _drive(engine, make_pump, 1.5)
     # Terminal 1 queues a deferred call per call of its own, as fast as the runner can serve them, so the
     # backlog drained after the end varies with the machine's load: the run ends when it is drained.
     assert max(s.start for s in samples if s.transaction == "flaky") < 1.5
@@ -142,16 +130,16 @@ def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engin
 
 
 def test_every_queued_deferred_transaction_runs_in_the_process_and_is_timed_from_its_queueing(
-        engine: PostgresEngine, pump: str) -> None:
-    samples, _ = _drive(engine, pump, 1.0)
+        engine: PostgresEngine, make_pump: MakePump) -> None:
+    samples, _ = _drive(engine, make_pump, 1.0)
     queued = sorted(s.start for s in samples if s.transaction == "later")
     completed = [s for s in samples if s.transaction == "deferred_later"]
     assert len(queued) > 20 and sorted(s.start for s in completed) == queued
     assert all(s.outcome is Outcome.COMMITTED and s.terminal == 1 and s.latency > 0 for s in completed)
 
 
-def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine, pump: str) -> None:
-    samples, elapsed = _drive(engine, pump, 60.0, stop_after=0.5)
+def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine, make_pump: MakePump) -> None:
+    samples, elapsed = _drive(engine, make_pump, 60.0, stop_after=0.5)
     assert elapsed < 5.0
     assert {s.terminal for s in samples} == {0, 1}
     assert max(s.start for s in samples) < 1.5
@@ -170,7 +158,7 @@ class Always:
         return [(self.transaction, self.transaction.draw(None, None)) for _ in range(size)]
 
 
-def _drive_one(engine: PostgresEngine, pump: str, seconds: float, retry: RetryPolicy, emulator: object,
+def _drive_one(engine: PostgresEngine, make_pump: MakePump, seconds: float, retry: RetryPolicy, emulator: object,
                during: Callable[[PostgresSession], None] | None = None) -> tuple[list, float, float]:
     """One terminal (and the deferred runner): its samples, the run's wall time and the thread's CPU time."""
     origin, outbox = time.monotonic(), Outbox()
@@ -182,8 +170,7 @@ def _drive_one(engine: PostgresEngine, pump: str, seconds: float, retry: RetryPo
     terminal = MultiplexedTerminal(sessions[0], engine, retry, index=0, emulator=emulator, recorder=recorder,
                                    counters=[0] * 2, delivery_queue=deferred)
     cpu = time.thread_time()
-    run_multiplexed([terminal], deferred, SystemClock(), origin + seconds,
-                    PythonPump() if pump == "python" else engine.call_pump())
+    run_multiplexed([terminal], deferred, SystemClock(), origin + seconds, make_pump(engine))
     cpu, elapsed = time.thread_time() - cpu, time.monotonic() - origin
     recorder.flush(time.monotonic())
     for session in sessions:
@@ -191,21 +178,26 @@ def _drive_one(engine: PostgresEngine, pump: str, seconds: float, retry: RetryPo
     return [from_wire(fields) for message in outbox for fields in message[1]], elapsed, cpu
 
 
-def test_a_process_whose_terminals_all_wait_for_a_backoff_sleeps(engine: PostgresEngine, pump: str) -> None:
-    samples, elapsed, cpu = _drive_one(engine, pump, 1.0, RetryPolicy(first_backoff_s=0.2), Always(1))
+def test_a_process_whose_terminals_all_wait_for_a_backoff_sleeps(engine: PostgresEngine,
+                                                                make_pump: MakePump) -> None:
+    samples, elapsed, cpu = _drive_one(engine, make_pump, 1.0, RetryPolicy(first_backoff_s=0.2), Always(1))
     retried = [s for s in samples if s.attempts == 2]  # kind 1 conflicts on every other call: all but the first
     assert len(retried) >= 2 and len(retried) >= len(samples) - 1 and all(s.latency >= 0.2 for s in retried)
     assert cpu < 0.3 * elapsed  # the backoffs are slept through, not polled for
 
 
 def test_a_terminal_whose_connection_is_lost_records_one_failure_and_stops(engine: PostgresEngine,
-                                                                          pump: str) -> None:
+                                                                          make_pump: MakePump) -> None:
     def terminate_soon(session: PostgresSession) -> None:
-        pid = session.fetchone("SELECT pg_backend_pid()")[0]
-        killer = engine.connect()
-        threading.Timer(0.3, lambda: (killer.fetchone("SELECT pg_terminate_backend(?)", (pid,)), killer.close())).start()
+        pid, killer = session.fetchone("SELECT pg_backend_pid()")[0], engine.connect()
 
-    samples, elapsed, _ = _drive_one(engine, pump, 3.0, RetryPolicy(), Always(0), terminate_soon)
+        def terminate() -> None:
+            killer.fetchone("SELECT pg_terminate_backend(?)", (pid,))
+            killer.close()
+
+        threading.Timer(0.3, terminate).start()
+
+    samples, elapsed, _ = _drive_one(engine, make_pump, 3.0, RetryPolicy(), Always(0), terminate_soon)
     failed = [s for s in samples if s.outcome is Outcome.FAILED]
     assert len(failed) == 1 and max(s.start for s in samples) <= failed[0].start
     assert len(samples) > len(failed) and elapsed < 2.0

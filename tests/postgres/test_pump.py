@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from maximus.engines.postgres import LibpqPump, PostgresEngine, PostgresSession
-from maximus.engines.pump import DONE, END, FAILED, MARKER, Pump, PythonPump
+from maximus.engines.pump import DONE, END, FAILED, MARKER, Pump
 
 SETUP = """
 CREATE SEQUENCE IF NOT EXISTS counted;
@@ -25,22 +25,14 @@ COUNT = ("SELECT count_one()", [])
 
 
 @pytest.fixture(scope="module")
-def engine(server_workdir: Path) -> Iterator[PostgresEngine]:
-    engine = PostgresEngine(server_workdir, "pumps", {})
-    engine.start()
-    try:
-        engine.provision()
-        session = engine.connect()
-        session.execute(SETUP)
-        session.close()
+def engine(server_workdir: Path, server_with: Callable) -> Iterator[PostgresEngine]:
+    with server_with(server_workdir, "pumps", SETUP) as engine:
         yield engine
-    finally:
-        engine.stop()
 
 
-@pytest.fixture(params=["python", "libpq"])
-def make_pump(request: pytest.FixtureRequest, engine: PostgresEngine) -> Callable[[], Pump]:
-    return PythonPump if request.param == "python" else engine.call_pump
+@pytest.fixture
+def pump(make_pump: Callable[[PostgresEngine], Pump], engine: PostgresEngine) -> Pump:
+    return make_pump(engine)
 
 
 @pytest.fixture
@@ -67,9 +59,7 @@ def test_the_engine_sends_its_calls_with_the_c_pump_over_psycopgs_libpq(engine: 
         "maximus.engines._libpq_pump was not compiled: pip install -e . needs a C compiler (README, PostgreSQL)"
 
 
-def test_a_slot_runs_its_calls_in_order_and_times_each(make_pump: Callable[[], Pump],
-                                                        sessions: list[PostgresSession]) -> None:
-    pump = make_pump()
+def test_a_slot_runs_its_calls_in_order_and_times_each(pump: Pump, sessions: list[PostgresSession]) -> None:
     slot = pump.add(sessions[0])
     before = _counted(sessions[1])
     began = time.monotonic()
@@ -81,9 +71,7 @@ def test_a_slot_runs_its_calls_in_order_and_times_each(make_pump: Callable[[], P
     assert pump.in_flight() == 0
 
 
-def test_a_marker_stops_the_slot_until_it_is_given_calls_again(make_pump: Callable[[], Pump],
-                                                               sessions: list[PostgresSession]) -> None:
-    pump = make_pump()
+def test_a_marker_stops_the_slot_until_it_is_given_calls_again(pump: Pump, sessions: list[PostgresSession]) -> None:
     slot = pump.add(sessions[0])
     calls, end = [COUNT, None, COUNT], time.monotonic() + 60
     before = _counted(sessions[1])
@@ -97,10 +85,9 @@ def test_a_marker_stops_the_slot_until_it_is_given_calls_again(make_pump: Callab
 @pytest.mark.parametrize("state, kind", [("40001", psycopg.errors.SerializationFailure),
                                          ("22012", psycopg.errors.DivisionByZero),
                                          ("MX001", psycopg.DatabaseError)])
-def test_a_failed_call_stops_the_slot_with_the_error_psycopg_raises(make_pump: Callable[[], Pump],
+def test_a_failed_call_stops_the_slot_with_the_error_psycopg_raises(pump: Pump,
                                                                     sessions: list[PostgresSession], state: str,
                                                                     kind: type) -> None:
-    pump = make_pump()
     slot = pump.add(sessions[0])
     calls = [COUNT, ("SELECT fail_with(?)", [state.encode()]), COUNT]
     before = _counted(sessions[1])
@@ -112,9 +99,7 @@ def test_a_failed_call_stops_the_slot_with_the_error_psycopg_raises(make_pump: C
     assert sessions[0].fetchone("SELECT 1") == (1,)  # the session is usable
 
 
-def test_past_its_end_a_slot_sends_nothing_but_a_retry(make_pump: Callable[[], Pump],
-                                                       sessions: list[PostgresSession]) -> None:
-    pump = make_pump()
+def test_past_its_end_a_slot_sends_nothing_but_a_retry(pump: Pump, sessions: list[PostgresSession]) -> None:
     slot = pump.add(sessions[0])
     before, ended = _counted(sessions[1]), time.monotonic()
     assert [event[1:3] for event in pump.give(slot, [COUNT, COUNT], 0, ended)] == [(END, 0)]
@@ -123,9 +108,8 @@ def test_past_its_end_a_slot_sends_nothing_but_a_retry(make_pump: Callable[[], P
     assert _counted(sessions[1]) == before + 1
 
 
-def test_a_stop_lets_the_calls_in_flight_finish_and_sends_no_other(make_pump: Callable[[], Pump],
+def test_a_stop_lets_the_calls_in_flight_finish_and_sends_no_other(pump: Pump,
                                                                    sessions: list[PostgresSession]) -> None:
-    pump = make_pump()
     slot = pump.add(sessions[0])
     before = _counted(sessions[1])
     assert pump.give(slot, [("SELECT pg_sleep(0.2)", []), COUNT], 0, time.monotonic() + 60) == []
@@ -135,8 +119,7 @@ def test_a_stop_lets_the_calls_in_flight_finish_and_sends_no_other(make_pump: Ca
     assert _counted(sessions[1]) == before
 
 
-def test_a_slow_call_holds_up_no_other_slot(make_pump: Callable[[], Pump], sessions: list[PostgresSession]) -> None:
-    pump = make_pump()
+def test_a_slow_call_holds_up_no_other_slot(pump: Pump, sessions: list[PostgresSession]) -> None:
     slow, quick = pump.add(sessions[0]), pump.add(sessions[1])
     end = time.monotonic() + 60
     assert pump.give(slow, [("SELECT pg_sleep(0.5)", [])], 0, end) == []
@@ -148,9 +131,7 @@ def test_a_slow_call_holds_up_no_other_slot(make_pump: Callable[[], Pump], sessi
     assert [event[:3] for event in _until_event(pump, [])] == [(slow, DONE, 1)]
 
 
-def test_a_statement_that_cannot_be_prepared_fails_its_call(make_pump: Callable[[], Pump],
-                                                            sessions: list[PostgresSession]) -> None:
-    pump = make_pump()
+def test_a_statement_that_cannot_be_prepared_fails_its_call(pump: Pump, sessions: list[PostgresSession]) -> None:
     slot = pump.add(sessions[0])
     events = _until_event(pump, pump.give(slot, [("SELECT no_such_function()", [])], 0, time.monotonic() + 60))
     [(_, event, index, times, error)] = events
@@ -158,9 +139,8 @@ def test_a_statement_that_cannot_be_prepared_fails_its_call(make_pump: Callable[
     assert type(error) is psycopg.errors.UndefinedFunction
 
 
-def test_a_lost_connection_fails_the_call_in_flight(make_pump: Callable[[], Pump], sessions: list[PostgresSession],
+def test_a_lost_connection_fails_the_call_in_flight(pump: Pump, sessions: list[PostgresSession],
                                                     engine: PostgresEngine) -> None:
-    pump = make_pump()
     slot = pump.add(sessions[0])
     pid = sessions[0].fetchone("SELECT pg_backend_pid()")[0]
     assert pump.give(slot, [("SELECT pg_sleep(5)", [])], 0, time.monotonic() + 60) == []
@@ -172,9 +152,7 @@ def test_a_lost_connection_fails_the_call_in_flight(make_pump: Callable[[], Pump
     assert isinstance(error, psycopg.OperationalError)
 
 
-def test_a_call_the_session_could_not_send_fails_alone(make_pump: Callable[[], Pump],
-                                                       sessions: list[PostgresSession]) -> None:
-    pump = make_pump()
+def test_a_call_the_session_could_not_send_fails_alone(pump: Pump, sessions: list[PostgresSession]) -> None:
     slot = pump.add(sessions[0])
     before = _counted(sessions[1])
     events = _until_event(pump, pump.give(slot, [COUNT, ("SELECT ?::int", [1]), COUNT], 0, time.monotonic() + 60))
