@@ -190,6 +190,9 @@ def _maximus_run(options: argparse.Namespace, workdir: Path, clients: int) -> di
     report = api.analyse_run(store, outcome.run_id)
     store.close()
     figures, groups = report.figures, report.monitoring.figures.groups
+    if not figures.tpm:  # nothing to compare: say why instead of dividing by zero
+        raise SystemExit(f"Maximus's run {outcome.run_id} ({outcome.status}) completed no transaction in its "
+                         f"measured window: {'; '.join(outcome.result.errors) or 'no error reported'}")
     per_transaction_s = 60 / figures.tpm
     client_cpus = groups["client"].cpus + (groups["driver"].cpus if "driver" in groups else 0.0)
     return {"no_per_min": figures.tpmc, "tps": figures.tpm / 60, "client_ms": 1000 * client_cpus * per_transaction_s,
