@@ -10,8 +10,8 @@ pgbench's threads do; a result that arrives while another is handled is picked u
 The calls are sent by the engine's pump (engines/pump.py): each terminal hands it a batch of calls, and
 the pump sends the terminal's next call as soon as the previous one's result is in. This module's code
 runs only when a batch is used up, a deferred transaction comes up in one, a call fails, or the run ends.
-For PostgreSQL the pump is a C loop over libpq: the Python loop it replaced cost about 50 µs of client CPU
-per transaction, as much as the draws, the recording and the kernel together (README, PostgreSQL).
+For PostgreSQL the pump is a C loop over libpq: of the 69 µs of client CPU a transaction cost with the
+Python loop it replaced, the loop took 49 (its system calls included), the draws 14, the recording 6.
 
 Only for what allows it: terminals without keying and think times, single-statement transactions
 (server-side mode), and an engine whose sessions split a call in two (``Capabilities.split_calls``).
