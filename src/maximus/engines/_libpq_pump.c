@@ -122,6 +122,13 @@ static const char *statement_name(Slot *slot, PyObject *sql) {
     return PyBytes_AS_STRING(name);
 }
 
+/* The slot's call at `index`, started at `started`, failed with `error`: its times, then FAILED. */
+static int fail_call(PyObject *events, Py_ssize_t slot_index, Slot *slot, Py_ssize_t index, double started,
+                     PyObject *error) {
+    if (append_time(slot->times, started) || append_time(slot->times, monotonic_now())) return -1;
+    return emit(events, slot_index, slot, EV_FAILED, index, error);
+}
+
 /* The Python exception being raised fails the slot's call at `index` (FAILED), as the session's own
  * send would: 0, or -1 to let it propagate when it is not an Exception (KeyboardInterrupt, SystemExit). */
 static int fail_with_exception(PyObject *events, Py_ssize_t slot_index, Slot *slot, Py_ssize_t index,
@@ -136,11 +143,8 @@ static int fail_with_exception(PyObject *events, Py_ssize_t slot_index, Slot *sl
     PyErr_NormalizeException(&type, &value, &traceback);
     Py_XDECREF(type);
     Py_XDECREF(traceback);
-    if (value == NULL || append_time(slot->times, started) || append_time(slot->times, monotonic_now())) {
-        Py_XDECREF(value);
-        return -1;
-    }
-    int failed = emit(events, slot_index, slot, EV_FAILED, index, value);
+    if (value == NULL) return -1;
+    int failed = fail_call(events, slot_index, slot, index, started, value);
     Py_DECREF(value);
     return failed;
 }
@@ -203,11 +207,8 @@ static int send_next(Pump *pump, Py_ssize_t slot_index, PyObject *events, int re
     Py_DECREF(call);
     if (!sent || flush_all(pump, slot) < 0) {
         PyObject *error = connection_error(pump, slot);
-        if (error == NULL || append_time(slot->times, now) || append_time(slot->times, monotonic_now())) {
-            Py_XDECREF(error);
-            return -1;
-        }
-        int failed = emit(events, slot_index, slot, EV_FAILED, index, error);
+        if (error == NULL) return -1;
+        int failed = fail_call(events, slot_index, slot, index, now, error);
         Py_DECREF(error);
         return failed;
     }
