@@ -95,6 +95,9 @@ def test_a_failed_call_stops_the_slot_with_the_error_psycopg_raises(pump: Pump,
     [(_, event, index, times, error)] = events
     assert (event, index, len(times)) == (FAILED, 1, 4)  # the call before it, then the failed one
     assert type(error) is kind and error.sqlstate == state and "failed on purpose" in str(error)
+    with pytest.raises(kind) as raised:  # the message the session's own call gives, word for word
+        sessions[1].call("SELECT fail_with(?)", [state.encode()])
+    assert str(error) == str(raised.value)
     assert _counted(sessions[1]) == before + 1  # the call after it was not sent
     assert sessions[0].fetchone("SELECT 1") == (1,)  # the session is usable
 

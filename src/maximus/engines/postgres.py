@@ -336,8 +336,9 @@ def libpq_error(sqlstate: bytes | None, message: bytes, encoding: str) -> Except
     message; without a SQLSTATE, the connection failed."""
     from psycopg import errors
     from psycopg.pq import DiagnosticField
+    from psycopg.pq.misc import strip_severity
 
-    text = _PQ_SEVERITY.sub("", message.decode(encoding, "replace")).strip()
+    text = strip_severity(message.decode(encoding, "replace"))
     if sqlstate is None:
         return errors.OperationalError(text or "the connection to the server was lost")
     state = sqlstate.decode()
@@ -348,7 +349,6 @@ def libpq_error(sqlstate: bytes | None, message: bytes, encoding: str) -> Except
     return kind(text, info={DiagnosticField.SQLSTATE: sqlstate})
 
 
-_PQ_SEVERITY = re.compile(r"^(ERROR|FATAL|PANIC|WARNING|NOTICE|DEBUG|INFO|LOG):\s+")  # as psycopg strips it
 _SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes, the last a NUL
 
 
