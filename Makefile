@@ -5,8 +5,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench clean
 
-# The C extension is compiled by pip install: a change to its source installs again.
-$(STAMP): pyproject.toml setup.py src/maximus/engines/_libpq_pump.c
+# The C extensions are compiled by pip install: a change to their source installs again.
+$(STAMP): pyproject.toml setup.py src/maximus/engines/_libpq_pump.c src/maximus/workloads/tpcc/_draws.c
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[test]'

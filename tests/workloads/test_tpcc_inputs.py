@@ -16,7 +16,8 @@ import pytest
 
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.workloads.tpcc import home_of
-from maximus.workloads.tpcc.constants import ITEMS, UNUSED_ITEM_ID, VALIDITY_BANDS
+from maximus.workloads.tpcc import new_order
+from maximus.workloads.tpcc.constants import ITEMS, REMOTE_SUPPLY_PERCENT, UNUSED_ITEM_ID, VALIDITY_BANDS
 from maximus.workloads.tpcc.delivery import Delivery
 from maximus.workloads.tpcc.emulator import TerminalEmulator, TpccRunSettings
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput
@@ -325,7 +326,15 @@ def test_emulator_is_repeatable_per_seed_and_terminal() -> None:
     assert names_and_inputs(1, 3) != names_and_inputs(1, 4)
 
 
-def test_a_seed_draws_the_inputs_it_drew_before_the_draws_were_made_faster() -> None:
+@pytest.fixture(params=["c", "python"])
+def order_lines_in(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test that takes it runs with a New-Order's lines drawn in C (``_draws``) and in Python."""
+    if request.param == "python":
+        monkeypatch.setattr(new_order, "_c_order_lines", None)
+    return request.param
+
+
+def test_a_seed_draws_the_inputs_it_drew_before_the_draws_were_made_faster(order_lines_in: str) -> None:
     """Runs compared months apart must get the same inputs from the same seed: the digest of a terminal's
     first 2,000 calls (name and parameters), as the code before the column-wise New-Order draw gave it."""
     emulator = TerminalEmulator(TpccRunSettings(4, 1, CONSTANTS), 3, DIALECT)
@@ -334,6 +343,31 @@ def test_a_seed_draws_the_inputs_it_drew_before_the_draws_were_made_faster() -> 
         params = [list(p) if isinstance(p, (list, tuple)) else p for p in transaction.call(inputs)[1]]
         digest.update(repr((transaction.name, params)).encode())
     assert digest.hexdigest() == "c4bc6d73e7aa443d2971576de5699de3150fc59df1e0428183c2672cb3a3e795"
+
+
+def test_the_order_lines_drawn_in_c_are_the_python_loops_and_leave_the_stream_where_it_leaves_it() -> None:
+    """Every combination the loop branches on: one warehouse (no remote draw) or several, a home first,
+    in the middle or last (the other warehouse skips it), a rollback or not, 5..15 lines."""
+    assert new_order._c_order_lines is not None, \
+        "maximus.workloads.tpcc._draws was not compiled: pip install -e . needs a C compiler (README, PostgreSQL)"
+    for warehouses, w_id in ((1, 1), (2, 1), (2, 2), (3, 2), (10, 4), (10, 10)):
+        home = Home(w_id=w_id, d_id=1, warehouses=warehouses)
+        in_c, in_python = _rng(f"lines/{warehouses}/{w_id}"), _rng(f"lines/{warehouses}/{w_id}")
+        remote = 0
+        for n in range(3000):
+            count, rollback = 5 + n % 11, n % 7 == 0
+            drawn = new_order._c_order_lines(in_c.random, count, rollback, in_c.item_id_spans, w_id, warehouses,
+                                             REMOTE_SUPPLY_PERCENT, UNUSED_ITEM_ID, new_order.QUANTITY_SPANS)
+            assert drawn == new_order.order_lines(in_python, count, rollback, home)
+            remote += count - drawn[1].count(w_id)
+        assert in_c.random() == in_python.random()
+        assert (remote > 0) == (warehouses > 1)  # the remote branch ran
+
+
+def test_the_order_lines_drawn_in_c_refuse_an_empty_range() -> None:
+    rng = _rng("lines/empty")
+    with pytest.raises(ValueError, match="span"):
+        new_order._c_order_lines(rng.random, 10, False, rng.item_id_spans, 1, 1, 1, UNUSED_ITEM_ID, (1, 0))
 
 
 def test_emulator_keying_and_think_times() -> None:

@@ -448,8 +448,101 @@ static PyTypeObject PumpType = {
     .tp_methods = Pump_methods,
 };
 
+/* -- parameters in PostgreSQL's text input form: postgres.py's _text_parameters, which is the reference -- */
+
+typedef struct {
+    char *data;
+    Py_ssize_t size, capacity;
+    char inline_space[512];
+} Text;
+
+static int text_add(Text *text, const char *bytes, Py_ssize_t size) {
+    if (text->size + size > text->capacity) {
+        Py_ssize_t capacity = 2 * (text->size + size);
+        char *grown = text->data == text->inline_space ? PyMem_Malloc(capacity) : PyMem_Realloc(text->data, capacity);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (text->data == text->inline_space) memcpy(grown, text->inline_space, text->size);
+        text->data = grown;
+        text->capacity = capacity;
+    }
+    memcpy(text->data + text->size, bytes, size);
+    text->size += size;
+    return 0;
+}
+
+/* str(value), as UTF-8; an int (not a bool) written out directly, as str() writes it. */
+static int text_add_str(Text *text, PyObject *value) {
+    if (PyLong_CheckExact(value)) {
+        int overflow;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred()) return -1;
+        if (!overflow) {  /* the digits backwards from the end of the buffer: snprintf costs twice as much */
+            char digits[24], *first = digits + sizeof digits;
+            unsigned long long magnitude = number < 0 ? 0ULL - (unsigned long long)number : (unsigned long long)number;
+            do *--first = (char)('0' + magnitude % 10); while ((magnitude /= 10) != 0);
+            if (number < 0) *--first = '-';
+            return text_add(text, first, digits + sizeof digits - first);
+        }
+    }
+    PyObject *str = PyObject_Str(value);
+    if (str == NULL) return -1;
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(str, &size);
+    int failed = utf8 == NULL ? -1 : text_add(text, utf8, size);
+    Py_DECREF(str);
+    return failed;
+}
+
+/* An array literal, "{1,2,3}", from a list or tuple: each element as str() writes it. */
+static int text_add_array(Text *text, PyObject *values) {
+    if (text_add(text, "{", 1) < 0) return -1;
+    /* The size is read again each time, and the element held: str() of an element may run Python code. */
+    for (Py_ssize_t n = 0; n < PySequence_Fast_GET_SIZE(values); n++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(values, n);
+        Py_INCREF(item);
+        int failed = (n > 0 && text_add(text, ",", 1) < 0) || text_add_str(text, item) < 0;
+        Py_DECREF(item);
+        if (failed) return -1;
+    }
+    return text_add(text, "}", 1);
+}
+
+static PyObject *text_parameter(PyObject *value) {
+    if (value == Py_None) Py_RETURN_NONE;
+    Text text = {.data = text.inline_space, .size = 0, .capacity = sizeof text.inline_space};
+    int failed = PyTuple_CheckExact(value) || PyList_CheckExact(value) ? text_add_array(&text, value)
+                                                                         : text_add_str(&text, value);
+    PyObject *bytes = failed ? NULL : PyBytes_FromStringAndSize(text.data, text.size);
+    if (text.data != text.inline_space) PyMem_Free(text.data);
+    return bytes;
+}
+
+static PyObject *text_parameters(PyObject *self, PyObject *params) {
+    (void)self;
+    PyObject *sequence = PySequence_Fast(params, "text_parameters: the parameters must be a sequence");
+    if (sequence == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    PyObject *texts = PyList_New(count);
+    for (Py_ssize_t n = 0; texts != NULL && n < count; n++) {
+        PyObject *text = text_parameter(PySequence_Fast_GET_ITEM(sequence, n));
+        if (text == NULL) Py_CLEAR(texts);
+        else PyList_SET_ITEM(texts, n, text);
+    }
+    Py_DECREF(sequence);
+    return texts;
+}
+
+static PyMethodDef module_methods[] = {
+    {"text_parameters", text_parameters, METH_O,
+     "text_parameters(params) -> list of bytes or None: each parameter in PostgreSQL's text input form"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_libpq_pump", "Calls in flight on several libpq connections.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_libpq_pump", "Calls in flight on several libpq connections.", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__libpq_pump(void) {

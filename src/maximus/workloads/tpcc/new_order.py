@@ -13,6 +13,11 @@ from maximus.workloads.tpcc.random import TpccRandom
 from maximus.records import RollbackByRule
 from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, now_text
 
+try:
+    from maximus.workloads.tpcc._draws import order_lines as _c_order_lines
+except ImportError:  # built without a C compiler: the same draws in Python
+    _c_order_lines = None
+
 
 class OrderLine(NamedTuple):  # one line of an order, as the client-side New-Order walks them
     i_id: int
@@ -50,6 +55,27 @@ class NewOrderInput(NamedTuple):
         return self.remote_lines == 0
 
 
+QUANTITY_RANGE = (1, 10)  # 2.4.1.5: OL_QUANTITY
+QUANTITY_SPANS = (QUANTITY_RANGE[0], QUANTITY_RANGE[1] - QUANTITY_RANGE[0] + 1)  # as _draws.order_lines takes it
+
+
+def order_lines(rng: TpccRandom, count: int, rollback: bool, home: Home) -> tuple[list[int], list[int], list[int]]:
+    """A New-Order's lines as three columns: per line its item (NURand; on a rollback the last line's is
+    unused, 2.4.1.5), its supply warehouse (1 % remote when there are others) and its quantity.
+
+    The reference for ``_draws.order_lines``, the same loop in C, which draws the same numbers from the
+    same stream and is used when compiled: a terminal draws about 1,000 lines a second."""
+    item_id, percent, quantity = rng.item_id, rng.percent, rng.uniform_of(*QUANTITY_RANGE)
+    w_id, warehouses, last = home.w_id, home.warehouses, count - 1
+    items, supplies, quantities = [], [], []
+    for n in range(count):
+        items.append(UNUSED_ITEM_ID if rollback and n == last else item_id())
+        remote = warehouses > 1 and percent() <= REMOTE_SUPPLY_PERCENT
+        supplies.append(rng.other_warehouse(w_id, warehouses) if remote else w_id)
+        quantities.append(quantity())
+    return items, supplies, quantities
+
+
 class NewOrder:
     name = "new_order"
     read_only = False
@@ -67,15 +93,13 @@ class NewOrder:
         """2.4.1: district uniform, customer NURand, 5..15 lines, 1 % remote supply, 1 % rollback."""
         count = rng.uniform(MIN_ORDER_LINES, MAX_ORDER_LINES)
         rollback = rng.percent() <= ROLLBACK_PERCENT
-        item_id, percent, quantity = rng.item_id, rng.percent, rng.uniform_of(1, 10)
-        w_id, warehouses, last = home.w_id, home.warehouses, count - 1
-        items, supplies, quantities = [], [], []
-        for n in range(count):  # one loop, no call per line: a terminal draws about 1,000 lines a second
-            items.append(UNUSED_ITEM_ID if rollback and n == last else item_id())  # 2.4.1.5: an unused last item
-            remote = warehouses > 1 and percent() <= REMOTE_SUPPLY_PERCENT
-            supplies.append(rng.other_warehouse(w_id, warehouses) if remote else w_id)
-            quantities.append(quantity())
-        return NewOrderInput(w_id, rng.uniform(1, DISTRICTS_PER_WAREHOUSE), rng.customer_id(), items, supplies,
+        if _c_order_lines is None:
+            items, supplies, quantities = order_lines(rng, count, rollback, home)
+        else:
+            items, supplies, quantities = _c_order_lines(
+                rng.random, count, rollback, rng.item_id_spans, home.w_id, home.warehouses, REMOTE_SUPPLY_PERCENT,
+                UNUSED_ITEM_ID, QUANTITY_SPANS)
+        return NewOrderInput(home.w_id, rng.uniform(1, DISTRICTS_PER_WAREHOUSE), rng.customer_id(), items, supplies,
                              quantities)
 
     def call(self, inputs: NewOrderInput) -> tuple[str, tuple]:

@@ -58,6 +58,9 @@ class TpccRandom:
         # New-Order draws an item id for each of its 5..15 lines.
         self.customer_id = self._nurand_of(A_C_ID, *C_ID_RANGE, constants.c_id)
         self.item_id = self._nurand_of(A_OL_I_ID, *OL_I_ID_RANGE, constants.ol_i_id)
+        # The same draw as numbers, for the order lines drawn in C (new_order.py): (A + 1, x, y - x + 1, C).
+        self.item_id_spans = (A_OL_I_ID + 1, OL_I_ID_RANGE[0], OL_I_ID_RANGE[1] - OL_I_ID_RANGE[0] + 1,
+                              constants.ol_i_id)
         self._last_name_number = self._nurand_of(A_C_LAST, *C_LAST_RANGE, constants.c_last)
         # A uniform draw in 1..100, for the spec's "x percent of the time" rules.
         self.percent = self.uniform_of(1, 100)
