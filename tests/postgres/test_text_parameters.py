@@ -20,6 +20,8 @@ VALUES = [
     ([], (), [None, "a", 1.5, True, 2**80, -2**63, 0, -10], (1, 2), [[1, [2, 3]]], ["é€", "x"]),
     ("é€ ünï",),
     [7, [8, 9]],  # a list of parameters, not only a tuple
+    ("x" * 6000, list(range(-2500, 2500)), ["é€"] * 700),  # past the C buffer's first 512 bytes
+    tuple(range(1000)),
 ]
 
 
@@ -40,6 +42,26 @@ def test_the_c_conversion_raises_what_the_python_one_raises() -> None:
             postgres._c_text_parameters(params)
     with pytest.raises(UnicodeEncodeError):
         postgres._c_text_parameters(("\udc80",))  # a lone surrogate: str.encode() refuses it too
+
+
+def test_the_c_conversion_holds_the_parameters_while_str_runs_python_code() -> None:
+    """An element's str() may change the list it came in: the C conversion must neither crash nor read
+    freed memory. It converts the parameters as they were when it was called."""
+    class Clearing:
+        def __init__(self, victim: list) -> None:
+            self.victim = victim
+
+        def __str__(self) -> str:
+            self.victim.clear()
+            _ = [["reused"] * 5 for _ in range(50)]  # would take the freed lists' memory
+            return "x"
+
+    params: list = [None, [1, 2], 3]
+    params[0] = Clearing(params)
+    assert postgres._c_text_parameters(params) == [b"x", b"{1,2}", b"3"]
+    inner: list = [None, 1, 2]
+    inner[0] = Clearing(inner)
+    assert postgres._c_text_parameters(([7], inner)) == [b"{7}", b"{x}"]
 
 
 def test_the_engine_converts_with_the_compiled_function() -> None:

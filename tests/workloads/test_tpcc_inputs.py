@@ -364,10 +364,21 @@ def test_the_order_lines_drawn_in_c_are_the_python_loops_and_leave_the_stream_wh
         assert (remote > 0) == (warehouses > 1)  # the remote branch ran
 
 
-def test_the_order_lines_drawn_in_c_refuse_an_empty_range() -> None:
-    rng = _rng("lines/empty")
+def test_the_order_lines_drawn_in_c_refuse_numbers_outside_tpccs() -> None:
+    """Bounded, the C arithmetic cannot overflow and its remainders are Python's; an empty range, a
+    negative or huge number, or a random() outside [0, 1) is refused instead of drawn differently."""
+    rng = _rng("lines/refused")
+    draw = new_order._c_order_lines
     with pytest.raises(ValueError, match="span"):
-        new_order._c_order_lines(rng.random, 10, False, rng.item_id_spans, 1, 1, 1, UNUSED_ITEM_ID, (1, 0))
+        draw(rng.random, 10, False, rng.item_id_spans, 1, 1, 1, UNUSED_ITEM_ID, (1, 0))
+    for spans in ((8192, -1, 100000, 5), (8192, 1, 100000, 2**31), (8192, 1, 100000, -5)):
+        with pytest.raises(ValueError, match="0..2"):
+            draw(rng.random, 10, False, spans, 1, 1, 1, UNUSED_ITEM_ID, (1, 10))
+    for value in (1.0, -0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="random"):
+            draw(lambda: value, 10, False, rng.item_id_spans, 1, 1, 1, UNUSED_ITEM_ID, (1, 10))
+    with pytest.raises(TypeError):
+        draw(lambda: "0.5", 10, False, rng.item_id_spans, 1, 1, 1, UNUSED_ITEM_ID, (1, 10))
 
 
 def test_emulator_keying_and_think_times() -> None:

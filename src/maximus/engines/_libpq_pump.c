@@ -522,12 +522,14 @@ static PyObject *text_parameter(PyObject *value) {
 
 static PyObject *text_parameters(PyObject *self, PyObject *params) {
     (void)self;
-    PyObject *sequence = PySequence_Fast(params, "text_parameters: the parameters must be a sequence");
+    /* A tuple holds every parameter while str() runs, whatever it does to a list it was given (a tuple
+     * is returned as it is, so the calls' own parameters cost nothing here). */
+    PyObject *sequence = PySequence_Tuple(params);
     if (sequence == NULL) return NULL;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    Py_ssize_t count = PyTuple_GET_SIZE(sequence);
     PyObject *texts = PyList_New(count);
     for (Py_ssize_t n = 0; texts != NULL && n < count; n++) {
-        PyObject *text = text_parameter(PySequence_Fast_GET_ITEM(sequence, n));
+        PyObject *text = text_parameter(PyTuple_GET_ITEM(sequence, n));
         if (text == NULL) Py_CLEAR(texts);
         else PyList_SET_ITEM(texts, n, text);
     }

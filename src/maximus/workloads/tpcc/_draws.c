@@ -8,14 +8,20 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 
 /* int(random() * span) in Python: the product in double precision, truncated toward zero. */
 static int draw_below(PyObject *random, long span, long *out) {
     PyObject *value = PyObject_CallNoArgs(random);
     if (value == NULL) return -1;
     double r = PyFloat_AsDouble(value);
+    if (!(r >= 0.0 && r < 1.0)) {  /* random.Random's always is; anything else might not convert to a long */
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "order_lines: random() returned %R, not a number in [0, 1)", value);
+        Py_DECREF(value);
+        return -1;
+    }
     Py_DECREF(value);
-    if (r == -1.0 && PyErr_Occurred()) return -1;
     *out = (long)(r * (double)span);
     return 0;
 }
@@ -63,7 +69,16 @@ static PyObject *order_lines(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Olp(llll)llll(ll)", &random, &count, &rollback, &item[0], &item[1], &item[2],
                           &item[3], &w_id, &warehouses, &remote_percent, &unused_item, &quantity[0], &quantity[1]))
         return NULL;
-    if (item[0] <= 0 || item[2] <= 0 || quantity[1] <= 0) {
+    /* TPC-C's numbers are small: bounded, they cannot overflow a long in the arithmetic below, and the
+     * remainder of non-negative numbers is the same in C as in Python. */
+    long bounded[] = {item[0], item[1], item[2], item[3], w_id, warehouses, remote_percent, unused_item, quantity[0],
+                      quantity[1]};
+    for (size_t n = 0; n < sizeof bounded / sizeof bounded[0]; n++)
+        if (bounded[n] < 0 || bounded[n] > INT_MAX) {
+            PyErr_SetString(PyExc_ValueError, "order_lines: every number must be in 0..2**31-1");
+            return NULL;
+        }
+    if (item[0] == 0 || item[2] == 0 || quantity[1] == 0) {
         PyErr_SetString(PyExc_ValueError, "order_lines: every span must be positive");
         return NULL;
     }
