@@ -156,7 +156,7 @@ def _runs(options: argparse.Namespace, workdir: Path) -> None:
     print(f"  Maximus's terminals send their calls with {type(pump).__name__} "
           f"({'in C over libpq' if type(pump).__name__ == 'LibpqPump' else 'in Python: the C extension is not built'})")
     print(f"  {'client':<9}{'clients':>8}{'pair':>5}{'NO/min':>10}{'TPS':>9}{'client CPU s/1,000 txn':>24}"
-          f"{'server CPU s/1,000 txn':>24}")
+          f"{'server CPU s/1,000 txn':>24}{'switches/txn':>14}")
     for clients in options.client_counts:
         ratios, maximus_rates = [], []
         for pair in range(options.pairs):
@@ -165,7 +165,7 @@ def _runs(options: argparse.Namespace, workdir: Path) -> None:
             maximus, pgbench = figures["_maximus_run"], figures["_pgbench_run"]
             for name, row in (("Maximus", maximus), ("pgbench", pgbench)):
                 print(f"  {name:<9}{clients:>8}{pair + 1:>5}{row['no_per_min']:>10,.0f}{row['tps']:>9,.0f}"
-                      f"{row['client_ms']:>24.3f}{row['server_ms']:>24.3f}")
+                      f"{row['client_ms']:>24.3f}{row['server_ms']:>24.3f}{row['switches']:>14.2f}")
             ratios.append(maximus["no_per_min"] / pgbench["no_per_min"])
             maximus_rates.append(maximus["no_per_min"])
         print(f"  ratio Maximus / pgbench New-Orders/min at {clients} clients: median {statistics.median(ratios):.2f} "
@@ -195,8 +195,18 @@ def _maximus_run(options: argparse.Namespace, workdir: Path, clients: int) -> di
                          f"measured window: {'; '.join(outcome.result.errors) or 'no error reported'}")
     per_transaction_s = 60 / figures.tpm
     client_cpus = groups["client"].cpus + (groups["driver"].cpus if "driver" in groups else 0.0)
+    switches_per_s = report.monitoring.figures.context_switches_per_s or float("nan")
     return {"no_per_min": figures.tpmc, "tps": figures.tpm / 60, "client_ms": 1000 * client_cpus * per_transaction_s,
-            "server_ms": 1000 * groups["server"].cpus * per_transaction_s}
+            "server_ms": 1000 * groups["server"].cpus * per_transaction_s,
+            "switches": switches_per_s * per_transaction_s}
+
+
+def _context_switches() -> int:
+    """The machine's context switches since boot, as the monitor reads them for Maximus (/proc/stat)."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("ctxt "):
+            return int(line.split()[1])
+    raise SystemExit("/proc/stat has no ctxt line")
 
 
 def _is_client_backend(pid: int) -> bool:
@@ -232,15 +242,16 @@ def _pgbench_run(options: argparse.Namespace, workdir: Path, clients: int) -> di
             _pgbench(engine, scripts, clients, options.warmup)
         server = ServerProcesses(postmaster_pid(engine.data_dir / "postmaster.pid"), with_io=False)
         server_before = _server_cpu(server)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before, switches_before = resource.getrusage(resource.RUSAGE_CHILDREN), _context_switches()
         output = _pgbench(engine, scripts, clients, options.duration)
         client_s = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN), before)
+        switches = _context_switches() - switches_before
         server_s = _server_cpu(server) - server_before
     tps = float(re.search(r"tps = ([\d.]+)", output).group(1))
     per_script = [float(t) for t in re.findall(r"\d+ transactions \([\d.]+% of total, tps = ([\d.]+)\)", output)]
     transactions = int(re.search(r"number of transactions actually processed: (\d+)", output).group(1))
     return {"no_per_min": per_script[0] * 60, "tps": tps, "client_ms": 1000 * client_s / transactions,
-            "server_ms": 1000 * server_s / transactions}
+            "server_ms": 1000 * server_s / transactions, "switches": switches / transactions}
 
 
 def _pgbench(engine, scripts: dict[str, Path], clients: int, seconds: float) -> str:
