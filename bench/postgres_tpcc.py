@@ -30,6 +30,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from maximus import api
 from maximus.engines import _process
+from maximus.samplers.os_linux import stat_readings
 from maximus.samplers.postgres import ServerProcesses, children_of, postmaster_pid
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.constants import DECK
@@ -202,11 +203,8 @@ def _maximus_run(options: argparse.Namespace, workdir: Path, clients: int) -> di
 
 
 def _context_switches() -> int:
-    """The machine's context switches since boot, as the monitor reads them for Maximus (/proc/stat)."""
-    for line in Path("/proc/stat").read_text().splitlines():
-        if line.startswith("ctxt "):
-            return int(line.split()[1])
-    raise SystemExit("/proc/stat has no ctxt line")
+    """The machine's context switches since boot, read by the monitor's own parser of /proc/stat."""
+    return next(r.value for r in stat_readings(Path("/proc/stat").read_text()) if r.name == "context_switches_total")
 
 
 def _is_client_backend(pid: int) -> bool:
