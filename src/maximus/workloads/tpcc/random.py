@@ -26,6 +26,12 @@ def valid_c_delta(c_load: int, c_run: int) -> bool:
     return C_DELTA_RANGE[0] <= delta <= C_DELTA_RANGE[1] and delta not in C_DELTA_FORBIDDEN
 
 
+def nurand_spans(a: int, x: int, y: int, c: int) -> tuple[int, int, int, int]:
+    """NURand(A, x, y) with its C as a draw uses them: (A + 1, x, y - x + 1, C), the spans of its two
+    uniform draws, the low end and the constant."""
+    return a + 1, x, y - x + 1, c
+
+
 @dataclass(frozen=True)
 class NURandConstants:
     """The C of NURand (2.1.6) per field; one set for all terminals of a run."""
@@ -58,9 +64,8 @@ class TpccRandom:
         # New-Order draws an item id for each of its 5..15 lines.
         self.customer_id = self._nurand_of(A_C_ID, *C_ID_RANGE, constants.c_id)
         self.item_id = self._nurand_of(A_OL_I_ID, *OL_I_ID_RANGE, constants.ol_i_id)
-        # The same draw as numbers, for the order lines drawn in C (new_order.py): (A + 1, x, y - x + 1, C).
-        self.item_id_spans = (A_OL_I_ID + 1, OL_I_ID_RANGE[0], OL_I_ID_RANGE[1] - OL_I_ID_RANGE[0] + 1,
-                              constants.ol_i_id)
+        # The same draw's numbers, for the order lines drawn in C (new_order.py).
+        self.item_id_spans = nurand_spans(A_OL_I_ID, *OL_I_ID_RANGE, constants.ol_i_id)
         self._last_name_number = self._nurand_of(A_C_LAST, *C_LAST_RANGE, constants.c_last)
         # A uniform draw in 1..100, for the spec's "x percent of the time" rules.
         self.percent = self.uniform_of(1, 100)
@@ -88,7 +93,8 @@ class TpccRandom:
         return (((self.uniform(0, a) | self.uniform(x, y)) + c) % (y - x + 1)) + x
 
     def _nurand_of(self, a: int, x: int, y: int, c: int) -> Callable[[], int]:
-        random, a_span, span = self.random, a + 1, y - x + 1
+        random = self.random
+        a_span, x, span, c = nurand_spans(a, x, y, c)
 
         def draw() -> int:  # nurand(a, x, y, c), with uniform() written out
             return (((int(random() * a_span) | (x + int(random() * span))) + c) % span) + x
