@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -57,7 +58,7 @@ class Flaky:
         return "SELECT flaky(?, ?)", (self.terminal, kind)
 
     def facts(self, kind: int) -> dict[str, int]:
-        return {}
+        return {"calls": 1, "kind": kind}
 
 
 class Scripted:
@@ -90,6 +91,13 @@ def engine(server_workdir: Path, server_with: Callable) -> Iterator[PostgresEngi
 
 def _drive(engine: PostgresEngine, make_pump: MakePump, seconds: float,
            stop_after: float | None = None) -> tuple[list, float]:
+    samples, elapsed, _, _ = _drive_counted(engine, make_pump, seconds, stop_after)
+    return samples, elapsed
+
+
+def _drive_counted(engine: PostgresEngine, make_pump: MakePump, seconds: float,
+                   stop_after: float | None = None) -> tuple[list, float, Counter, list[int]]:
+    """``_drive``, with the facts the recorder sent and the terminals' live counters."""
     stop = threading.Event()
     if stop_after is not None:
         threading.Timer(stop_after, stop.set).start()
@@ -99,15 +107,17 @@ def _drive(engine: PostgresEngine, make_pump: MakePump, seconds: float,
     retry = RetryPolicy(first_backoff_s=0.05)
     later = Scripted(1).transactions[1]
     deferred = DeferredRunner(sessions[2], engine, retry, transactions={later.name: later}, recorder=recorder)
+    counters = [0] * 4
     terminals = [MultiplexedTerminal(session, engine, retry, index=index, emulator=Scripted(index), recorder=recorder,
-                                     counters=[0] * 4, delivery_queue=deferred)
+                                     counters=counters, delivery_queue=deferred)
                  for index, session in enumerate(sessions[:2])]
     run_multiplexed(terminals, deferred, SystemClock(stop), origin + seconds, make_pump(engine))
     elapsed = time.monotonic() - origin
     recorder.flush(time.monotonic())
     for session in sessions:
         session.close()
-    return [from_wire(fields) for message in outbox for fields in message[1]], elapsed
+    facts = sum((Counter(message[2]) for message in outbox), Counter())
+    return [from_wire(fields) for message in outbox for fields in message[1]], elapsed, facts, counters
 
 
 def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engine: PostgresEngine,
@@ -136,6 +146,23 @@ def test_every_queued_deferred_transaction_runs_in_the_process_and_is_timed_from
     completed = [s for s in samples if s.transaction == "deferred_later"]
     assert len(queued) > 20 and sorted(s.start for s in completed) == queued
     assert all(s.outcome is Outcome.COMMITTED and s.terminal == 1 and s.latency > 0 for s in completed)
+
+
+def test_live_counters_and_facts_agree_with_the_samples_whatever_the_outcome(engine: PostgresEngine,
+                                                                              make_pump: MakePump) -> None:
+    """Calls committed at their first attempt are recorded in one pass per batch, the others one by one:
+    both must count what ``finish`` counts. Facts: only for calls that did not fail and lie in the window."""
+    samples, _, facts, counters = _drive_counted(engine, make_pump, 1.0)
+    for terminal in (0, 1):
+        mine = [s for s in samples if s.terminal == terminal and not s.transaction.startswith("deferred_")]
+        assert counters[2 * terminal + 1] == sum(s.outcome is not Outcome.FAILED for s in mine)
+        assert counters[2 * terminal] == sum(s.outcome is not Outcome.FAILED and s.transaction == "flaky" for s in mine)
+    window = Window(0.0, 1.0)
+    counted = [s for s in samples if s.transaction == "flaky" and s.outcome is not Outcome.FAILED and window.contains(s)]
+    kinds = {(Outcome.COMMITTED, 1): 0, (Outcome.COMMITTED, 2): 1, (Outcome.ROLLED_BACK, 1): 2}  # see FLAKY
+    assert counted and facts["flaky.calls"] == len(counted)
+    assert facts["flaky.kind"] == sum(kinds[s.outcome, s.attempts] for s in counted) > 0
+    assert len(samples) > sum(counters[1::2])  # the failures and the deferred ones are samples too
 
 
 def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine, make_pump: MakePump) -> None:

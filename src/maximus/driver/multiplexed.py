@@ -29,7 +29,8 @@ from typing import Any
 
 from maximus.driver.clock import Clock
 from maximus.driver.retry import RetryPolicy, failed
-from maximus.driver.terminal import BATCH, Recorder, finish, queue_deferred, record_deferred
+from maximus.driver.terminal import (BATCH, Recorder, finish, finish_committed, queue_deferred,
+                                     record_deferred)
 from maximus.engines.base import Engine, Session
 from maximus.engines.pump import DONE, END, MARKER, Event, Pump
 from maximus.records import Outcome
@@ -57,9 +58,8 @@ class _Caller:
         """Take an event of the pump's for this session: the events of what it sends next, or None when
         it waits (for a backoff timer if ``again_at`` is set, else for nothing: its run is over)."""
         _, kind, index, times, error = event
-        for n in range(self.given_from, index):
-            k = 2 * (n - self.given_from)
-            self._over(n, *self._first_attempt(n, times[k]), times[k + 1])
+        if index > self.given_from:
+            self._committed(self.given_from, index, times)
         if kind == DONE:
             return self.given_all(pump, end, now)
         if kind == END:
@@ -89,6 +89,20 @@ class _Caller:
     def give(self, pump: Pump, start: int, end: float, resend: bool = False) -> list[Event]:
         self.given_from = start
         return pump.give(self.slot, self.calls, start, end, resend)
+
+    def _committed(self, start: int, stop: int, times: list[float]) -> None:
+        """Calls ``start`` to ``stop`` - 1 committed; the latest attempt of call n started at
+        times[2 (n - start)] and finished at the next time."""
+        if start == self.retrying:  # only the first call given can be a retry: its response time counts them all
+            self._over(start, *self._first_attempt(start, times[0]), times[1])
+            start, times = start + 1, times[2:]
+        if start < stop:
+            self._committed_at_once(start, stop, times)
+
+    def _committed_at_once(self, start: int, stop: int, times: list[float]) -> None:
+        """Calls committed at their first attempt, timed as in ``_committed``."""
+        for n in range(start, stop):
+            self._over(n, times[2 * (n - start)], 1, times[2 * (n - start) + 1])
 
     def _first_attempt(self, n: int, started: float) -> tuple[float, int]:
         """(started, attempts) of call ``n``, whose latest attempt started at ``started``."""
@@ -149,6 +163,10 @@ class MultiplexedTerminal(_Caller):
 
     def rolled_back_by_rule(self, n: int, error: Any) -> bool:
         return self.batch[n][0].rolled_back_by_rule(error)
+
+    def _committed_at_once(self, start: int, stop: int, times: list[float]) -> None:
+        """Recorded at once, in one pass (``finish_committed``): the usual end of a batch."""
+        finish_committed(self, zip(self.batch[start:stop], times[0::2], times[1::2]))
 
     def _over(self, n: int, started: float, attempts: int, finished: float, outcome: Outcome = Outcome.COMMITTED,
               error: str = "") -> None:

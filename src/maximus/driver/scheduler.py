@@ -224,7 +224,8 @@ class Run:
         self.monitor = monitor
         self.context = multiprocessing.get_context("spawn")
         self.channels = _Channels(self.context, spec.terminals, spec.engine.capabilities.single_writer)
-        self.samples: list[TxnSample] = []
+        # as they travel: a TxnSample per transaction is built after the run, not on the CPUs the run shares
+        self.wire_samples: list[tuple] = []
         self.facts: dict[str, int] = {}
         self.errors: list[str] = []
         self.interrupted = False
@@ -304,7 +305,7 @@ class Run:
         except queue.Empty:
             return None
         if message[0] == "samples":
-            self.samples.extend(map(from_wire, message[1]))
+            self.wire_samples.extend(message[1])
             for name, value in message[2].items():
                 self.facts[name] = self.facts.get(name, 0) + value
         elif message[0] == "fatal":
@@ -340,8 +341,9 @@ class Run:
             status = RunStatus.INTERRUPTED
         else:
             status = RunStatus.COMPLETE
-        self.samples.sort(key=lambda s: s.start)
-        return DriveResult(self.samples, self.facts, window, status, self.errors, elapsed)
+        samples = sorted(map(from_wire, self.wire_samples), key=lambda s: s.start)
+        self.wire_samples = []
+        return DriveResult(samples, self.facts, window, status, self.errors, elapsed)
 
 
 def _on_ctrl_c(handler: Any) -> Any:
