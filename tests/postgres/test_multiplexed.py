@@ -23,6 +23,8 @@ from maximus.workloads.tpcc.server_side import ServerSide
 
 # kind 0 commits; kind 1 meets a serialization failure on every other call of its terminal (so each
 # of its transactions commits at the second attempt); kind 2 rolls back by rule; kind 3 fails.
+# Terminal 0 draws them in this order: runs of commits between the others, and commits after a retry.
+KINDS = (0, 0, 1, 0, 0, 2, 0, 0, 3)
 FLAKY = """
 CREATE SEQUENCE IF NOT EXISTS flaky_0; CREATE SEQUENCE IF NOT EXISTS flaky_1;
 CREATE OR REPLACE FUNCTION flaky(p_terminal int, p_kind int) RETURNS int LANGUAGE plpgsql AS $$
@@ -52,7 +54,7 @@ class Flaky:
 
     def draw(self, rng: object, home: object) -> int:
         self.drawn += 1
-        return (self.drawn - 1) % 4 if self.terminal == 0 else 0
+        return KINDS[(self.drawn - 1) % len(KINDS)] if self.terminal == 0 else 0
 
     def call(self, kind: int) -> tuple[str, tuple]:
         return "SELECT flaky(?, ?)", (self.terminal, kind)
@@ -163,6 +165,11 @@ def test_live_counters_and_facts_agree_with_the_samples_whatever_the_outcome(eng
     assert counted and facts["flaky.calls"] == len(counted)
     assert facts["flaky.kind"] == sum(kinds[s.outcome, s.attempts] for s in counted) > 0
     assert len(samples) > sum(counters[1::2])  # the failures and the deferred ones are samples too
+    for terminal in (0, 1):  # a terminal's calls one after the other: each sample timed by its own call's times
+        mine = sorted((s for s in samples if s.terminal == terminal and not s.transaction.startswith("deferred_")),
+                      key=lambda s: s.start)
+        assert all(s.latency >= 0 for s in mine)
+        assert all(a.start + a.latency <= b.start + 1e-9 for a, b in zip(mine, mine[1:]))
 
 
 def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine, make_pump: MakePump) -> None:

@@ -16,7 +16,7 @@ Python loop it replaced, the loop took 49 (its system calls included), the draws
 Only for what allows it: terminals without keying and think times, single-statement transactions
 (server-side mode), and an engine whose sessions split a call in two (``Capabilities.split_calls``).
 The terminal's rules are those of ``terminal.Terminal``: inputs drawn a batch ahead, samples, facts
-and live counters written a batch at a time, deferred transactions queued, conflicts retried under the
+and live counters written when the pump hands a batch back (not after each call), deferred transactions queued, conflicts retried under the
 retry policy (the backoff waits on a timer, not in a sleep that would stop the other terminals).
 """
 
@@ -165,7 +165,7 @@ class MultiplexedTerminal(_Caller):
         return self.batch[n][0].rolled_back_by_rule(error)
 
     def _committed_at_once(self, start: int, stop: int, times: list[float]) -> None:
-        """Recorded at once, in one pass (``finish_committed``): the usual end of a batch."""
+        """Recorded at once, in one pass (``finish_committed``): nearly every call of a batch."""
         finish_committed(self, zip(self.batch[start:stop], times[0::2], times[1::2]))
 
     def _over(self, n: int, started: float, attempts: int, finished: float, outcome: Outcome = Outcome.COMMITTED,
