@@ -160,7 +160,8 @@ def test_live_counters_and_facts_agree_with_the_samples_whatever_the_outcome(eng
         assert counters[2 * terminal + 1] == sum(s.outcome is not Outcome.FAILED for s in mine)
         assert counters[2 * terminal] == sum(s.outcome is not Outcome.FAILED and s.transaction == "flaky" for s in mine)
     window = Window(0.0, 1.0)
-    counted = [s for s in samples if s.transaction == "flaky" and s.outcome is not Outcome.FAILED and window.contains(s)]
+    counted = [s for s in samples
+               if s.transaction == "flaky" and s.outcome is not Outcome.FAILED and window.contains(s)]
     kinds = {(Outcome.COMMITTED, 1): 0, (Outcome.COMMITTED, 2): 1, (Outcome.ROLLED_BACK, 1): 2}  # see FLAKY
     assert counted and facts["flaky.calls"] == len(counted)
     assert facts["flaky.kind"] == sum(kinds[s.outcome, s.attempts] for s in counted) > 0

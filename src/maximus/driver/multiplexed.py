@@ -16,8 +16,9 @@ Python loop it replaced, the loop took 49 (its system calls included), the draws
 Only for what allows it: terminals without keying and think times, single-statement transactions
 (server-side mode), and an engine whose sessions split a call in two (``Capabilities.split_calls``).
 The terminal's rules are those of ``terminal.Terminal``: inputs drawn a batch ahead, samples, facts
-and live counters written when the pump hands a batch back (not after each call), deferred transactions queued, conflicts retried under the
-retry policy (the backoff waits on a timer, not in a sleep that would stop the other terminals).
+and live counters written when the pump stops (not after each call), deferred transactions queued,
+conflicts retried under the retry policy (the backoff waits on a timer, not in a sleep that would stop
+the other terminals).
 """
 
 from __future__ import annotations
