@@ -80,6 +80,35 @@ def test_provision_connect_snapshot_restore(started: Callable[..., Engine]) -> N
     assert not engine.exists()
 
 
+def _load_one_row(engine: Engine, value: str) -> None:
+    engine.provision()
+    session = engine.connect()
+    session.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b VARCHAR(10))")
+    session.begin()
+    session.execute("INSERT INTO t (a, b) VALUES (?, ?)", (1, value))
+    session.commit()
+    session.close()
+
+
+def test_a_database_kept_as_pristine_comes_back_with_every_restore(started: Callable[..., Engine]) -> None:
+    engine = started()
+    _load_one_row(engine, "older")
+    engine.keep_as_pristine()
+    _load_one_row(engine, "pristine")
+    engine.keep_as_pristine()  # replaces the older pristine copy
+    assert engine.has_snapshot()
+    for _ in range(2):
+        engine.restore()
+        session = engine.connect()
+        session.begin()
+        assert session.fetchone("SELECT b FROM t WHERE a = ?", (1,)) == ("pristine",)
+        assert session.execute("UPDATE t SET b = ? WHERE a = ?", ("changed", 1)) == 1
+        session.commit()
+        session.close()
+    engine.destroy()
+    assert not engine.exists()
+
+
 def test_rollback_discards_and_errors_are_classified(started: Callable[..., Engine]) -> None:
     engine = started()
     engine.provision()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -295,6 +297,33 @@ def test_a_server_that_will_not_start_is_one_line_with_exit_code_3(tmp_path: Pat
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     with pytest.raises(EngineError):
         api.make_engine("postgres", server_workdir, 1, {}).connect()
+
+
+def test_load_keeps_the_build_as_the_pristine_copy_and_leaves_a_working_copy_that_check_passes() -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="maximus-test-load-", dir="/var/tmp"))
+    workdir.chmod(0o755)
+
+    def maximus(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "maximus", *args, "-e", "postgres", "--workdir", str(workdir)],
+                              capture_output=True, text=True, timeout=240)
+
+    def check_passes_all_twelve() -> None:
+        checked = maximus("check")
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert checked.stdout.count("pass") == 12  # a fresh load: condition 11 applies too
+
+    try:
+        loaded = maximus("load", "--warehouses", "1")
+        assert loaded.returncode == 0, loaded.stdout + loaded.stderr
+        engine = api.make_engine("postgres", workdir, 1, {})
+        with api.running(engine):
+            assert engine.exists() and engine.has_snapshot()
+        check_passes_all_twelve()
+        with api.running(engine), psycopg.connect(engine._dsn("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{engine.database}"')  # as a load stopped before its working copy
+        check_passes_all_twelve()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def test_many_keyed_terminals_share_a_few_processes(loaded: Path, tmp_path: Path) -> None:

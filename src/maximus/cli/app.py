@@ -101,6 +101,8 @@ def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses =
     target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs, None, options.connection)
     with api.running(target):
         result = api.load_database(target, warehouses, seed, LoadBars(out))
+        if not target.exists():
+            target.restore()  # a working copy to look at, as `load` always left
     rows = sum(result.rows.values())
     out.print(f"Loaded {warehouses} warehouse(s), {rows:,} rows in [bold]{result.seconds:,.1f} s[/] "
               f"({result.seconds / warehouses:,.1f} s per warehouse) into {target.workdir / target.database}")

@@ -9,7 +9,8 @@ Contract (checked by ``tests/contracts/test_engines.py`` for every engine):
 - ``provision()`` creates an empty database with the creation-time knobs; idempotent ``destroy()``.
 - ``connect()`` returns a ``Session`` with the connection-time knobs applied.
 - ``classify(error)`` maps a driver exception to ``Outcome.RETRY`` or ``Outcome.FAILED``.
-- ``snapshot()`` / ``restore()`` save and bring back the loaded database, so runs start alike.
+- ``snapshot()`` / ``restore()`` save and bring back the loaded database, so runs start alike;
+  ``keep_as_pristine()`` saves it where the working copy is not needed until ``restore()``.
 - ``samplers()`` returns the engine's own statistics samplers for a run (may be empty).
 """
 
@@ -218,6 +219,12 @@ class Engine(ABC):
     @abstractmethod
     def snapshot(self) -> None:
         """Save the loaded database as the pristine copy."""
+
+    def keep_as_pristine(self) -> None:
+        """Save a database just loaded as the pristine copy when no one needs the working one before
+        ``restore()``: an engine that can move the data there instead of copying it saves a whole copy.
+        Afterwards ``exists()`` may be false until ``restore()``."""
+        self.snapshot()
 
     @abstractmethod
     def has_snapshot(self) -> bool: ...
