@@ -6,7 +6,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Protocol, Sequence
 
 from maximus import environment
 from maximus.analysis import monitoring
@@ -305,11 +305,15 @@ def _check_after(store: ResultsStore, run_id: int, engine: Engine, result: Drive
     return consistency
 
 
-def check_database(engine: Engine, fresh: bool | None = None) -> list:
-    """All twelve conditions of 3.3.2 (11 only when the database is freshly loaded)."""
+def check_database(engine: Engine, fresh: bool | None = None,
+                   announce: Callable[[str], None] = lambda message: None) -> list:
+    """All twelve conditions of 3.3.2 (11 only when the database is freshly loaded). With no working
+    copy but a pristine one (a build with no run since), the pristine copy is restored, ``announce``d, and
+    checked."""
     with running(engine):
         if not engine.exists() and engine.has_snapshot():
-            engine.restore()  # loaded and kept as the pristine copy, with no run since: check that
+            announce(f"No working copy of {engine.database}: checking its pristine copy, restored")
+            engine.restore()
         if not engine.exists():
             raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
         session = engine.connect()

@@ -139,7 +139,7 @@ def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: War
     """Check the twelve consistency conditions of 3.3.2 on the database of the last run."""
     options = _options(engine, knob, warehouses, workdir, None, dsn, bin_dir)
     target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs, None, options.connection)
-    results = api.check_database(target)
+    results = api.check_database(target, announce=out.print)
     view.render_consistency(out, results)
     failed = [r for r in results if r.passed is False]
     if failed:

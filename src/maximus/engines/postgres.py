@@ -560,8 +560,9 @@ class PostgresEngine(Engine):
         self._copy_database(self.database, self.pristine)
 
     def keep_as_pristine(self) -> None:
-        """A rename: no file copy, and no checkpoint here; the loaded data reaches the data files at the
-        first restore's checkpoint, which every copy begins with."""
+        """A rename: no file copy, and no checkpoint when there is no older pristine copy to drop (a build
+        drops it before it loads). The loaded data reaches the data files at the next checkpoint, at the
+        latest the first restore's, which every copy begins with."""
         with self._admin() as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{self.pristine}" WITH (FORCE)')
             admin.execute(f'ALTER DATABASE "{self.database}" RENAME TO "{self.pristine}"')
