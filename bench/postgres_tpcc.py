@@ -88,7 +88,7 @@ def _build(engine, warehouses: int, workdir: Path, repeats: int) -> None:
     disk's flush time drifts from one minute to the next. Neither ends with a checkpoint: the Maximus
     build keeps the database it loaded as the pristine copy by renaming it, and the loaded data reaches
     the data files at the next checkpoint, as the baseline's does. Each side starts after the other's
-    data is written and its own old databases are dropped, untimed (a DROP DATABASE forces a checkpoint)."""
+    data is written and its own old databases are dropped, untimed (dropping one forces a checkpoint)."""
     files = _write_files(workdir / "copy-files", warehouses)
     print("1. Build")
     ratios, loader_ratios, seconds = [], [], []

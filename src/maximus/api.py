@@ -110,7 +110,7 @@ def load_database(engine: Engine, warehouses: int, seed: int,
     working copy may then be missing until ``engine.restore()``, which every run begins with."""
     tpcc = workload_named("tpcc")
     # A build starts from nothing. On PostgreSQL, dropping the old pristine copy after the load instead
-    # would cost a checkpoint of the new data: every DROP DATABASE forces one.
+    # would cost a checkpoint of the new data: dropping a database that exists forces one.
     engine.destroy()
     if progress:
         progress.start(tpcc.expected_rows(warehouses))

@@ -56,15 +56,19 @@ def test_unknown_knob_suggests_the_closest_name(engine_class: type[Engine], tmp_
         engine_class(tmp_path, "db", {name[:-1] + "x": "1"})
 
 
-def test_provision_connect_snapshot_restore(started: Callable[..., Engine]) -> None:
-    engine = started()
+def _load_one_row(engine: Engine, value: str) -> None:
     engine.provision()
     session = engine.connect()
     session.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b VARCHAR(10))")
     session.begin()
-    session.execute("INSERT INTO t (a, b) VALUES (?, ?)", (1, "pristine"))
+    session.execute("INSERT INTO t (a, b) VALUES (?, ?)", (1, value))
     session.commit()
     session.close()
+
+
+def test_provision_connect_snapshot_restore(started: Callable[..., Engine]) -> None:
+    engine = started()
+    _load_one_row(engine, "pristine")
     engine.snapshot()
     assert engine.has_snapshot()
     session = engine.connect()
@@ -78,16 +82,6 @@ def test_provision_connect_snapshot_restore(started: Callable[..., Engine]) -> N
     session.close()
     engine.destroy()
     assert not engine.exists()
-
-
-def _load_one_row(engine: Engine, value: str) -> None:
-    engine.provision()
-    session = engine.connect()
-    session.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b VARCHAR(10))")
-    session.begin()
-    session.execute("INSERT INTO t (a, b) VALUES (?, ?)", (1, value))
-    session.commit()
-    session.close()
 
 
 def test_a_database_kept_as_pristine_comes_back_with_every_restore(started: Callable[..., Engine]) -> None:

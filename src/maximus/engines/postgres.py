@@ -360,6 +360,11 @@ def libpq_error(sqlstate: bytes | None, message: bytes, encoding: str) -> Except
 _SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes, the last a NUL
 
 
+def _drop(admin: Any, database: str) -> None:
+    """Sessions still on it are ended. Dropping a database that exists forces a checkpoint."""
+    admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
 def _socket_directory(cluster_dir: Path, port: int) -> Path | None:
     """Where a managed server's Unix-domain socket goes: its cluster's directory, made absolute (libpq takes
     a relative path for a host name), which every client of the run then connects to instead of TCP
@@ -540,12 +545,12 @@ class PostgresEngine(Engine):
 
     def _copy_database(self, source: str, target: str) -> None:
         with self._admin() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)')
+            _drop(admin, target)
             admin.execute(f'CREATE DATABASE "{target}" TEMPLATE "{source}" STRATEGY FILE_COPY')
 
     def provision(self) -> None:
         with self._admin() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+            _drop(admin, self.database)
             admin.execute(f'CREATE DATABASE "{self.database}"')
 
     def exists(self) -> bool:
@@ -554,7 +559,7 @@ class PostgresEngine(Engine):
     def destroy(self) -> None:
         with self._admin() as admin:
             for name in (self.database, self.pristine):
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                _drop(admin, name)
 
     def snapshot(self) -> None:
         self._copy_database(self.database, self.pristine)
@@ -564,7 +569,7 @@ class PostgresEngine(Engine):
         drops it before it loads). The loaded data reaches the data files at the next checkpoint, at the
         latest the first restore's, which every copy begins with."""
         with self._admin() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{self.pristine}" WITH (FORCE)')
+            _drop(admin, self.pristine)
             admin.execute(f'ALTER DATABASE "{self.database}" RENAME TO "{self.pristine}"')
 
     def has_snapshot(self) -> bool:
