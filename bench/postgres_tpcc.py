@@ -16,6 +16,7 @@ synchronous_commit=on, read committed; no keying or think times. Usage:
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import resource
 import shutil
@@ -29,6 +30,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from maximus import api
+from maximus.analysis.compare import estimate
 from maximus.engines import _process
 from maximus.samplers.os_linux import stat_readings
 from maximus.samplers.postgres import ServerProcesses, children_of, postmaster_pid
@@ -81,6 +83,21 @@ def _arguments() -> argparse.Namespace:
     return options
 
 
+def _interval(ratios: list[float], target: float, higher_is_better: bool, unit: str = "pairs") -> str:
+    """The pairs' geometric-mean ratio with its 95 % interval (a t interval on the logs, the pairs being
+    the unit, as compare.py treats repeats), and where the target lies: a single pair differs from the
+    next by up to 15 % on this machine, so a median alone cannot say whether it missed the target or
+    the noise did."""
+    logs = estimate([math.log(r) for r in ratios])
+    mean = math.exp(logs.mean)
+    if logs.n < 2:
+        return f"geometric mean {mean:.3f} of one {unit[:-1]}: no interval"
+    low, high = math.exp(logs.low), math.exp(logs.high)
+    beyond, short = (low >= target, high < target) if higher_is_better else (high <= target, low > target)
+    verdict = "the target is met" if beyond else "the target is missed" if short else "the target is within noise"
+    return f"geometric mean {mean:.3f}, 95 % interval {low:.3f}-{high:.3f} over {logs.n} {unit}: {verdict}"
+
+
 # -- build --------------------------------------------------------------------------------------------
 
 def _build(engine, warehouses: int, workdir: Path, repeats: int) -> None:
@@ -110,6 +127,7 @@ def _build(engine, warehouses: int, workdir: Path, repeats: int) -> None:
     print(f"  ratio Maximus / COPY-from-files: median {statistics.median(ratios):.2f} of "
           f"{', '.join(f'{r:.2f}' for r in ratios)}  (target <= 1.3); the loader alone, without keeping the "
           f"pristine copy: median {statistics.median(loader_ratios):.2f}")
+    print(f"  {_interval(ratios, 1.3, higher_is_better=False, unit='repeats')}")
     fastest = 42 / statistics.median(seconds) * warehouses / 4
     print(f"  peers (quoted from the issue): BenchBase 42 s, HammerDB 56 s, sysbench-tpcc 62 s, go-tpc 143 s "
           f"for 4 warehouses; Maximus's median build is {fastest:.1f}x the fastest per warehouse\n")
@@ -181,6 +199,7 @@ def _runs(options: argparse.Namespace, workdir: Path) -> None:
             maximus_rates.append(maximus["no_per_min"])
         print(f"  ratio Maximus / pgbench New-Orders/min at {clients} clients: median {statistics.median(ratios):.2f} "
               f"of {', '.join(f'{r:.2f}' for r in ratios)}  (target >= 0.95)")
+        print(f"  {_interval(ratios, 0.95, higher_is_better=True)}")
         if clients in BEST_PEER and options.warehouses == 4:
             best = BEST_PEER[clients]
             print(f"  Maximus at {clients} clients: median {statistics.median(maximus_rates):,.0f} New-Orders/min, "
