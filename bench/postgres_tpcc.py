@@ -84,10 +84,9 @@ def _arguments() -> argparse.Namespace:
 
 
 def _interval(ratios: list[float], target: float, higher_is_better: bool, unit: str = "pairs") -> str:
-    """The pairs' geometric-mean ratio with its 95 % interval (a t interval on the logs, the pairs being
-    the unit, as compare.py treats repeats), and where the target lies: a single pair differs from the
-    next by up to 15 % on this machine, so a median alone cannot say whether it missed the target or
-    the noise did."""
+    """The pairs' geometric-mean ratio with its 95 % interval (a t interval on the logs of the pair ratios,
+    the pairs being the repeats), and where the target lies: one pair differs from the next by up to 15 %
+    on this machine, so a median alone cannot tell a missed target from noise."""
     logs = estimate([math.log(r) for r in ratios])
     mean = math.exp(logs.mean)
     if logs.n < 2:
