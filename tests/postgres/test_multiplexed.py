@@ -111,7 +111,7 @@ def _drive_counted(engine: PostgresEngine, make_pump: MakePump, seconds: float,
     deferred = DeferredRunner(sessions[2], engine, retry, transactions={later.name: later}, recorder=recorder)
     counters = [0] * 4
     terminals = [MultiplexedTerminal(session, engine, retry, index=index, emulator=Scripted(index), recorder=recorder,
-                                     counters=counters, delivery_queue=deferred)
+                                     counters=counters)
                  for index, session in enumerate(sessions[:2])]
     run_multiplexed(terminals, deferred, SystemClock(stop), origin + seconds, make_pump(engine))
     elapsed = time.monotonic() - origin
@@ -173,6 +173,22 @@ def test_live_counters_and_facts_agree_with_the_samples_whatever_the_outcome(eng
         assert all(a.start + a.latency <= b.start + 1e-9 for a, b in zip(mine, mine[1:]))
 
 
+def test_deferred_transactions_are_retried_rolled_back_and_failed_on_the_queue_each_recorded_once(
+        engine: PostgresEngine, make_pump: MakePump) -> None:
+    """The deferred session runs the queue as the pump fills it: a conflict waits for its backoff and is
+    sent again, a failure is recorded and the queue goes on, and every queued one is recorded once."""
+    samples, _, _ = _drive_one(engine, make_pump, 1.0, RetryPolicy(first_backoff_s=0.05), Deferring())
+    queued = sorted(s.start for s in samples if s.transaction == "later")
+    completed = [s for s in samples if s.transaction == "deferred_later"]
+    assert len(queued) == 64 and sorted(s.start for s in completed) == queued
+    outcomes = {(s.outcome, s.attempts, s.error.split(":")[0]) for s in completed}
+    assert outcomes == {(Outcome.COMMITTED, 1, ""), (Outcome.COMMITTED, 2, ""), (Outcome.ROLLED_BACK, 1, ""),
+                        (Outcome.FAILED, 1, "DivisionByZero")}
+    assert all(s.latency >= 0.05 for s in completed if s.attempts == 2)  # the backoff came before the retry
+    ends = sorted(s.start + s.latency for s in completed)
+    assert all(a <= b for a, b in zip(ends, ends[1:]))
+
+
 def test_a_stop_ends_the_run_and_keeps_what_was_measured(engine: PostgresEngine, make_pump: MakePump) -> None:
     samples, elapsed = _drive(engine, make_pump, 60.0, stop_after=0.5)
     assert elapsed < 5.0
@@ -193,6 +209,22 @@ class Always:
         return [(self.transaction, self.transaction.draw(None, None)) for _ in range(size)]
 
 
+class Deferring:
+    """One terminal alternating, for its first 128 calls, a flaky call that commits with a deferred one
+    going through the kinds; then only the first (a longer queue would take a backoff per nine)."""
+
+    headline = "flaky"
+
+    def __init__(self) -> None:
+        self.transactions = [ServerSide(Flaky(1), DIALECT), ServerSide(Flaky(0, True), DIALECT)]
+        self.drawn = 0
+
+    def batch(self, size: int) -> list:
+        self.drawn += size
+        kinds = (self.transactions[n % 2 if n < 128 else 0] for n in range(self.drawn - size, self.drawn))
+        return [(transaction, transaction.draw(None, None)) for transaction in kinds]
+
+
 def _drive_one(engine: PostgresEngine, make_pump: MakePump, seconds: float, retry: RetryPolicy, emulator: object,
                during: Callable[[PostgresSession], None] | None = None) -> tuple[list, float, float]:
     """One terminal (and the deferred runner): its samples, the run's wall time and the thread's CPU time."""
@@ -201,9 +233,10 @@ def _drive_one(engine: PostgresEngine, make_pump: MakePump, seconds: float, retr
     sessions = [engine.connect() for _ in range(2)]
     if during is not None:
         during(sessions[0])
-    deferred = DeferredRunner(sessions[1], engine, retry, recorder=recorder)
+    later = {t.name: t for t in getattr(emulator, "transactions", ()) if t.deferred}
+    deferred = DeferredRunner(sessions[1], engine, retry, transactions=later, recorder=recorder)
     terminal = MultiplexedTerminal(sessions[0], engine, retry, index=0, emulator=emulator, recorder=recorder,
-                                   counters=[0] * 2, delivery_queue=deferred)
+                                   counters=[0] * 2)
     cpu = time.thread_time()
     run_multiplexed([terminal], deferred, SystemClock(), origin + seconds, make_pump(engine))
     cpu, elapsed = time.thread_time() - cpu, time.monotonic() - origin

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from maximus.engines.postgres import LibpqPump, PostgresEngine, PostgresSession
-from maximus.engines.pump import DONE, END, FAILED, MARKER, Pump
+from maximus.engines.pump import DONE, END, FAILED, Pump
 
 SETUP = """
 CREATE SEQUENCE IF NOT EXISTS counted;
@@ -71,15 +71,79 @@ def test_a_slot_runs_its_calls_in_order_and_times_each(pump: Pump, sessions: lis
     assert pump.in_flight() == 0
 
 
-def test_a_marker_stops_the_slot_until_it_is_given_calls_again(pump: Pump, sessions: list[PostgresSession]) -> None:
-    slot = pump.add(sessions[0])
-    calls, end = [COUNT, None, COUNT], time.monotonic() + 60
+@pytest.fixture
+def queued(pump: Pump, engine: PostgresEngine, sessions: list[PostgresSession]) -> Iterator[tuple[int, int, list]]:
+    """A slot, and a queue slot on a session of its own running the queue: (slot, queue slot, queue)."""
+    runner, queue = engine.connect(), []
+    slot, queue_slot = pump.add(sessions[0]), pump.add(runner)
+    pump.queue_on(queue_slot, queue)
+    yield slot, queue_slot, queue
+    runner.close()
+
+
+def _until_idle(pump: Pump) -> list:
+    events, deadline = [], time.monotonic() + 10
+    while pump.in_flight() and time.monotonic() < deadline:
+        events += pump.wait(1.0)
+    return events
+
+
+def test_queued_calls_run_in_order_on_the_queue_slot_and_the_others_go_on(
+        pump: Pump, queued: tuple[int, int, list], sessions: list[PostgresSession]) -> None:
+    slot, queue_slot, queue = queued
     before = _counted(sessions[1])
-    events = _until_event(pump, pump.give(slot, calls, 0, end))
-    assert [(event[1], event[2], len(event[3])) for event in events] == [(MARKER, 1, 2)]
+    calls = [COUNT, (*COUNT, "first"), COUNT, ("SELECT pg_sleep(0.1)", [], "second"), (*COUNT, "third"), COUNT]
+    events = _until_event(pump, pump.give(slot, calls, 0, time.monotonic() + 60))
+    [(_, kind, index, times, _)] = events
+    assert (kind, index, len(times)) == (DONE, 6, 12)
+    assert [entry[2] for entry in queue] == ["first", "second", "third"]
+    assert [entry[3] for entry in queue] == [times[2], times[6], times[8]]  # queued at, and over at once
+    assert times[2] == times[3] and times[6] == times[7] and times[8] == times[9] and times == sorted(times)
+    assert _until_idle(pump) == []  # the queue slot reports no DONE
+    done = pump.progress(queue_slot)
+    assert len(done) == 6 and done == sorted(done) and done[0] >= times[2] and done[3] - done[2] >= 0.1
+    assert pump.progress(queue_slot) == [] and pump.in_flight() == 0
+    assert _counted(sessions[1]) == before + 5
+    queue_more = [(*COUNT, "fourth")]  # the queue slot takes calls queued after it went idle
+    assert _until_event(pump, pump.give(slot, queue_more, 0, time.monotonic() + 60))[0][1] == DONE
+    assert _until_idle(pump) == [] and len(pump.progress(queue_slot)) == 2 and len(queue) == 4
+    assert _counted(sessions[1]) == before + 6
+
+
+def test_a_failed_queued_call_stops_the_queue_slot_until_it_is_given_the_queue_again(
+        pump: Pump, queued: tuple[int, int, list], sessions: list[PostgresSession]) -> None:
+    slot, queue_slot, queue = queued
+    before = _counted(sessions[1])
+    calls = [("SELECT fail_with(?)", [b"40001"], "first"), (*COUNT, "second")]
+    events = _until_event(pump, pump.give(slot, calls, 0, time.monotonic() + 60))
+    events += _until_idle(pump)
+    failed = [event for event in events if event[0] == queue_slot]
+    assert [(event[1], event[2], len(event[3])) for event in failed] == [(FAILED, 0, 2)]
+    assert failed[0][4].sqlstate == "40001" and len(queue) == 2
+    assert _counted(sessions[1]) == before  # the second waits in the queue
+    assert pump.give(queue_slot, queue, 1, float("inf")) == []
+    assert _until_idle(pump) == [] and len(pump.progress(queue_slot)) == 2
     assert _counted(sessions[1]) == before + 1
-    events = _until_event(pump, pump.give(slot, calls, 2, end))
-    assert [(event[1], event[2], len(event[3])) for event in events] == [(DONE, 3, 2)]
+
+
+def test_a_stop_ends_the_queue_slot_after_its_call_in_flight(pump: Pump, queued: tuple[int, int, list],
+                                                             sessions: list[PostgresSession]) -> None:
+    slot, queue_slot, _ = queued
+    before = _counted(sessions[1])
+    sleep = ("SELECT pg_sleep(0.2)", [], "sleep")
+    events = _until_event(pump, pump.give(slot, [sleep, (*COUNT, "count")], 0, time.monotonic() + 60))
+    assert [event[1:3] for event in events] == [(DONE, 2)]
+    pump.end_all(time.monotonic())
+    events = _until_idle(pump)
+    assert [(event[0], event[1], event[2], len(event[3])) for event in events] == [(queue_slot, END, 1, 2)]
+    assert _counted(sessions[1]) == before
+
+
+def test_a_call_to_queue_without_a_queue_slot_fails_alone(pump: Pump, sessions: list[PostgresSession]) -> None:
+    slot = pump.add(sessions[0])
+    events = _until_event(pump, pump.give(slot, [(*COUNT, "queued"), COUNT], 0, time.monotonic() + 60))
+    [(_, event, index, times, error)] = events
+    assert (event, index, len(times)) == (FAILED, 0, 2) and isinstance(error, TypeError)
 
 
 @pytest.mark.parametrize("state, kind", [("40001", psycopg.errors.SerializationFailure),

@@ -8,8 +8,9 @@ core sends each of its terminals' calls and waits with poll(2) for whichever ser
 pgbench's threads do; a result that arrives while another is handled is picked up in the same wake-up.
 
 The calls are sent by the engine's pump (engines/pump.py): each terminal hands it a batch of calls, and
-the pump sends the terminal's next call as soon as the previous one's result is in. This module's code
-runs only when a batch is used up, a deferred transaction comes up in one, a call fails, or the run ends.
+the pump sends the terminal's next call as soon as the previous one's result is in. A deferred
+transaction in a batch goes to the pump's queue, which the process's deferred session runs. This
+module's code runs only when a batch is used up, a call fails, or the run ends.
 For PostgreSQL the pump is a C loop over libpq: of the 69 µs of client CPU a transaction cost with the
 Python loop it replaced, the loop took 49 (its system calls included), the draws 14, the recording 6.
 
@@ -26,14 +27,13 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from maximus.driver.clock import Clock
 from maximus.driver.retry import RetryPolicy, failed
-from maximus.driver.terminal import (BATCH, Recorder, finish, finish_committed, queue_deferred,
-                                     record_deferred)
+from maximus.driver.terminal import BATCH, Recorder, finish, finish_committed, record_deferred
 from maximus.engines.base import Engine, Session
-from maximus.engines.pump import DONE, END, MARKER, Event, Pump
+from maximus.engines.pump import DONE, END, Event, Pump
 from maximus.records import Outcome
 
 _STOP_POLL_S = 0.25
@@ -47,8 +47,9 @@ class _Caller:
     session: Session
     engine: Engine
     retry: RetryPolicy
+    stops_when_broken: ClassVar[bool] = True  # every call after a lost connection's would fail at once
     slot: int = -1
-    calls: list = field(default_factory=list)  # as the pump takes them: (sql, params), or None
+    calls: list = field(default_factory=list)  # as the pump takes them: (sql, params), or queued ones
     given_from: int = 0  # where the pump started at the last give
     retrying: int = -1  # the index of the call waiting for its next attempt, or -1
     attempts: int = 0  # attempts made by that call so far
@@ -65,8 +66,6 @@ class _Caller:
             return self.given_all(pump, end, now)
         if kind == END:
             return self.ended()
-        if kind == MARKER:
-            return self.marker(pump, index, end, now)
         started, attempts = self._first_attempt(index, times[-2])
         if self.rolled_back_by_rule(index, error):
             self._over(index, started, attempts, times[-1], Outcome.ROLLED_BACK)
@@ -75,7 +74,7 @@ class _Caller:
         if wait is None:
             outcome, _, text = failed(error, attempts)
             self._over(index, started, attempts, times[-1], outcome, text)
-            if self.session.broken():  # every call after it would fail at once, and the loop would never wait
+            if self.stops_when_broken and self.session.broken():  # and the loop would never wait
                 return self.ended()
             return self.give(pump, index + 1, end)
         self.retrying, self.attempts, self.first_started = index, attempts, started
@@ -125,9 +124,6 @@ class _Caller:
     def ended(self) -> None:
         raise NotImplementedError
 
-    def marker(self, pump: Pump, index: int, end: float, now: float) -> list[Event] | None:
-        raise NotImplementedError
-
 
 @dataclass
 class MultiplexedTerminal(_Caller):
@@ -137,7 +133,6 @@ class MultiplexedTerminal(_Caller):
     emulator: Any = None
     recorder: Recorder | None = None  # shared by the process's terminals
     counters: Any = None
-    delivery_queue: Any = None
     batch: list = field(default_factory=list)  # (transaction, inputs) drawn for ``calls``
     done: list = field(default_factory=list)  # over, not recorded yet
 
@@ -147,20 +142,12 @@ class MultiplexedTerminal(_Caller):
         if now >= end:
             return None
         self.batch = self.emulator.batch(BATCH)
-        self.calls = [None if transaction.deferred else transaction.send_args(inputs)
-                      for transaction, inputs in self.batch]
+        self.calls = [(*transaction.send_args(inputs), (self.index, transaction.name)) if transaction.deferred
+                      else transaction.send_args(inputs) for transaction, inputs in self.batch]
         return self.give(pump, 0, end)
 
     def ended(self) -> None:
         self.record()
-
-    def marker(self, pump: Pump, index: int, end: float, now: float) -> list[Event] | None:
-        """A deferred transaction: queued (2.7.2), and the terminal goes on with the next call."""
-        if now >= end:
-            return self.ended()
-        transaction, inputs = self.batch[index]
-        self.done.append((transaction, inputs, now, now, queue_deferred(self, transaction, inputs, now)))
-        return self.give(pump, index + 1, end)
 
     def rolled_back_by_rule(self, n: int, error: Any) -> bool:
         return self.batch[n][0].rolled_back_by_rule(error)
@@ -182,47 +169,48 @@ class MultiplexedTerminal(_Caller):
 
 @dataclass
 class DeferredRunner(_Caller):
-    """2.7.2 inside the process: runs what its terminals queue, on a session of its own, and records the
-    time from queueing to completion. No queue between processes, no process to wake."""
+    """2.7.2 inside the process: the deferred transactions the terminals reach join the pump's queue, and
+    this session runs them in order (``Pump.queue_on``), each recorded from its queueing to its
+    completion. No queue between processes, no process to wake, no event of its own for each one.
 
+    ``calls`` is the queue, (sql, params, (terminal, name), queued at) as the pump appends them; an entry
+    recorded is set to None, so that a long run keeps a pointer per deferred transaction, not its inputs.
+    """
+
+    stops_when_broken: ClassVar[bool] = False  # each queued call fails at once and is recorded as failed
     transactions: dict = field(default_factory=dict)  # by name, as the terminals queue them
     recorder: Recorder | None = None
-    waiting: deque = field(default_factory=deque)  # (terminal, queued at, name, inputs)
-    current: tuple | None = None  # the request running, or None when idle
     stopped: bool = False
 
-    def put(self, request: tuple) -> None:
-        self.waiting.append(request)
+    def attach(self, pump: Pump) -> None:
+        pump.queue_on(self.slot, self.calls)
+        self.given_from = len(self.calls)
 
-    def start(self, pump: Pump) -> list[Event]:
-        """Send the next queued transaction: every one queued runs, even after the end of the run, unless
-        the run was stopped (Ctrl-C)."""
-        if self.stopped:
-            self.waiting.clear()
-            return []
-        self.current = self.waiting.popleft()
-        _, _, name, inputs = self.current
-        self.calls = [self.transactions[name].send_args(inputs)]
-        return self.give(pump, 0, _NO_END)
+    def collect(self, pump: Pump) -> None:
+        """Record the queued calls completed since the last look."""
+        times = pump.progress(self.slot)
+        if times:
+            done = self.given_from + len(times) // 2
+            self._committed(self.given_from, done, times)
+            self.given_from = done
 
     def given_all(self, pump: Pump, end: float, now: float) -> None:
-        self.current = None  # idle: the run loop starts the next queued one
+        raise RuntimeError("the queue slot reported DONE")  # it waits for the next queued call instead
 
     def ended(self) -> None:
-        self.current = None
+        return None
 
     def rolled_back_by_rule(self, n: int, error: Any) -> bool:
-        return self.transactions[self.current[2]].rolled_back_by_rule(error)
+        return self.transactions[self.calls[n][2][1]].rolled_back_by_rule(error)
 
     def give(self, pump: Pump, start: int, end: float, resend: bool = False) -> list[Event]:
-        if start >= len(self.calls):  # over, whatever the outcome: no call after the one
-            self.current = None
-            return []
-        return super().give(pump, start, _NO_END, resend)
+        """Every queued call runs, even after the end of the run, unless the run was stopped (Ctrl-C)."""
+        return super().give(pump, start, end if self.stopped else _NO_END, resend)
 
     def _over(self, n: int, started: float, attempts: int, finished: float, outcome: Outcome = Outcome.COMMITTED,
               error: str = "") -> None:
-        terminal, queued_at, name, _ = self.current
+        _, _, (terminal, name), queued_at = self.calls[n]
+        self.calls[n] = None
         record_deferred(self.recorder, terminal, name, queued_at, (outcome, attempts, error), finished)
 
 
@@ -236,6 +224,7 @@ def run_multiplexed(terminals: list[MultiplexedTerminal], deferred: DeferredRunn
     for caller in (*terminals, deferred):
         caller.slot = pump.add(caller.session)
         callers[caller.slot] = caller
+    deferred.attach(pump)
     backoffs: list[tuple[float, int, _Caller]] = []  # (send again at, a tie-breaker, who)
     events: deque[Event] = deque()
     for terminal in terminals:
@@ -250,9 +239,7 @@ def run_multiplexed(terminals: list[MultiplexedTerminal], deferred: DeferredRunn
                 events.extend(more)
             elif caller.again_at:
                 heapq.heappush(backoffs, (caller.again_at, id(caller), caller))
-        if deferred.waiting and deferred.current is None:
-            events.extend(deferred.start(pump))
-            continue
+        deferred.collect(pump)
         if not (pump.in_flight() or backoffs):
             break
         wait = min(backoffs[0][0], stop_check) if backoffs else stop_check

@@ -136,7 +136,7 @@ def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None
     recorder = Recorder(channels.outbox, window, origin)
     deferred = DeferredRunner(sessions[-1], spec.engine, spec.retry, transactions=transactions, recorder=recorder)
     terminals = [MultiplexedTerminal(session, spec.engine, spec.retry, index=index, emulator=emulator,
-                                     recorder=recorder, counters=channels.counters, delivery_queue=deferred)
+                                     recorder=recorder, counters=channels.counters)
                  for index, emulator, session in zip(indices, emulators, sessions)]
     _guarded(lambda: run_multiplexed(terminals, deferred, clock, origin + window.end), channels, worker)
     recorder.flush(clock.now())

@@ -2,9 +2,10 @@
  * connection's next call as soon as its result is in, without returning to Python between calls.
  *
  * Python hands a connection ("slot") a list of calls and hears back only when the list is used up, a
- * call fails, a marker (None) is reached or the slot's end time has passed: a few times per batch of
- * calls instead of a dozen Python frames per call (engines/pump.py explains the events; PythonPump there
- * is the same machine in Python, and the reference the tests hold this one to).
+ * call fails or the slot's end time has passed: a few times per batch of calls instead of a dozen Python
+ * frames per call. A call to queue (a deferred transaction) goes to the queue slot's list, which that
+ * slot runs as it grows (engines/pump.py explains the events and the queue; PythonPump there is the
+ * same machine in Python, and the reference the tests hold this one to).
  *
  * libpq is not linked: the functions are those of the libpq psycopg loaded, whose addresses Python
  * passes in (engines/postgres.py), so every PGconn is handled by the library that made it.
@@ -24,7 +25,7 @@ typedef struct pg_result PGresult;
 
 enum { PGRES_COMMAND_OK = 1, PGRES_TUPLES_OK = 2 };       /* ExecStatusType */
 enum { DIAG_SQLSTATE = 'C' };                            /* PG_DIAG_SQLSTATE */
-enum { EV_DONE = 0, EV_MARKER = 1, EV_FAILED = 2, EV_END = 3 }; /* engines/pump.py */
+enum { EV_DONE = 0, EV_FAILED = 2, EV_END = 3 };      /* engines/pump.py */
 #define MAX_PARAMS 64
 
 typedef struct {
@@ -47,7 +48,7 @@ typedef struct {
     PGconn *conn;
     PyObject *names;     /* dict: SQL text -> prepared statement name (bytes), the session's own */
     PyObject *prepare;   /* callable: SQL text -> name, preparing it on the (idle) connection */
-    PyObject *calls;     /* list of (sql, params) or None; NULL when the slot is idle */
+    PyObject *calls;     /* list of (sql, params, ...) to send; NULL when the slot is stopped */
     Py_ssize_t next;     /* index of the call to send next */
     Py_ssize_t current;  /* index of the call in flight, -1 when none */
     double started, end;
@@ -61,6 +62,8 @@ typedef struct {
     Libpq pq;
     Slot *slots;
     Py_ssize_t count, capacity;
+    Py_ssize_t queue_slot;  /* the slot that runs the queued calls, or -1 */
+    PyObject *queue;        /* its list: (sql, params, request, queued at) */
     struct pollfd *fds;
     Py_ssize_t *fd_slots;
 } Pump;
@@ -162,23 +165,57 @@ static int flush_all(Pump *pump, Slot *slot) {
     return state;
 }
 
+static int send_next(Pump *pump, Py_ssize_t slot_index, PyObject *events, int resend);
+
+/* A call (sql, params, request) reached at `index` on another slot at `now`: (sql, params, request, now)
+ * joins the queue, which its slot starts on if it waits for one, and the call counts as over at once. */
+static int queue_call(Pump *pump, Slot *slot, PyObject *call, double now, PyObject *events) {
+    if (pump->queue == NULL) {
+        PyErr_SetString(PyExc_TypeError, "a call to queue needs a queue slot (queue_on)");
+        return -1;
+    }
+    PyObject *when = PyFloat_FromDouble(now);
+    if (when == NULL) return -1;
+    PyObject *queued = PyTuple_Pack(4, PyTuple_GET_ITEM(call, 0), PyTuple_GET_ITEM(call, 1),
+                                    PyTuple_GET_ITEM(call, 2), when);
+    Py_DECREF(when);
+    int failed = queued == NULL || PyList_Append(pump->queue, queued) < 0;
+    Py_XDECREF(queued);
+    if (failed || append_time(slot->times, now) || append_time(slot->times, now)) return -1;
+    Slot *runner = &pump->slots[pump->queue_slot];
+    if (runner->calls != NULL && runner->current < 0)  /* waiting for a queued call: this one */
+        return send_next(pump, pump->queue_slot, events, 0) < 0 ? -1 : 0;
+    return 0;
+}
+
 /* Send the slot's next call: 1 when a call is in flight, 0 when the slot stopped (an event was
- * emitted), -1 on a Python error that is not the call's. A call at `next` is sent even after the slot's
- * end when `resend` is set (a retry of a transaction already started). */
+ * emitted) or, for the queue slot, waits for a queued call, -1 on a Python error that is not the call's.
+ * Calls to queue are queued on the way. A call at `next` is sent even after the slot's end when `resend`
+ * is set (a retry of a transaction already started). */
 static int send_next(Pump *pump, Py_ssize_t slot_index, PyObject *events, int resend) {
     Slot *slot = &pump->slots[slot_index];
     Py_ssize_t index = slot->next;
-    if (index >= PyList_GET_SIZE(slot->calls)) return emit(events, slot_index, slot, EV_DONE, index, NULL);
     double now = monotonic_now();
-    if (!resend && now >= slot->end) return emit(events, slot_index, slot, EV_END, index, NULL);
-    PyObject *call = PyList_GET_ITEM(slot->calls, index);
-    if (call == Py_None) return emit(events, slot_index, slot, EV_MARKER, index, NULL);
+    PyObject *call;
+    for (;; index = ++slot->next, resend = 0, now = monotonic_now()) {
+        if (index >= PyList_GET_SIZE(slot->calls)) {
+            if (slot_index == pump->queue_slot) return 0;
+            return emit(events, slot_index, slot, EV_DONE, index, NULL);
+        }
+        if (!resend && now >= slot->end) return emit(events, slot_index, slot, EV_END, index, NULL);
+        call = PyList_GET_ITEM(slot->calls, index);
+        if (!PyTuple_Check(call) || PyTuple_GET_SIZE(call) != 3 || slot_index == pump->queue_slot) break;
+        Py_INCREF(call);
+        int failed = queue_call(pump, slot, call, now, events);
+        Py_DECREF(call);
+        if (failed) return fail_with_exception(events, slot_index, slot, index, now);
+    }
     Py_INCREF(call);  /* preparing runs Python code: the call must outlive whatever it does */
     const char *values[MAX_PARAMS];
     PyObject *params = NULL;
     const char *name = NULL;
-    if (!PyTuple_Check(call) || PyTuple_GET_SIZE(call) != 2) {
-        PyErr_SetString(PyExc_TypeError, "a call is (sql, params) or None");
+    if (!PyTuple_Check(call) || PyTuple_GET_SIZE(call) < 2) {
+        PyErr_SetString(PyExc_TypeError, "a call is (sql, params), or (sql, params, request) to queue");
     } else if ((name = statement_name(slot, PyTuple_GET_ITEM(call, 0))) != NULL) {
         params = PySequence_Fast(PyTuple_GET_ITEM(call, 1), "a call's params must be a sequence");
     }
@@ -275,6 +312,7 @@ static int Pump_init(Pump *self, PyObject *args, PyObject *kwargs) {
         }
         table[n] = address;
     }
+    self->queue_slot = -1;
     self->ready = 1;
     return 0;
 }
@@ -294,6 +332,7 @@ static void Pump_dealloc(Pump *self) {
         Py_XDECREF(slot->times);
         if (slot->result) self->pq.clear(slot->result);
     }
+    Py_XDECREF(self->queue);
     free(self->slots);
     free(self->fds);
     free(self->fd_slots);
@@ -412,6 +451,53 @@ static PyObject *Pump_wait(Pump *self, PyObject *args) {
     }
 }
 
+/* The slot runs the queue: the calls (sql, params, request) other slots reach join `queue` as (sql, params,
+ * request, queued at), and the slot sends them in order as the list grows, never reporting DONE. */
+static PyObject *Pump_queue_on(Pump *self, PyObject *args) {
+    Py_ssize_t slot_index;
+    PyObject *queue;
+    if (not_ready(self) || !PyArg_ParseTuple(args, "nO!", &slot_index, &PyList_Type, &queue)) return NULL;
+    if (slot_index < 0 || slot_index >= self->count || self->queue != NULL) {
+        PyErr_SetString(PyExc_ValueError, "no such slot, or the pump has a queue slot already");
+        return NULL;
+    }
+    Slot *slot = &self->slots[slot_index];
+    if (slot->current >= 0) {
+        PyErr_SetString(PyExc_RuntimeError, "the slot has a call in flight");
+        return NULL;
+    }
+    Py_XSETREF(slot->times, PyList_New(0));
+    if (slot->times == NULL) return NULL;
+    Py_INCREF(queue);
+    self->queue = queue;
+    Py_INCREF(queue);
+    Py_XSETREF(slot->calls, queue);
+    slot->next = PyList_GET_SIZE(queue);
+    slot->end = INFINITY;
+    self->queue_slot = slot_index;
+    Py_RETURN_NONE;
+}
+
+/* The times of the calls the slot completed since it was last given calls or asked: its progress
+ * between events, for the queue slot, which reports no DONE. */
+static PyObject *Pump_progress(Pump *self, PyObject *args) {
+    Py_ssize_t slot_index;
+    if (!PyArg_ParseTuple(args, "n", &slot_index)) return NULL;
+    if (slot_index < 0 || slot_index >= self->count) {
+        PyErr_SetString(PyExc_IndexError, "no such slot");
+        return NULL;
+    }
+    Slot *slot = &self->slots[slot_index];
+    PyObject *times = slot->times;
+    if (times == NULL) return PyList_New(0);  /* stopped: its event took them */
+    slot->times = PyList_New(0);
+    if (slot->times == NULL) {
+        slot->times = times;
+        return NULL;
+    }
+    return times;
+}
+
 static PyObject *Pump_end_all(Pump *self, PyObject *args) {
     double end;
     if (!PyArg_ParseTuple(args, "d", &end)) return NULL;
@@ -431,6 +517,8 @@ static PyMethodDef Pump_methods[] = {
     {"add", (PyCFunction)Pump_add, METH_VARARGS, "add(pgconn address, names, prepare) -> slot"},
     {"give", (PyCFunction)Pump_give, METH_VARARGS, "give(slot, calls, start, end, resend=False) -> events"},
     {"wait", (PyCFunction)Pump_wait, METH_VARARGS, "wait(timeout_s) -> events"},
+    {"queue_on", (PyCFunction)Pump_queue_on, METH_VARARGS, "queue_on(slot, queue): the slot runs the queued calls"},
+    {"progress", (PyCFunction)Pump_progress, METH_VARARGS, "progress(slot) -> times completed since last asked"},
     {"end_all", (PyCFunction)Pump_end_all, METH_VARARGS, "end_all(end): no slot sends a call after end"},
     {"in_flight", (PyCFunction)Pump_in_flight, METH_NOARGS, "in_flight() -> slots with a call in flight"},
     {NULL, NULL, 0, NULL},

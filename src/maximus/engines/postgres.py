@@ -320,7 +320,8 @@ class LibpqPump:
     def __init__(self, pump: Any) -> None:
         self._pump = pump
         self._encodings: list[str] = []  # by slot
-        self.end_all, self.in_flight = pump.end_all, pump.in_flight
+        self.end_all, self.in_flight, self.queue_on, self.progress = pump.end_all, pump.in_flight, pump.queue_on, \
+            pump.progress
 
     def add(self, session: Session) -> int:
         self._encodings.append(session.encoding)

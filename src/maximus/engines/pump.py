@@ -1,11 +1,11 @@
 """Pumps: one call in flight on each of several sessions, all driven from one process (driver.multiplexed).
 
 A pump is given, for one session (its "slot"), a list of calls, each ``(sql, params)`` as
-``Session.send_call`` takes them or ``None`` (a marker). It sends them one after another, each as soon
-as the previous one's result is in, and stops the slot, reporting an event, when:
+``Session.send_call`` takes them, or ``(sql, params, request)``: a call to queue (below). It sends them
+one after another, each as soon as the previous one's result is in, and stops the slot, reporting an
+event, when:
 
 - ``DONE``: every call of the list is over (``index`` is the list's length);
-- ``MARKER``: the call at ``index`` is ``None`` (the driver's business: a deferred transaction to queue);
 - ``FAILED``: the call at ``index`` failed; ``error`` is the exception ``Session.call`` would raise;
 - ``END``: the slot's end time had passed when the call at ``index`` was due. A call given with
   ``resend`` (the retry of a transaction already started) is sent first even after the end.
@@ -13,6 +13,15 @@ as the previous one's result is in, and stops the slot, reporting an event, when
 An event is ``(slot, kind, index, times, error)``. ``times`` holds ``started, finished`` for every call
 completed since the slot was last given calls, in order; for ``FAILED``, the failed call's pair comes
 last. A stopped slot does nothing until it is given calls again.
+
+**The queue** (the driver's deferred transactions, 2.7.2). One slot may be made the queue slot
+(``queue_on``). A call to queue that another slot reaches is not sent there: ``(sql, params, request,
+queued at)`` is appended to the queue slot's list, the call counts as over at once (its times are
+``queued at`` twice), and the slot goes on with its next call. The queue slot sends its list's calls in
+order as the list grows: at its end it waits for the next one instead of reporting ``DONE``, and
+``progress`` hands over the times of the calls it completed since it was last asked. It stops on
+``FAILED`` and ``END`` like any slot, and queued calls wait in its list until it is given them again.
+So a deferred transaction costs the driver's Python code no event of its own.
 
 Between two events the driver's Python code does not run. ``PythonPump`` works on any engine with
 split calls (``Capabilities.split_calls``); an engine can offer a cheaper pump of the same behaviour
@@ -28,7 +37,7 @@ from typing import Any, Protocol, Sequence
 
 from maximus.engines.base import Session
 
-DONE, MARKER, FAILED, END = 0, 1, 2, 3
+DONE, FAILED, END = 0, 2, 3
 
 Event = tuple[int, int, int, list, Any]  # slot, kind, index, times, error
 
@@ -43,6 +52,12 @@ class Pump(Protocol):
 
     def wait(self, timeout_s: float) -> list[Event]:
         """Run the slots' calls until at least one event, or for ``timeout_s`` at most."""
+
+    def queue_on(self, slot: int, queue: list) -> None:
+        """Make ``slot`` the queue slot, running the calls queued in ``queue`` from its current length."""
+
+    def progress(self, slot: int) -> list[float]:
+        """The times of the calls ``slot`` completed since it was last given calls or asked."""
 
     def end_all(self, end: float) -> None:
         """From now on no slot sends a call after ``end`` (a stop)."""
@@ -70,6 +85,7 @@ class PythonPump:
         self._slots: list[_Slot] = []
         self._by_socket: dict[int, int] = {}
         self._poller = select.poll()
+        self._queue_slot, self._queue = -1, None
 
     def add(self, session: Session) -> int:
         self._slots.append(_Slot(session, session.fileno()))
@@ -95,6 +111,18 @@ class PythonPump:
                 break
         return events
 
+    def queue_on(self, slot: int, queue: list) -> None:
+        state = self._slots[slot]
+        if self._queue is not None or state.current >= 0:
+            raise RuntimeError("the pump has a queue slot already, or the slot has a call in flight")
+        state.calls, state.next, state.end, state.times = queue, len(queue), float("inf"), []
+        self._queue_slot, self._queue = slot, queue
+
+    def progress(self, slot: int) -> list[float]:
+        state = self._slots[slot]
+        times, state.times = state.times, []
+        return times
+
     def end_all(self, end: float) -> None:
         for state in self._slots:
             state.end = min(state.end, end)
@@ -104,17 +132,26 @@ class PythonPump:
 
     def _send_next(self, slot: int, events: list[Event], resend: bool = False) -> None:
         state = self._slots[slot]
-        index = state.next
-        if index >= len(state.calls):
-            return self._stop(slot, DONE, index, events)
-        now = time.monotonic()
-        if not resend and now >= state.end:
-            return self._stop(slot, END, index, events)
-        call = state.calls[index]
-        if call is None:
-            return self._stop(slot, MARKER, index, events)
+        while True:
+            index = state.next
+            if index >= len(state.calls):
+                if slot == self._queue_slot:  # waits for the next queued call
+                    return self._unregister(state)
+                return self._stop(slot, DONE, index, events)
+            now = time.monotonic()
+            if not resend and now >= state.end:
+                return self._stop(slot, END, index, events)
+            call = state.calls[index]
+            if not (isinstance(call, tuple) and len(call) == 3) or slot == self._queue_slot:
+                break
+            try:
+                self._queue_call(state, call, now, events)
+            except Exception as error:
+                state.times += (now, time.monotonic())
+                return self._stop(slot, FAILED, index, events, error)
+            state.next, resend = index + 1, False
         try:
-            state.session.send_call(*call)
+            state.session.send_call(*call[:2])
         except Exception as error:  # a connection that cannot send fails the call like a server error
             state.times += (now, time.monotonic())
             return self._stop(slot, FAILED, index, events, error)
@@ -122,6 +159,15 @@ class PythonPump:
         if state.socket not in self._by_socket:
             self._by_socket[state.socket] = slot
             self._poller.register(state.socket, select.POLLIN)
+
+    def _queue_call(self, state: _Slot, call: tuple, now: float, events: list[Event]) -> None:
+        if self._queue is None:
+            raise TypeError("a call to queue needs a queue slot (queue_on)")
+        self._queue.append((*call, now))
+        state.times += (now, now)
+        runner = self._slots[self._queue_slot]
+        if runner.calls and runner.current < 0:  # waiting for a queued call: this one
+            self._send_next(self._queue_slot, events)
 
     def _collect(self, slot: int, events: list[Event]) -> None:
         state = self._slots[slot]
@@ -139,5 +185,8 @@ class PythonPump:
         state = self._slots[slot]
         events.append((slot, kind, index, state.times, error))
         state.calls, state.current, state.times = (), -1, []
+        self._unregister(state)
+
+    def _unregister(self, state: _Slot) -> None:
         if self._by_socket.pop(state.socket, None) is not None:
             self._poller.unregister(state.socket)
