@@ -120,10 +120,12 @@ def test_a_failed_queued_call_stops_the_queue_slot_until_it_is_given_the_queue_a
     failed = [event for event in events if event[0] == queue_slot]
     assert [(event[1], event[2], len(event[3])) for event in failed] == [(FAILED, 0, 2)]
     assert failed[0][4].sqlstate == "40001" and len(queue) == 2
-    assert _counted(sessions[1]) == before  # the second waits in the queue
+    assert _counted(sessions[1]) == before  # the second waits in the queue, and so does one queued now
+    assert _until_event(pump, pump.give(slot, [(*COUNT, "third")], 0, time.monotonic() + 60))[0][1] == DONE
+    assert pump.in_flight() == 0 and len(queue) == 3 and _counted(sessions[1]) == before
     assert pump.give(queue_slot, queue, 1, float("inf")) == []
-    assert _until_idle(pump) == [] and len(pump.progress(queue_slot)) == 2
-    assert _counted(sessions[1]) == before + 1
+    assert _until_idle(pump) == [] and len(pump.progress(queue_slot)) == 4
+    assert _counted(sessions[1]) == before + 2
 
 
 def test_a_stop_ends_the_queue_slot_after_its_call_in_flight(pump: Pump, queued: tuple[int, int, list],
@@ -137,6 +139,12 @@ def test_a_stop_ends_the_queue_slot_after_its_call_in_flight(pump: Pump, queued:
     events = _until_idle(pump)
     assert [(event[0], event[1], event[2], len(event[3])) for event in events] == [(queue_slot, END, 1, 2)]
     assert _counted(sessions[1]) == before
+
+
+def test_a_call_to_queue_past_the_slots_end_ends_it_unqueued(pump: Pump, queued: tuple[int, int, list]) -> None:
+    slot, _, queue = queued
+    assert [event[1:3] for event in pump.give(slot, [(*COUNT, "late")], 0, time.monotonic())] == [(END, 0)]
+    assert queue == [] and pump.in_flight() == 0
 
 
 def test_a_call_to_queue_without_a_queue_slot_fails_alone(pump: Pump, sessions: list[PostgresSession]) -> None:

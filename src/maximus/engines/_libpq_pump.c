@@ -312,7 +312,7 @@ static int Pump_init(Pump *self, PyObject *args, PyObject *kwargs) {
         }
         table[n] = address;
     }
-    self->queue_slot = -1;
+    if (self->queue == NULL) self->queue_slot = -1;  /* __init__ again keeps a queue slot's */
     self->ready = 1;
     return 0;
 }
@@ -482,7 +482,7 @@ static PyObject *Pump_queue_on(Pump *self, PyObject *args) {
  * between events, for the queue slot, which reports no DONE. */
 static PyObject *Pump_progress(Pump *self, PyObject *args) {
     Py_ssize_t slot_index;
-    if (!PyArg_ParseTuple(args, "n", &slot_index)) return NULL;
+    if (not_ready(self) || !PyArg_ParseTuple(args, "n", &slot_index)) return NULL;
     if (slot_index < 0 || slot_index >= self->count) {
         PyErr_SetString(PyExc_IndexError, "no such slot");
         return NULL;
