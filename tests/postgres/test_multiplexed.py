@@ -226,19 +226,24 @@ class Deferring:
 
 
 def _drive_one(engine: PostgresEngine, make_pump: MakePump, seconds: float, retry: RetryPolicy, emulator: object,
-               during: Callable[[PostgresSession], None] | None = None) -> tuple[list, float, float]:
-    """One terminal (and the deferred runner): its samples, the run's wall time and the thread's CPU time."""
+               during: Callable[[PostgresSession], None] | None = None, deferred_session: bool = False,
+               stop_after: float | None = None) -> tuple[list, float, float]:
+    """One terminal (and the deferred runner): its samples, the run's wall time and the thread's CPU time.
+    ``during`` is given the terminal's session, or the deferred runner's."""
+    stop = threading.Event()
+    if stop_after is not None:
+        threading.Timer(stop_after, stop.set).start()
     origin, outbox = time.monotonic(), Outbox()
     recorder = Recorder(outbox, Window(0.0, seconds), origin)
     sessions = [engine.connect() for _ in range(2)]
     if during is not None:
-        during(sessions[0])
+        during(sessions[1 if deferred_session else 0])
     later = {t.name: t for t in getattr(emulator, "transactions", ()) if t.deferred}
     deferred = DeferredRunner(sessions[1], engine, retry, transactions=later, recorder=recorder)
     terminal = MultiplexedTerminal(sessions[0], engine, retry, index=0, emulator=emulator, recorder=recorder,
                                    counters=[0] * 2)
     cpu = time.thread_time()
-    run_multiplexed([terminal], deferred, SystemClock(), origin + seconds, make_pump(engine))
+    run_multiplexed([terminal], deferred, SystemClock(stop), origin + seconds, make_pump(engine))
     cpu, elapsed = time.thread_time() - cpu, time.monotonic() - origin
     recorder.flush(time.monotonic())
     for session in sessions:
@@ -254,8 +259,8 @@ def test_a_process_whose_terminals_all_wait_for_a_backoff_sleeps(engine: Postgre
     assert cpu < 0.3 * elapsed  # the backoffs are slept through, not polled for
 
 
-def test_a_terminal_whose_connection_is_lost_records_one_failure_and_stops(engine: PostgresEngine,
-                                                                          make_pump: MakePump) -> None:
+def _terminate_soon(engine: PostgresEngine) -> Callable[[PostgresSession], None]:
+    """Ends the session's backend 0.3 s from now, as a server restart or an administrator would."""
     def terminate_soon(session: PostgresSession) -> None:
         pid, killer = session.fetchone("SELECT pg_backend_pid()")[0], engine.connect()
 
@@ -265,7 +270,37 @@ def test_a_terminal_whose_connection_is_lost_records_one_failure_and_stops(engin
 
         threading.Timer(0.3, terminate).start()
 
-    samples, elapsed, _ = _drive_one(engine, make_pump, 3.0, RetryPolicy(), Always(0), terminate_soon)
+    return terminate_soon
+
+
+def test_a_terminal_whose_connection_is_lost_records_one_failure_and_stops(engine: PostgresEngine,
+                                                                          make_pump: MakePump) -> None:
+    samples, elapsed, _ = _drive_one(engine, make_pump, 3.0, RetryPolicy(), Always(0), _terminate_soon(engine))
     failed = [s for s in samples if s.outcome is Outcome.FAILED]
     assert len(failed) == 1 and max(s.start for s in samples) <= failed[0].start
     assert len(samples) > len(failed) and elapsed < 2.0
+
+
+def test_a_lost_deferred_session_fails_each_queued_call_and_the_terminal_goes_on(engine: PostgresEngine,
+                                                                                 make_pump: MakePump) -> None:
+    """The queue takes a backoff per nine calls (0.2 s), so the session is lost with most of it unsent:
+    every call queued is still recorded once, those after the loss as failed."""
+    samples, elapsed, _ = _drive_one(engine, make_pump, 1.0, RetryPolicy(first_backoff_s=0.2), Deferring(),
+                                     _terminate_soon(engine), deferred_session=True)
+    queued = sorted(s.start for s in samples if s.transaction == "later")
+    completed = [s for s in samples if s.transaction == "deferred_later"]
+    assert len(queued) == 64 and sorted(s.start for s in completed) == queued
+    lost = [s for s in completed if s.outcome is Outcome.FAILED and s.error.startswith("OperationalError")]
+    assert 5 < len(lost) < 64 and all(s.start + s.latency >= 0.3 for s in lost)
+    assert max(s.start for s in samples if s.transaction == "flaky") > 0.5 and elapsed < 3.0
+
+
+def test_a_stop_drops_the_queued_calls_not_yet_sent(engine: PostgresEngine, make_pump: MakePump) -> None:
+    """After a stop the call in flight on the queue, or the one waiting for its backoff, is finished, and
+    nothing else queued is sent: the run ends at once instead of draining the queue."""
+    samples, elapsed, _ = _drive_one(engine, make_pump, 60.0, RetryPolicy(first_backoff_s=0.2), Deferring(),
+                                     stop_after=0.3)
+    queued = {s.start for s in samples if s.transaction == "later"}
+    completed = [s for s in samples if s.transaction == "deferred_later"]
+    assert len(queued) == 64 and 0 < len(completed) < 64 and {s.start for s in completed} <= queued
+    assert elapsed < 1.5
