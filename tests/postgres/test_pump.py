@@ -77,6 +77,7 @@ def queued(pump: Pump, engine: PostgresEngine, sessions: list[PostgresSession]) 
     runner, queue = engine.connect(), []
     slot, queue_slot = pump.add(sessions[0]), pump.add(runner)
     pump.queue_on(queue_slot, queue)
+    assert pump.give(queue_slot, queue, 0, float("inf")) == []
     yield slot, queue_slot, queue
     runner.close()
 

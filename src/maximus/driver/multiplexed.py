@@ -182,9 +182,9 @@ class DeferredRunner(_Caller):
     recorder: Recorder | None = None
     stopped: bool = False
 
-    def attach(self, pump: Pump) -> None:
+    def attach(self, pump: Pump) -> list[Event]:
         pump.queue_on(self.slot, self.calls)
-        self.given_from = len(self.calls)
+        return self.give(pump, len(self.calls), _NO_END)
 
     def collect(self, pump: Pump) -> None:
         """Record the queued calls completed since the last look."""
@@ -224,9 +224,8 @@ def run_multiplexed(terminals: list[MultiplexedTerminal], deferred: DeferredRunn
     for caller in (*terminals, deferred):
         caller.slot = pump.add(caller.session)
         callers[caller.slot] = caller
-    deferred.attach(pump)
     backoffs: list[tuple[float, int, _Caller]] = []  # (send again at, a tie-breaker, who)
-    events: deque[Event] = deque()
+    events: deque[Event] = deque(deferred.attach(pump))  # none: its queue is empty
     for terminal in terminals:
         events.extend(terminal.given_all(pump, end, now()) or ())
     stop_check = now() + _STOP_POLL_S

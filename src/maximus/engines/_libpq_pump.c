@@ -451,8 +451,9 @@ static PyObject *Pump_wait(Pump *self, PyObject *args) {
     }
 }
 
-/* The slot runs the queue: the calls (sql, params, request) other slots reach join `queue` as (sql, params,
- * request, queued at), and the slot sends them in order as the list grows, never reporting DONE. */
+/* The slot becomes the queue slot: the calls (sql, params, request) other slots reach join `queue` as
+ * (sql, params, request, queued at). Given that list (give), it sends them in order as it grows, never
+ * reporting DONE. */
 static PyObject *Pump_queue_on(Pump *self, PyObject *args) {
     Py_ssize_t slot_index;
     PyObject *queue;
@@ -461,19 +462,8 @@ static PyObject *Pump_queue_on(Pump *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "no such slot, or the pump has a queue slot already");
         return NULL;
     }
-    Slot *slot = &self->slots[slot_index];
-    if (slot->current >= 0) {
-        PyErr_SetString(PyExc_RuntimeError, "the slot has a call in flight");
-        return NULL;
-    }
-    Py_XSETREF(slot->times, PyList_New(0));
-    if (slot->times == NULL) return NULL;
     Py_INCREF(queue);
     self->queue = queue;
-    Py_INCREF(queue);
-    Py_XSETREF(slot->calls, queue);
-    slot->next = PyList_GET_SIZE(queue);
-    slot->end = INFINITY;
     self->queue_slot = slot_index;
     Py_RETURN_NONE;
 }
@@ -517,7 +507,7 @@ static PyMethodDef Pump_methods[] = {
     {"add", (PyCFunction)Pump_add, METH_VARARGS, "add(pgconn address, names, prepare) -> slot"},
     {"give", (PyCFunction)Pump_give, METH_VARARGS, "give(slot, calls, start, end, resend=False) -> events"},
     {"wait", (PyCFunction)Pump_wait, METH_VARARGS, "wait(timeout_s) -> events"},
-    {"queue_on", (PyCFunction)Pump_queue_on, METH_VARARGS, "queue_on(slot, queue): the slot runs the queued calls"},
+    {"queue_on", (PyCFunction)Pump_queue_on, METH_VARARGS, "queue_on(slot, queue): the slot runs the queue, once given it"},
     {"progress", (PyCFunction)Pump_progress, METH_VARARGS, "progress(slot) -> times completed since last asked"},
     {"end_all", (PyCFunction)Pump_end_all, METH_VARARGS, "end_all(end): no slot sends a call after end"},
     {"in_flight", (PyCFunction)Pump_in_flight, METH_NOARGS, "in_flight() -> slots with a call in flight"},

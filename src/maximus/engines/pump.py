@@ -17,8 +17,8 @@ last. A stopped slot does nothing until it is given calls again.
 **The queue** (the driver's deferred transactions, 2.7.2). One slot may be made the queue slot
 (``queue_on``). A call to queue that another slot reaches is not sent there: ``(sql, params, request,
 queued at)`` is appended to the queue slot's list, the call counts as over at once (its times are
-``queued at`` twice), and the slot goes on with its next call. The queue slot sends its list's calls in
-order as the list grows: at its end it waits for the next one instead of reporting ``DONE``, and
+``queued at`` twice), and the slot goes on with its next call. Given its list like any slot (``give``),
+the queue slot sends its calls in order as the list grows: at its end it waits for the next one instead of reporting ``DONE``, and
 ``progress`` hands over the times of the calls it completed since it was last asked. It stops on
 ``FAILED`` and ``END`` like any slot, and queued calls wait in its list until it is given them again.
 So a deferred transaction costs the driver's Python code no event of its own.
@@ -54,7 +54,7 @@ class Pump(Protocol):
         """Run the slots' calls until at least one event, or for ``timeout_s`` at most."""
 
     def queue_on(self, slot: int, queue: list) -> None:
-        """Make ``slot`` the queue slot, running the calls queued in ``queue`` from its current length."""
+        """Make ``slot`` the queue slot, whose calls are queued in ``queue``; it runs them once given it."""
 
     def progress(self, slot: int) -> list[float]:
         """The times of the calls ``slot`` completed since it was last given calls or asked."""
@@ -112,10 +112,8 @@ class PythonPump:
         return events
 
     def queue_on(self, slot: int, queue: list) -> None:
-        state = self._slots[slot]
-        if self._queue is not None or state.current >= 0:
-            raise RuntimeError("the pump has a queue slot already, or the slot has a call in flight")
-        state.calls, state.next, state.end, state.times = queue, len(queue), float("inf"), []
+        if self._queue is not None or not 0 <= slot < len(self._slots):
+            raise ValueError("no such slot, or the pump has a queue slot already")
         self._queue_slot, self._queue = slot, queue
 
     def progress(self, slot: int) -> list[float]:
