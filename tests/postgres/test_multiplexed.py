@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -15,10 +16,10 @@ import pytest
 from maximus.driver.clock import SystemClock
 from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import Recorder, from_wire
+from maximus.driver.terminal import Recorder, expand_runs, from_wire
 from maximus.engines.postgres import PostgresEngine, PostgresSession
 from maximus.engines.pump import Pump
-from maximus.records import Outcome, Window
+from maximus.records import Outcome, TxnSample, Window
 from maximus.workloads.tpcc.server_side import ServerSide
 
 # kind 0 commits; kind 1 meets a serialization failure on every other call of its terminal (so each
@@ -59,8 +60,8 @@ class Flaky:
     def call(self, kind: int) -> tuple[str, tuple]:
         return "SELECT flaky(?, ?)", (self.terminal, kind)
 
-    def facts(self, kind: int) -> dict[str, int]:
-        return {"calls": 1, "kind": kind}
+    def summed_facts(self, kinds: list[int]) -> dict[str, int]:
+        return {"calls": len(kinds), "kind": sum(kinds)}
 
 
 class Scripted:
@@ -119,7 +120,12 @@ def _drive_counted(engine: PostgresEngine, make_pump: MakePump, seconds: float,
     for session in sessions:
         session.close()
     facts = sum((Counter(message[2]) for message in outbox), Counter())
-    return [from_wire(fields) for message in outbox for fields in message[1]], elapsed, facts, counters
+    return _samples(outbox, origin), elapsed, facts, counters
+
+
+def _samples(outbox: Outbox, origin: float) -> list[TxnSample]:
+    """Every sample of the recorder's messages, as the parent makes them."""
+    return [from_wire(fields) for message in outbox for fields in chain(message[1], expand_runs(message[3], origin))]
 
 
 def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engine: PostgresEngine,
@@ -248,7 +254,7 @@ def _drive_one(engine: PostgresEngine, make_pump: MakePump, seconds: float, retr
     recorder.flush(time.monotonic())
     for session in sessions:
         session.close()
-    return [from_wire(fields) for message in outbox for fields in message[1]], elapsed, cpu
+    return _samples(outbox, origin), elapsed, cpu
 
 
 def test_a_process_whose_terminals_all_wait_for_a_backoff_sleeps(engine: PostgresEngine,

@@ -100,6 +100,7 @@ def new_orders() -> NewOrderSummary:
     item_ids: list[int] = []
     remote_supplies: list[int] = []
     quantities: list[int] = []
+    orders, expected_sums = [], Counter()
     for number in range(NEW_ORDER_DRAWS):
         order = transaction.draw(rng, HOME)
         lines = order.lines
@@ -116,7 +117,11 @@ def new_orders() -> NewOrderSummary:
         remote_supplies += supplies
         if number < 5_000:
             facts = {"order_lines": len(lines), "remote_order_lines": len(supplies)}
-            summary.facts_mismatches += transaction.facts(order) != facts or order.all_local is not (not supplies)
+            mismatch = transaction.summed_facts([order]) != facts or order.all_local is not (not supplies)
+            summary.facts_mismatches += mismatch
+            expected_sums.update(facts)
+            orders.append(order)
+    summary.facts_mismatches += transaction.summed_facts(orders) != expected_sums  # a batch's, summed at once
     summary.orders = NEW_ORDER_DRAWS
     summary.lines = len(item_ids)
     summary.remote_lines = len(remote_supplies)
@@ -220,7 +225,10 @@ def test_payment_fields(payments: list[PaymentInput]) -> None:
 def test_payment_facts(payments: list[PaymentInput]) -> None:
     transaction = Payment(DIALECT)
     for p in payments[:5_000]:
-        assert transaction.facts(p) == {"remote": int(p.c_w_id != p.w_id), "by_name": int(p.c_id is None)}
+        assert transaction.summed_facts([p]) == {"remote": int(p.c_w_id != p.w_id), "by_name": int(p.c_id is None)}
+    remote, by_name = sum(p.c_w_id != p.w_id for p in payments[:5_000]), sum(p.c_id is None for p in payments[:5_000])
+    assert 0 < remote < by_name < 5_000
+    assert transaction.summed_facts(payments[:5_000]) == {"remote": remote, "by_name": by_name}
 
 
 # --- Order-Status (2.6.1) ---
@@ -238,7 +246,8 @@ def test_order_status_always_home_warehouse(order_statuses: list[OrderStatusInpu
         assert (o.c_id is None) != (o.c_last is None)
         assert o.c_last in LAST_NAMES if o.c_id is None else 1 <= o.c_id <= 3000
     transaction = OrderStatus(DIALECT)
-    assert all(transaction.facts(o) == {"by_name": int(o.c_id is None)} for o in order_statuses[:2_000])
+    assert all(transaction.summed_facts([o]) == {"by_name": int(o.c_id is None)} for o in order_statuses[:2_000])
+    assert transaction.summed_facts(order_statuses) == {"by_name": sum(o.c_id is None for o in order_statuses)}
 
 
 # --- Stock-Level (2.8.1) and Delivery (2.7.1) ---

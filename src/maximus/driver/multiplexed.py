@@ -134,6 +134,7 @@ class MultiplexedTerminal(_Caller):
     recorder: Recorder | None = None  # shared by the process's terminals
     counters: Any = None
     batch: list = field(default_factory=list)  # (transaction, inputs) drawn for ``calls``
+    names: list = field(default_factory=list)  # of the batch's transactions, as a run of them is recorded
     done: list = field(default_factory=list)  # over, not recorded yet
 
     def given_all(self, pump: Pump, end: float, now: float) -> list[Event] | None:
@@ -142,6 +143,7 @@ class MultiplexedTerminal(_Caller):
         if now >= end:
             return None
         self.batch = self.emulator.batch(BATCH)
+        self.names = [transaction.name for transaction, _ in self.batch]
         self.calls = [(*transaction.send_args(inputs), (self.index, transaction.name)) if transaction.deferred
                       else transaction.send_args(inputs) for transaction, inputs in self.batch]
         return self.give(pump, 0, end)
@@ -153,8 +155,10 @@ class MultiplexedTerminal(_Caller):
         return self.batch[n][0].rolled_back_by_rule(error)
 
     def _committed_at_once(self, start: int, stop: int, times: list[float]) -> None:
-        """Recorded at once, in one pass (``finish_committed``): nearly every call of a batch."""
-        finish_committed(self, zip(self.batch[start:stop], times[0::2], times[1::2]))
+        """Recorded as a run (``finish_committed``): nearly every call of a batch."""
+        count = stop - start
+        finish_committed(self, self.names[start:stop], times if len(times) == 2 * count else times[:2 * count],
+                         self.batch[start:stop])
 
     def _over(self, n: int, started: float, attempts: int, finished: float, outcome: Outcome = Outcome.COMMITTED,
               error: str = "") -> None:

@@ -17,13 +17,14 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Protocol, Sequence
 
 from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
 from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import (Recorder, Terminal, from_wire, ignore_interrupts, record_deferred,
+from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire, ignore_interrupts, record_deferred,
                                      transaction_runner, yield_to_the_server)
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
@@ -226,6 +227,7 @@ class Run:
         self.channels = _Channels(self.context, spec.terminals, spec.engine.capabilities.single_writer)
         # as they travel: a TxnSample per transaction is built after the run, not on the CPUs the run shares
         self.wire_samples: list[tuple] = []
+        self.wire_runs: list[tuple] = []  # runs of committed transactions (Recorder.record_committed)
         self.facts: dict[str, int] = {}
         self.errors: list[str] = []
         self.interrupted = False
@@ -306,6 +308,7 @@ class Run:
             return None
         if message[0] == "samples":
             self.wire_samples.extend(message[1])
+            self.wire_runs.extend(message[3])
             for name, value in message[2].items():
                 self.facts[name] = self.facts.get(name, 0) + value
         elif message[0] == "fatal":
@@ -341,8 +344,9 @@ class Run:
             status = RunStatus.INTERRUPTED
         else:
             status = RunStatus.COMPLETE
-        samples = sorted(map(from_wire, self.wire_samples), key=lambda s: s.start)
-        self.wire_samples = []
+        wire = chain(self.wire_samples, expand_runs(self.wire_runs, self.channels.origin.value))
+        samples = sorted(map(from_wire, wire), key=lambda s: s.start)
+        self.wire_samples, self.wire_runs = [], []
         return DriveResult(samples, self.facts, window, status, self.errors, elapsed)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import DISTRICTS_PER_WAREHOUSE
@@ -31,7 +31,7 @@ class Delivery:
     def call(self, inputs: DeliveryInput) -> tuple[str, tuple]:
         return f"SELECT tpcc_delivery(?, ?, {SERVER_UTC_NOW})", (inputs.w_id, inputs.carrier_id)
 
-    def facts(self, inputs: DeliveryInput) -> dict[str, int]:
+    def summed_facts(self, inputs: Sequence[DeliveryInput]) -> dict[str, int]:
         return {}
 
     def execute(self, session: Session, inputs: DeliveryInput) -> list[tuple[int, int]]:

@@ -106,8 +106,9 @@ class NewOrder:
         return (f"SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})",
                 (inputs.w_id, inputs.d_id, inputs.c_id, inputs.item_ids, inputs.supply_w_ids, inputs.quantities))
 
-    def facts(self, inputs: NewOrderInput) -> dict[str, int]:
-        return {"order_lines": len(inputs.item_ids), "remote_order_lines": inputs.remote_lines}
+    def summed_facts(self, inputs: Sequence[NewOrderInput]) -> dict[str, int]:
+        return {"order_lines": sum(len(order.item_ids) for order in inputs),
+                "remote_order_lines": sum(order.remote_lines for order in inputs)}
 
     def execute(self, session: Session, inputs: NewOrderInput) -> None:
         w_id, d_id = inputs.w_id, inputs.d_id

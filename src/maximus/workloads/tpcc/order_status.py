@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import BY_NAME_PERCENT, DISTRICTS_PER_WAREHOUSE
@@ -35,8 +35,8 @@ class OrderStatus:
     def call(self, inputs: OrderStatusInput) -> tuple[str, tuple]:
         return "SELECT tpcc_order_status(?, ?, ?, ?)", (inputs.w_id, inputs.d_id, inputs.c_id, inputs.c_last)
 
-    def facts(self, inputs: OrderStatusInput) -> dict[str, int]:
-        return {"by_name": int(inputs.c_id is None)}
+    def summed_facts(self, inputs: Sequence[OrderStatusInput]) -> dict[str, int]:
+        return {"by_name": sum(status.c_id is None for status in inputs)}
 
     def execute(self, session: Session, inputs: OrderStatusInput) -> None:
         w_id, d_id = inputs.w_id, inputs.d_id

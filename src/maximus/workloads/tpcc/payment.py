@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import BY_NAME_PERCENT, C_DATA_MAX, DISTRICTS_PER_WAREHOUSE, PAYMENT_REMOTE_PERCENT
@@ -49,8 +49,9 @@ class Payment:
                 (inputs.w_id, inputs.d_id, inputs.c_w_id, inputs.c_d_id, inputs.c_id, inputs.c_last,
                  f"{inputs.amount:.2f}"))
 
-    def facts(self, inputs: PaymentInput) -> dict[str, int]:
-        return {"remote": int(inputs.remote), "by_name": int(inputs.c_id is None)}
+    def summed_facts(self, inputs: Sequence[PaymentInput]) -> dict[str, int]:
+        return {"remote": sum(payment.c_w_id != payment.w_id for payment in inputs),
+                "by_name": sum(payment.c_id is None for payment in inputs)}
 
     def execute(self, session: Session, inputs: PaymentInput) -> None:
         w_id, d_id, amount = inputs.w_id, inputs.d_id, inputs.amount

@@ -55,8 +55,8 @@ class ServerSide:
     def rolled_back_by_rule(error: BaseException) -> bool:
         return getattr(error, "sqlstate", None) == ROLLBACK_SQLSTATE
 
-    def facts(self, call: Call) -> dict[str, int]:
-        return self.inner.facts(call.inputs)
+    def summed_facts(self, calls: Sequence[Call]) -> dict[str, int]:
+        return self.inner.summed_facts([call.inputs for call in calls])
 
     @staticmethod
     def send_args(call: Call) -> tuple[str, Sequence[Any]]:

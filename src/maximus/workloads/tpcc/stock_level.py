@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import STOCK_LEVEL_ORDERS, STOCK_THRESHOLD_RANGE
@@ -31,7 +31,7 @@ class StockLevel:
     def call(self, inputs: StockLevelInput) -> tuple[str, tuple]:
         return "SELECT tpcc_stock_level(?, ?, ?)", (inputs.w_id, inputs.d_id, inputs.threshold)
 
-    def facts(self, inputs: StockLevelInput) -> dict[str, int]:
+    def summed_facts(self, inputs: Sequence[StockLevelInput]) -> dict[str, int]:
         return {}
 
     def execute(self, session: Session, inputs: StockLevelInput) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.random import TpccRandom
@@ -36,8 +36,9 @@ class Transaction(Protocol):
 
     def execute(self, session: Session, inputs: Any) -> None: ...
 
-    def facts(self, inputs: Any) -> dict[str, int]:
-        """Counts the validity bands of 5.5.1.5 need, e.g. {"remote": 1}."""
+    def summed_facts(self, inputs: Sequence[Any]) -> dict[str, int]:
+        """Counts the validity bands of 5.5.1.5 need, summed over ``inputs``, e.g. {"remote": 3}: a busy
+        terminal sums a batch's at once (``driver.terminal.Recorder``)."""
 
     def call(self, inputs: Any) -> tuple[str, tuple]:
         """The stored-function call that does the same work server-side (see sql/<dialect>.sql)."""
