@@ -250,6 +250,24 @@ def test_sampler_on_a_live_server_reports_its_settings_the_server_and_a_lock_wai
     sampler.close()  # twice: still no exception
 
 
+def test_wait_sampling_that_lost_its_session_says_why_at_the_next_reading(probe: PostgresEngine) -> None:
+    """The snapshots run in a thread of their own; a failure there must not read as "no waits"."""
+    (sampler,) = probe.samplers()
+    sampler.open(SamplingContext({"client": (os.getpid(),), "driver": (os.getpid(),)}))
+    try:
+        with psycopg.connect(probe._dsn("postgres"), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE application_name = 'maximus-sampler' AND pid <> %s",
+                          (sampler._connection.info.backend_pid,))
+        deadline = time.monotonic() + 10
+        with pytest.raises(RuntimeError, match="wait-event sampling stopped: .*connection"):
+            while time.monotonic() < deadline:
+                sampler.read()
+                time.sleep(0.05)
+    finally:
+        sampler.close()
+
+
 def test_the_reading_after_the_clients_exited_holds_all_their_commits(probe: PostgresEngine) -> None:
     """A backend publishes its counters at most once a second, and when it exits: the sampler waits for that."""
     committer = Committer(probe, 50)
