@@ -117,7 +117,7 @@ def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sql
         session = engine.connect()
         text = engine.dialect.call_parameters
         try:
-            sql = NewOrder.call(None, NewOrderInput.from_lines(1, 2, 7, (OrderLine(5, 1, 3), OrderLine(6, 1, 4))))[0]
+            sql = NewOrder.call_sql
             before = session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2")[0]
             session.call(sql, text((1, 2, 7, [5, 6], [1, 1], [3, 4])))
             count, customer, entered = session.fetchone("SELECT o_ol_cnt, o_c_id, o_entry_d FROM orders WHERE "
@@ -165,7 +165,7 @@ def test_a_server_side_new_order_changes_what_the_client_side_one_changes_also_f
     def new_order(engine: PostgresEngine, session: Any, mode: str) -> tuple:
         before = session.fetchall(stock)
         if mode == "server":
-            sql, params = NewOrder.call(None, inputs)
+            sql, params = NewOrder(engine.dialect).call(inputs)
             session.call(sql, engine.dialect.call_parameters(params))
         else:
             session.begin()
@@ -195,7 +195,7 @@ def test_a_server_side_delivery_changes_what_the_client_side_one_changes_and_ski
     def delivery(engine: PostgresEngine, session: Any, mode: str) -> tuple:
         session.execute("DELETE FROM new_order WHERE no_w_id = 1 AND no_d_id = 3")
         if mode == "server":
-            sql, params = Delivery.call(None, inputs)
+            sql, params = Delivery(engine.dialect).call(inputs)
             delivered = session.fetchone(sql, params)[0]
         else:
             session.begin()

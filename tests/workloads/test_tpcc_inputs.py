@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from maximus.engines.postgres import PostgresEngine
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.workloads.tpcc import home_of
-from maximus.workloads.tpcc import new_order
+from maximus.workloads.tpcc import drawer, new_order
 from maximus.workloads.tpcc.constants import ITEMS, REMOTE_SUPPLY_PERCENT, UNUSED_ITEM_ID, VALIDITY_BANDS
 from maximus.workloads.tpcc.delivery import Delivery
 from maximus.workloads.tpcc.emulator import TerminalEmulator, TpccRunSettings
@@ -336,17 +337,25 @@ def test_emulator_is_repeatable_per_seed_and_terminal() -> None:
 
 
 @pytest.fixture(params=["c", "python"])
-def order_lines_in(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each test that takes it runs with a New-Order's lines drawn in C (``_draws``) and in Python."""
+def draws_in(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test that takes it runs with the draws in C (``_draws``: a batch, and a New-Order's lines) and
+    in Python."""
     if request.param == "python":
         monkeypatch.setattr(new_order, "_c_order_lines", None)
+        monkeypatch.setattr(drawer, "Drawer", None)
+    else:
+        assert drawer.Drawer is not None and new_order._c_order_lines is not None, NOT_COMPILED
     return request.param
 
 
-def test_a_seed_draws_the_inputs_it_drew_before_the_draws_were_made_faster(order_lines_in: str) -> None:
+NOT_COMPILED = "maximus.workloads.tpcc._draws was not compiled: pip install -e . needs a C compiler (README, PostgreSQL)"
+
+
+def test_a_seed_draws_the_inputs_it_drew_before_the_draws_were_made_faster(draws_in: str) -> None:
     """Runs compared months apart must get the same inputs from the same seed: the digest of a terminal's
     first 2,000 calls (name and parameters), as the code before the column-wise New-Order draw gave it."""
     emulator = TerminalEmulator(TpccRunSettings(4, 1, CONSTANTS), 3, DIALECT)
+    assert emulator.draws_in_c is (draws_in == "c")
     digest = hashlib.sha256()
     for transaction, inputs in emulator.batch(2000):
         params = [list(p) if isinstance(p, (list, tuple)) else p for p in transaction.call(inputs)[1]]
@@ -357,8 +366,7 @@ def test_a_seed_draws_the_inputs_it_drew_before_the_draws_were_made_faster(order
 def test_the_order_lines_drawn_in_c_are_the_python_loops_and_leave_the_stream_where_it_leaves_it() -> None:
     """Every combination the loop branches on: one warehouse (no remote draw) or several, a home first,
     in the middle or last (the other warehouse skips it), a rollback or not, 5..15 lines."""
-    assert new_order._c_order_lines is not None, \
-        "maximus.workloads.tpcc._draws was not compiled: pip install -e . needs a C compiler (README, PostgreSQL)"
+    assert new_order._c_order_lines is not None, NOT_COMPILED
     for warehouses, w_id in ((1, 1), (2, 1), (2, 2), (3, 2), (10, 4), (10, 10)):
         home = Home(w_id=w_id, d_id=1, warehouses=warehouses)
         in_c, in_python = _rng(f"lines/{warehouses}/{w_id}"), _rng(f"lines/{warehouses}/{w_id}")
@@ -400,3 +408,62 @@ def test_emulator_keying_and_think_times() -> None:
     assert all(0.0 <= t <= 120.0 for t in thinks)  # 5.2.5.4: truncated at 10 x the 12 s mean
     assert abs(sum(thinks) / len(thinks) - 12.0) < 0.5  # mean 12 s (sd of the mean ~0.085 s)
     assert math.isclose(sorted(thinks)[len(thinks) // 2], 12.0 * math.log(2), rel_tol=0.05)  # exp median
+
+
+@pytest.mark.parametrize("server_side", [False, True], ids=["client-side", "server-side"])
+def test_a_batch_drawn_in_c_is_the_python_draws_and_leaves_the_stream_where_they_do(
+        server_side: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C drawer against ``next()`` in Python, for homes with one warehouse (no remote draws) and with
+    several (the home first, in the middle, last): the same transactions with equal inputs of the same
+    types, in server-side mode the same calls with their parameters converted as the dialect converts
+    them, every branch taken, and the stream left where Python leaves it."""
+    assert drawer.Drawer is not None, NOT_COMPILED
+    dialect = PostgresEngine.dialect  # its call parameters are converted to text, in C
+    for warehouses, terminal in ((1, 0), (2, 0), (2, 1), (3, 7), (10, 39)):
+        settings = TpccRunSettings(warehouses, 11, CONSTANTS, server_side=server_side)
+        in_c = TerminalEmulator(settings, terminal, dialect)
+        with monkeypatch.context() as patched:
+            patched.setattr(drawer, "Drawer", None)
+            in_python = TerminalEmulator(settings, terminal, dialect)
+        assert in_c.draws_in_c and not in_python.draws_in_c
+        facts: Counter = Counter()
+        for size in (64, 1, 23, 100) * 40:
+            batch = in_c.batch(size)
+            expected = [in_python.next() for _ in range(size)]
+            assert [(t.name, i) for t, i in batch] == [(t.name, i) for t, i in expected]
+            for (transaction, drawn), (_, reference) in zip(batch, expected):
+                assert transaction is in_c.transactions[transaction.name]
+                assert type(drawn) is type(reference)
+                if server_side:
+                    assert type(drawn.inputs) is type(reference.inputs)
+                    assert drawn.sql is transaction.inner.call_sql
+                    facts.update({f"{transaction.name}.{k}": v for k, v in transaction.summed_facts([drawn]).items()})
+                    facts[transaction.name] += 1
+        assert in_c.rng.random() == in_python.rng.random()
+        if server_side:  # remote lines and payments with other warehouses; by name and by number
+            assert (facts["new_order.remote_order_lines"] > 0) == (warehouses > 1)
+            assert (facts["payment.remote"] > 0) == (warehouses > 1)
+            assert 0 < facts["payment.by_name"] < facts["payment"]
+            assert 0 < facts["order_status.by_name"] < facts["order_status"]
+
+
+def test_the_c_drawer_refuses_what_it_cannot_draw_and_is_not_used_for_other_transactions() -> None:
+    settings = TpccRunSettings(2, 1, CONSTANTS, server_side=True)
+    emulator = TerminalEmulator(settings, 0, PostgresEngine.dialect)
+    kinds = tuple((n, t, type(emulator.batch(1)[0][1].inputs), "") for n, t in emulator.transactions.items())
+    good = dict(random=emulator.rng.random, home=(1, 1, 2), nurand=(1024, 1, 3000, 7, 8192, 1, 100_000, 9,
+                256, 0, 1000, 11), last_names=LAST_NAMES, constants=drawer.CONSTANTS, kinds=kinds,
+                call_type=drawer.Call, convert=PostgresEngine.dialect.call_parameters)
+    drawer.Drawer(**good).draw(["payment"] * 50)
+    for change, error in ((dict(kinds=kinds[:4]), ValueError), (dict(home=(1, 1, 0)), ValueError),
+                          (dict(constants=(-1,) + drawer.CONSTANTS[1:]), ValueError),
+                          (dict(constants=drawer.CONSTANTS[1:]), ValueError),
+                          (dict(kinds=((kinds[0][0], kinds[0][1], list, ""),) + kinds[1:]), TypeError),
+                          (dict(call_type=dict), TypeError)):
+        with pytest.raises(error):
+            drawer.Drawer(**{**good, **change})
+    with pytest.raises(KeyError, match="refund"):
+        drawer.Drawer(**good).draw(["payment", "refund"])
+    swapped = dict(emulator.transactions, payment=emulator.transactions["order_status"])
+    assert drawer.c_drawer(swapped, emulator.rng, emulator.home) is None
+    assert drawer.c_drawer(dict(reversed(emulator.transactions.items())), emulator.rng, emulator.home) is None

@@ -132,3 +132,14 @@ def test_weighted_is_deterministic_per_seed() -> None:
 
     assert order(4) == order(4)
     assert order(4) != order(5)
+
+
+@pytest.mark.parametrize("sizes", [(1, 22, 23, 64, 0, 5, 100), (23, 23, 46), (64,) * 10])
+def test_a_dealt_batch_is_the_names_as_many_calls_of_next_give(sizes: tuple[int, ...]) -> None:
+    """A busy terminal deals a batch's names at once (``deal``); the deck's reshuffles and the weighted
+    choice's draws must fall where one call at a time puts them."""
+    for make in (Deck, lambda rng: Weighted(rng, DEFAULT_WEIGHTS)):
+        dealt, one_by_one = make(random.Random(3)), make(random.Random(3))
+        for size in sizes:
+            assert dealt.deal(size) == [one_by_one.next() for _ in range(size)]
+        assert dealt.next() == one_by_one.next()

@@ -96,6 +96,311 @@ failed:
     return NULL;
 }
 
+/* ---- A batch of transactions drawn in C --------------------------------------------------------------
+ *
+ * Drawer(...).draw(names) gives what TerminalEmulator's Python batch gives for the same names: a list of
+ * (transaction, input) pairs, the input a Call of server_side.py in server-side mode, else the
+ * transaction's own input. The same numbers come from the same stream in the same order as the Python
+ * draws (new_order.py, payment.py, ...), which stay the reference and the fallback; named tuples are made
+ * as tuple.__new__ makes them, the parameters converted by the dialect's own function.
+ */
+
+enum { NEW_ORDER, PAYMENT, ORDER_STATUS, DELIVERY, STOCK_LEVEL, KINDS };
+
+/* The constants the draws use, in the order Drawer takes them (batch.py). */
+enum { DISTRICTS, MIN_LINES, MAX_LINES, ROLLBACK_PERCENT, REMOTE_SUPPLY_PERCENT, UNUSED_ITEM, QUANTITY_LOW,
+       QUANTITY_HIGH, PAYMENT_REMOTE_PERCENT, BY_NAME_PERCENT, AMOUNT_LOW, AMOUNT_HIGH, THRESHOLD_LOW,
+       THRESHOLD_HIGH, CARRIER_LOW, CARRIER_HIGH, CONSTANTS };
+
+typedef struct {
+    PyObject *name;         /* as the mix deals it */
+    PyObject *transaction;  /* what each input is paired with */
+    PyObject *input_type;   /* the transaction's input, a named tuple */
+    PyObject *sql;          /* its call, in server-side mode; else None */
+} Kind;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *random, *last_names, *call_type, *convert;  /* call_type, convert: None in client-side mode */
+    Kind kinds[KINDS];
+    long w_id, d_id, warehouses;
+    long customer[4], item[4], last_name[4];  /* NURand as (A + 1, x, y - x + 1, C) */
+    long constant[CONSTANTS];
+} Drawer;
+
+static int uniform(Drawer *d, long low, long high, long *out) {
+    if (draw_below(d->random, high - low + 1, out) < 0) return -1;
+    *out += low;
+    return 0;
+}
+
+static int nurand(Drawer *d, const long spans[4], long *out) {
+    long a, b;
+    if (draw_below(d->random, spans[0], &a) < 0 || draw_below(d->random, spans[2], &b) < 0) return -1;
+    *out = (((a | (spans[1] + b)) + spans[3]) % spans[2]) + spans[1];
+    return 0;
+}
+
+/* TpccRandom.other_warehouse */
+static int other_warehouse(Drawer *d, long *out) {
+    if (uniform(d, 1, d->warehouses - 1, out) < 0) return -1;
+    if (*out >= d->w_id) *out += 1;
+    return 0;
+}
+
+/* (c_id, c_last): by last name (None, a name) or by number (an id, None), as Payment and Order-Status draw. */
+static int customer(Drawer *d, long by_name, PyObject **c_id, PyObject **c_last) {
+    long value;
+    if (by_name) {
+        if (nurand(d, d->last_name, &value) < 0) return -1;
+        *c_id = Py_NewRef(Py_None);
+        *c_last = PySequence_GetItem(d->last_names, value);
+    } else {
+        if (nurand(d, d->customer, &value) < 0) return -1;
+        *c_id = PyLong_FromLong(value);
+        *c_last = Py_NewRef(Py_None);
+    }
+    return *c_id == NULL || *c_last == NULL ? -1 : 0;
+}
+
+/* A named tuple of `type` holding `items` (a tuple, stolen), as tuple.__new__(type, items) makes it. */
+static PyObject *named(PyObject *type, PyObject *items) {
+    if (items == NULL) return NULL;
+    PyObject *args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (args == NULL) return NULL;
+    PyObject *tuple = PyTuple_Type.tp_new((PyTypeObject *)type, args, NULL);
+    Py_DECREF(args);
+    return tuple;
+}
+
+static PyObject *new_order(Drawer *d, PyObject **params) {
+    long count, rollback, d_id, c_id;
+    const long *c = d->constant;
+    long quantity[2] = {c[QUANTITY_LOW], c[QUANTITY_HIGH] - c[QUANTITY_LOW] + 1};
+    if (uniform(d, c[MIN_LINES], c[MAX_LINES], &count) < 0 || uniform(d, 1, 100, &rollback) < 0) return NULL;
+    PyObject *items = PyList_New(0), *supplies = PyList_New(0), *quantities = PyList_New(0);
+    if (items == NULL || supplies == NULL || quantities == NULL) goto failed;
+    for (long n = 0; n < count; n++)
+        if (draw_line(d->random, n, count, rollback <= c[ROLLBACK_PERCENT], d->item, d->w_id, d->warehouses,
+                      c[REMOTE_SUPPLY_PERCENT], c[UNUSED_ITEM], quantity, items, supplies, quantities) < 0)
+            goto failed;
+    if (uniform(d, 1, c[DISTRICTS], &d_id) < 0 || nurand(d, d->customer, &c_id) < 0) goto failed;
+    *params = Py_BuildValue("(lllNNN)", d->w_id, d_id, c_id, items, supplies, quantities);
+    return *params == NULL ? NULL : named(d->kinds[NEW_ORDER].input_type, Py_NewRef(*params));
+failed:
+    Py_XDECREF(items);
+    Py_XDECREF(supplies);
+    Py_XDECREF(quantities);
+    return NULL;
+}
+
+static PyObject *payment(Drawer *d, PyObject **params) {
+    long d_id, c_w_id, c_d_id, percent, cents;
+    const long *c = d->constant;
+    PyObject *c_id = NULL, *c_last = NULL;
+    if (uniform(d, 1, c[DISTRICTS], &d_id) < 0) return NULL;
+    c_w_id = d->w_id, c_d_id = d_id;
+    if (d->warehouses > 1) {
+        if (uniform(d, 1, 100, &percent) < 0) return NULL;
+        if (percent <= c[PAYMENT_REMOTE_PERCENT] &&
+            (other_warehouse(d, &c_w_id) < 0 || uniform(d, 1, c[DISTRICTS], &c_d_id) < 0))
+            return NULL;
+    }
+    if (uniform(d, 1, 100, &percent) < 0 || customer(d, percent <= c[BY_NAME_PERCENT], &c_id, &c_last) < 0 ||
+        uniform(d, c[AMOUNT_LOW], c[AMOUNT_HIGH], &cents) < 0)
+        goto failed;
+    double amount = (double)cents / 100.0;
+    PyObject *inputs = named(d->kinds[PAYMENT].input_type,
+                             Py_BuildValue("(llllOOd)", d->w_id, d_id, c_w_id, c_d_id, c_id, c_last, amount));
+    if (inputs != NULL && d->call_type != Py_None) {  /* the amount as Payment.call sends it: f"{amount:.2f}" */
+        char *text = PyOS_double_to_string(amount, 'f', 2, 0, NULL);
+        *params = text == NULL ? NULL : Py_BuildValue("(llllOOs)", d->w_id, d_id, c_w_id, c_d_id, c_id, c_last, text);
+        PyMem_Free(text);
+        if (*params == NULL) Py_CLEAR(inputs);
+    }
+    Py_DECREF(c_id);
+    Py_DECREF(c_last);
+    return inputs;
+failed:
+    Py_XDECREF(c_id);
+    Py_XDECREF(c_last);
+    return NULL;
+}
+
+static PyObject *order_status(Drawer *d, PyObject **params) {
+    long d_id, percent;
+    PyObject *c_id = NULL, *c_last = NULL;
+    if (uniform(d, 1, d->constant[DISTRICTS], &d_id) < 0 || uniform(d, 1, 100, &percent) < 0 ||
+        customer(d, percent <= d->constant[BY_NAME_PERCENT], &c_id, &c_last) < 0) {
+        Py_XDECREF(c_id);
+        Py_XDECREF(c_last);
+        return NULL;
+    }
+    *params = Py_BuildValue("(llNN)", d->w_id, d_id, c_id, c_last);
+    return *params == NULL ? NULL : named(d->kinds[ORDER_STATUS].input_type, Py_NewRef(*params));
+}
+
+static PyObject *delivery(Drawer *d, PyObject **params) {
+    long carrier;
+    if (uniform(d, d->constant[CARRIER_LOW], d->constant[CARRIER_HIGH], &carrier) < 0) return NULL;
+    *params = Py_BuildValue("(ll)", d->w_id, carrier);
+    return *params == NULL ? NULL : named(d->kinds[DELIVERY].input_type, Py_NewRef(*params));
+}
+
+static PyObject *stock_level(Drawer *d, PyObject **params) {
+    long threshold;
+    if (uniform(d, d->constant[THRESHOLD_LOW], d->constant[THRESHOLD_HIGH], &threshold) < 0) return NULL;
+    *params = Py_BuildValue("(lll)", d->w_id, d->d_id, threshold);
+    return *params == NULL ? NULL : named(d->kinds[STOCK_LEVEL].input_type, Py_NewRef(*params));
+}
+
+typedef PyObject *(*DrawFunction)(Drawer *, PyObject **);
+static const DrawFunction draw_functions[KINDS] = {new_order, payment, order_status, delivery, stock_level};
+
+static Py_ssize_t kind_of(Drawer *d, PyObject *name) {
+    for (Py_ssize_t k = 0; k < KINDS; k++)  /* the deck deals the very strings it was given */
+        if (d->kinds[k].name == name) return k;
+    for (Py_ssize_t k = 0; k < KINDS; k++) {
+        int equal = PyUnicode_Check(name) ? PyUnicode_Compare(d->kinds[k].name, name) : -1;
+        if (equal == 0) return k;
+        if (PyErr_Occurred()) return -1;
+    }
+    PyErr_Format(PyExc_KeyError, "%R", name);
+    return -1;
+}
+
+/* One (transaction, input) pair: in server-side mode the input is Call(inputs, sql, params, converted). */
+static PyObject *draw_one(Drawer *d, PyObject *name) {
+    Py_ssize_t k = kind_of(d, name);
+    if (k < 0) return NULL;
+    PyObject *params = NULL, *inputs = draw_functions[k](d, &params), *drawn = inputs;
+    if (inputs != NULL && d->call_type != Py_None) {
+        PyObject *converted = PyObject_CallOneArg(d->convert, params);
+        drawn = converted == NULL ? NULL
+            : named(d->call_type, PyTuple_Pack(4, inputs, d->kinds[k].sql, params, converted));
+        Py_XDECREF(converted);
+        Py_DECREF(inputs);
+    }
+    Py_XDECREF(params);
+    if (drawn == NULL) return NULL;
+    PyObject *pair = PyTuple_Pack(2, d->kinds[k].transaction, drawn);
+    Py_DECREF(drawn);
+    return pair;
+}
+
+static PyObject *Drawer_draw(Drawer *d, PyObject *names) {
+    PyObject *sequence = PySequence_Fast(names, "draw(names): names must be a sequence");
+    if (sequence == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    PyObject *batch = PyList_New(count);
+    for (Py_ssize_t n = 0; batch != NULL && n < count; n++) {
+        PyObject *pair = draw_one(d, PySequence_Fast_GET_ITEM(sequence, n));
+        if (pair == NULL) Py_CLEAR(batch);
+        else PyList_SET_ITEM(batch, n, pair);
+    }
+    Py_DECREF(sequence);
+    return batch;
+}
+
+static int parse_longs(PyObject *sequence, long *out, Py_ssize_t count, const char *what) {
+    PyObject *fast = PySequence_Fast(sequence, what);
+    if (fast == NULL) return -1;
+    int failed = PySequence_Fast_GET_SIZE(fast) != count;
+    if (failed) PyErr_Format(PyExc_ValueError, "Drawer: %s must hold %zd numbers", what, count);
+    for (Py_ssize_t n = 0; !failed && n < count; n++) {
+        out[n] = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, n));
+        if (out[n] == -1 && PyErr_Occurred()) failed = 1;
+        else if (out[n] < 0 || out[n] > INT_MAX) {  /* bounded, no arithmetic below can overflow a long */
+            PyErr_Format(PyExc_ValueError, "Drawer: every number of %s must be in 0..2**31-1", what);
+            failed = 1;
+        }
+    }
+    Py_DECREF(fast);
+    return failed ? -1 : 0;
+}
+
+static void Drawer_clear_refs(Drawer *d) {
+    Py_CLEAR(d->random);
+    Py_CLEAR(d->last_names);
+    Py_CLEAR(d->call_type);
+    Py_CLEAR(d->convert);
+    for (int k = 0; k < KINDS; k++) {
+        Py_CLEAR(d->kinds[k].name);
+        Py_CLEAR(d->kinds[k].transaction);
+        Py_CLEAR(d->kinds[k].input_type);
+        Py_CLEAR(d->kinds[k].sql);
+    }
+}
+
+static int Drawer_init(Drawer *d, PyObject *args, PyObject *kwargs) {
+    PyObject *random, *home, *nurand_spans, *last_names, *constants, *kinds, *call_type, *convert;
+    static char *keywords[] = {"random", "home", "nurand", "last_names", "constants", "kinds", "call_type",
+                               "convert", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO:Drawer", keywords, &random, &home, &nurand_spans,
+                                     &last_names, &constants, &kinds, &call_type, &convert))
+        return -1;
+    long home_numbers[3], spans[12];
+    if (parse_longs(home, home_numbers, 3, "home (w_id, d_id, warehouses)") < 0 ||
+        parse_longs(nurand_spans, spans, 12, "nurand (customer, item, last name spans)") < 0 ||
+        parse_longs(constants, d->constant, CONSTANTS, "constants") < 0)
+        return -1;
+    for (int n = 0; n < 4; n++)
+        d->customer[n] = spans[n], d->item[n] = spans[4 + n], d->last_name[n] = spans[8 + n];
+    if (d->customer[0] == 0 || d->customer[2] == 0 || d->item[0] == 0 || d->item[2] == 0 || d->last_name[0] == 0 ||
+        d->last_name[2] == 0 || home_numbers[2] == 0) {
+        PyErr_SetString(PyExc_ValueError, "Drawer: every span and the number of warehouses must be positive");
+        return -1;
+    }
+    d->w_id = home_numbers[0], d->d_id = home_numbers[1], d->warehouses = home_numbers[2];
+    if (!PyTuple_Check(kinds) || PyTuple_GET_SIZE(kinds) != KINDS) {
+        PyErr_SetString(PyExc_ValueError, "Drawer: kinds must be a tuple of five (name, transaction, input type, "
+                                          "sql) in the order New-Order, Payment, Order-Status, Delivery, Stock-Level");
+        return -1;
+    }
+    Drawer_clear_refs(d);
+    for (int k = 0; k < KINDS; k++) {
+        PyObject *name, *transaction, *input_type, *sql;  /* borrowed */
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(kinds, k), "UOOO", &name, &transaction, &input_type, &sql))
+            return -1;
+        if (!PyType_Check(input_type) || !PyType_IsSubtype((PyTypeObject *)input_type, &PyTuple_Type)) {
+            PyErr_SetString(PyExc_TypeError, "Drawer: an input type must be a named tuple");
+            return -1;
+        }
+        d->kinds[k] = (Kind){Py_NewRef(name), Py_NewRef(transaction), Py_NewRef(input_type), Py_NewRef(sql)};
+    }
+    if (call_type != Py_None && (!PyType_Check(call_type) ||
+                                 !PyType_IsSubtype((PyTypeObject *)call_type, &PyTuple_Type))) {
+        PyErr_SetString(PyExc_TypeError, "Drawer: call_type must be a named tuple, or None");
+        return -1;
+    }
+    d->random = Py_NewRef(random), d->last_names = Py_NewRef(last_names);
+    d->call_type = Py_NewRef(call_type), d->convert = Py_NewRef(convert);
+    return 0;
+}
+
+static void Drawer_dealloc(Drawer *d) {
+    Drawer_clear_refs(d);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+static PyMethodDef Drawer_methods[] = {
+    {"draw", (PyCFunction)Drawer_draw, METH_O, "draw(names) -> [(transaction, input), ...], one per name"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject DrawerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "maximus.workloads.tpcc._draws.Drawer",
+    .tp_basicsize = sizeof(Drawer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A terminal's TPC-C inputs drawn in C, a batch at a time (batch.py)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Drawer_init,
+    .tp_dealloc = (destructor)Drawer_dealloc,
+    .tp_methods = Drawer_methods,
+};
+
 static PyMethodDef methods[] = {
     {"order_lines", order_lines, METH_VARARGS,
      "order_lines(random, count, rollback, (a_span, x, span, c), w_id, warehouses, remote_percent, unused_item,\n"
@@ -104,7 +409,12 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_draws", "A New-Order's order lines drawn in C from the terminal's stream.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_draws", "TPC-C inputs drawn in C from the terminal's stream.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__draws(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__draws(void) {
+    if (PyType_Ready(&DrawerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddObjectRef(m, "Drawer", (PyObject *)&DrawerType) < 0) Py_CLEAR(m);
+    return m;
+}

@@ -39,8 +39,11 @@ REMOTE_SUPPLY_PERCENT = 1
 UNUSED_ITEM_ID = ITEMS + 1  # 2.4.1.5: an unused value triggers the "not-found" rollback
 # 2.5.1.2: Payment
 PAYMENT_REMOTE_PERCENT = 15
+AMOUNT_RANGE_CENTS = (100, 500_000)  # 2.5.1.3: H_AMOUNT 1.00..5,000.00
 BY_NAME_PERCENT = 60  # 2.5.1.2 and 2.6.1.2
 C_DATA_MAX = 500  # 2.5.2.2
+
+CARRIER_RANGE = (1, 10)  # 2.7.1.2: O_CARRIER_ID
 
 # 2.8.1.2: Stock-Level threshold
 STOCK_THRESHOLD_RANGE = (10, 20)

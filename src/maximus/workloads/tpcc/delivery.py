@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
-from maximus.workloads.tpcc.constants import DISTRICTS_PER_WAREHOUSE
+from maximus.workloads.tpcc.constants import CARRIER_RANGE, DISTRICTS_PER_WAREHOUSE
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, now_text
 
@@ -21,15 +21,16 @@ class Delivery:
     name = "delivery"
     read_only = False
     deferred = True
+    call_sql = f"SELECT tpcc_delivery(?, ?, {SERVER_UTC_NOW})"
 
     def __init__(self, dialect: Dialect) -> None:
         self.oldest_sql = "SELECT MIN(no_o_id) FROM new_order WHERE no_w_id = ? AND no_d_id = ?"
 
     def draw(self, rng: TpccRandom, home: Home) -> DeliveryInput:
-        return DeliveryInput(home.w_id, rng.uniform(1, 10))
+        return DeliveryInput(home.w_id, rng.uniform(*CARRIER_RANGE))
 
     def call(self, inputs: DeliveryInput) -> tuple[str, tuple]:
-        return f"SELECT tpcc_delivery(?, ?, {SERVER_UTC_NOW})", (inputs.w_id, inputs.carrier_id)
+        return self.call_sql, (inputs.w_id, inputs.carrier_id)
 
     def summed_facts(self, inputs: Sequence[DeliveryInput]) -> dict[str, int]:
         return {}

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from maximus.engines.base import Dialect
 from maximus.workloads.tpcc.constants import KEYING_TIME, THINK_TIME_MEAN, THINK_TIME_TRUNCATION
+from maximus.workloads.tpcc.drawer import c_drawer
 from maximus.workloads.tpcc.mix import make_mix
 from maximus.workloads.tpcc.random import NURandConstants, TpccRandom
 from maximus.workloads.tpcc.transaction import Transaction
@@ -39,19 +40,31 @@ class TerminalEmulator:
         self.mix = make_mix(random.Random(f"{settings.seed}/mix/{index}"), settings.weights)
         self.think_rng = random.Random(f"{settings.seed}/think/{index}")
         self.transactions: dict[str, Transaction] = Tpcc().transactions(dialect, settings)
+        self._drawer = c_drawer(self.transactions, self.rng, self.home)
 
     def next(self) -> tuple[Transaction, Any]:
         """The next transaction and its input."""
-        transaction = self.transactions[self.mix.next()]
-        return transaction, transaction.draw(self.rng, self.home)
+        return self._draw(self.mix.next())
 
     def batch(self, size: int) -> list[tuple[Transaction, Any]]:
-        """The next ``size`` transactions and inputs, exactly those ``size`` calls of ``next()`` give.
+        """The next ``size`` transactions and inputs, exactly those ``size`` calls of ``next()`` give: in C
+        when the extension is built (``drawer``), else in Python.
 
         Nothing drawn depends on the time, and think times have a random stream of their own, so a
         busy terminal may draw ahead (``driver.terminal``) without changing a single input.
         """
-        return [self.next() for _ in range(size)]
+        names = self.mix.deal(size)
+        if self._drawer is not None:
+            return self._drawer.draw(names)
+        return [self._draw(name) for name in names]
+
+    @property
+    def draws_in_c(self) -> bool:
+        return self._drawer is not None
+
+    def _draw(self, name: str) -> tuple[Transaction, Any]:
+        transaction = self.transactions[name]
+        return transaction, transaction.draw(self.rng, self.home)
 
     @property
     def pauses(self) -> bool:

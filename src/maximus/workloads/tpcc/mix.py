@@ -14,6 +14,9 @@ class Mix(Protocol):
     def next(self) -> str:
         """The name of the next transaction this terminal runs."""
 
+    def deal(self, count: int) -> list[str]:
+        """The names of the next ``count`` transactions: those ``count`` calls of ``next()`` give."""
+
 
 class Deck:
     """5.2.4.2: draw without replacement from a deck of cards, reshuffled when exhausted."""
@@ -31,6 +34,17 @@ class Deck:
         self._position += 1
         return card
 
+    def deal(self, count: int) -> list[str]:
+        names: list[str] = []
+        while len(names) < count:  # the rest of the deck, shuffled again when it is used up, as next() does
+            if self._position == len(self._cards):
+                self._rng.shuffle(self._cards)
+                self._position = 0
+            taken = self._cards[self._position:self._position + count - len(names)]
+            self._position += len(taken)
+            names += taken
+        return names
+
 
 class Weighted:
     """Weighted random choice with replacement (5.2.4.1 allows it; shares may then drift)."""
@@ -46,6 +60,9 @@ class Weighted:
 
     def next(self) -> str:
         return self._rng.choices(self._names, cum_weights=self._cumulative)[0]
+
+    def deal(self, count: int) -> list[str]:
+        return self._rng.choices(self._names, cum_weights=self._cumulative, k=count)  # one random() each, as next()
 
 
 def parse_mix(text: str) -> dict[str, float] | None:

@@ -80,6 +80,7 @@ class NewOrder:
     name = "new_order"
     read_only = False
     deferred = False
+    call_sql = f"SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})"
 
     def __init__(self, dialect: Dialect) -> None:
         lock = dialect.for_update
@@ -103,8 +104,8 @@ class NewOrder:
                              quantities)
 
     def call(self, inputs: NewOrderInput) -> tuple[str, tuple]:
-        return (f"SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})",
-                (inputs.w_id, inputs.d_id, inputs.c_id, inputs.item_ids, inputs.supply_w_ids, inputs.quantities))
+        return self.call_sql, (inputs.w_id, inputs.d_id, inputs.c_id, inputs.item_ids, inputs.supply_w_ids,
+                               inputs.quantities)
 
     def summed_facts(self, inputs: Sequence[NewOrderInput]) -> dict[str, int]:
         return {"order_lines": sum(len(order.item_ids) for order in inputs),

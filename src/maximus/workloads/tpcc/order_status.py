@@ -21,6 +21,7 @@ class OrderStatus:
     name = "order_status"
     read_only = True
     deferred = False
+    call_sql = "SELECT tpcc_order_status(?, ?, ?, ?)"
 
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
@@ -33,7 +34,7 @@ class OrderStatus:
         return OrderStatusInput(home.w_id, d_id, rng.customer_id(), None)
 
     def call(self, inputs: OrderStatusInput) -> tuple[str, tuple]:
-        return "SELECT tpcc_order_status(?, ?, ?, ?)", (inputs.w_id, inputs.d_id, inputs.c_id, inputs.c_last)
+        return self.call_sql, (inputs.w_id, inputs.d_id, inputs.c_id, inputs.c_last)
 
     def summed_facts(self, inputs: Sequence[OrderStatusInput]) -> dict[str, int]:
         return {"by_name": sum(status.c_id is None for status in inputs)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
-from maximus.workloads.tpcc.constants import BY_NAME_PERCENT, C_DATA_MAX, DISTRICTS_PER_WAREHOUSE, PAYMENT_REMOTE_PERCENT
+from maximus.workloads.tpcc.constants import AMOUNT_RANGE_CENTS, BY_NAME_PERCENT, C_DATA_MAX, DISTRICTS_PER_WAREHOUSE, PAYMENT_REMOTE_PERCENT
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, customer_by_name, now_text
 
@@ -28,6 +28,7 @@ class Payment:
     name = "payment"
     read_only = False
     deferred = False
+    call_sql = f"SELECT tpcc_payment(?, ?, ?, ?, ?, ?, ?::numeric, {SERVER_UTC_NOW})"
 
     def __init__(self, dialect: Dialect) -> None:
         self.customer_sql = ("SELECT c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, c_zip, "
@@ -42,12 +43,11 @@ class Payment:
         c_d_id = rng.uniform(1, DISTRICTS_PER_WAREHOUSE) if remote else d_id
         by_name = rng.percent() <= BY_NAME_PERCENT
         c_id, c_last = (None, rng.customer_last_name()) if by_name else (rng.customer_id(), None)
-        return PaymentInput(home.w_id, d_id, c_w_id, c_d_id, c_id, c_last, rng.money(100, 500_000))
+        return PaymentInput(home.w_id, d_id, c_w_id, c_d_id, c_id, c_last, rng.money(*AMOUNT_RANGE_CENTS))
 
     def call(self, inputs: PaymentInput) -> tuple[str, tuple]:
-        return (f"SELECT tpcc_payment(?, ?, ?, ?, ?, ?, ?::numeric, {SERVER_UTC_NOW})",
-                (inputs.w_id, inputs.d_id, inputs.c_w_id, inputs.c_d_id, inputs.c_id, inputs.c_last,
-                 f"{inputs.amount:.2f}"))
+        return self.call_sql, (inputs.w_id, inputs.d_id, inputs.c_w_id, inputs.c_d_id, inputs.c_id, inputs.c_last,
+                               f"{inputs.amount:.2f}")
 
     def summed_facts(self, inputs: Sequence[PaymentInput]) -> dict[str, int]:
         return {"remote": sum(payment.c_w_id != payment.w_id for payment in inputs),

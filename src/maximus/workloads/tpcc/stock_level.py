@@ -20,6 +20,7 @@ class StockLevel:
     name = "stock_level"
     read_only = True
     deferred = False
+    call_sql = "SELECT tpcc_stock_level(?, ?, ?)"
 
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
@@ -29,7 +30,7 @@ class StockLevel:
         return StockLevelInput(home.w_id, home.d_id, rng.uniform(*STOCK_THRESHOLD_RANGE))
 
     def call(self, inputs: StockLevelInput) -> tuple[str, tuple]:
-        return "SELECT tpcc_stock_level(?, ?, ?)", (inputs.w_id, inputs.d_id, inputs.threshold)
+        return self.call_sql, (inputs.w_id, inputs.d_id, inputs.threshold)
 
     def summed_facts(self, inputs: Sequence[StockLevelInput]) -> dict[str, int]:
         return {}

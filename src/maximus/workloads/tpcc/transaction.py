@@ -29,6 +29,7 @@ class Transaction(Protocol):
     name: ClassVar[str]
     read_only: ClassVar[bool]
     deferred: ClassVar[bool]
+    call_sql: ClassVar[str]  # the statement ``call`` gives
 
     def __init__(self, dialect: Dialect) -> None: ...
 
