@@ -24,7 +24,7 @@ from maximus.records import Outcome, RunStatus, TxnSample, Window
 from maximus.samplers.base import MetricSample, Reading, Sampler, SamplingContext
 from maximus.samplers.postgres import (BGWRITER_COLUMNS, CHECKPOINTER_COLUMNS, DATABASE_COLUMNS, DATABASE_WAITS,
                                        WAL_COLUMNS, PostgresSampler, ServerProcesses, column_readings, io_readings,
-                                       parse_process_times, wal_io_readings)
+                                       WaitSampler, parse_process_times, wal_io_readings)
 
 ON = {"track_io_timing": True, "track_wal_io_timing": True}
 OFF = {"track_io_timing": False, "track_wal_io_timing": False}
@@ -266,6 +266,40 @@ def test_wait_sampling_that_lost_its_session_says_why_at_the_next_reading(probe:
                 time.sleep(0.05)
     finally:
         sampler.close()
+
+
+def test_wait_snapshots_count_the_active_sessions_of_the_run_database_but_the_excluded_ones(
+        probe: PostgresEngine) -> None:
+    """Three sessions of the run's database asleep in pg_sleep, one of them excluded (as the sampler's own
+    sessions are): each snapshot sees the other two, waiting in Timeout:PgSleep."""
+    sessions = [psycopg.connect(probe._dsn(probe.database), autocommit=True) for _ in range(3)]
+    waits = psycopg.connect(probe._dsn("postgres"), autocommit=True)
+    sampler = WaitSampler(waits, probe.database, [sessions[0].info.backend_pid, waits.info.backend_pid],
+                          per_second=20)
+    try:
+        for session in sessions:
+            session.pgconn.send_query(b"SELECT pg_sleep(3)")
+        _sessions_active(probe, 3)
+        sampler.start()
+        time.sleep(1.0)
+        counts = sampler.counts()
+        assert counts.snapshots >= 5
+        assert counts.events == {"Timeout:PgSleep": 2 * counts.snapshots}
+        assert counts.active == 2 * counts.snapshots
+    finally:
+        sampler.stop()
+        for session in sessions:
+            session.cancel_safe()
+            session.close()
+
+
+def _sessions_active(engine: PostgresEngine, sessions: int) -> None:
+    with psycopg.connect(engine._dsn("postgres"), autocommit=True) as connection:
+        deadline = time.monotonic() + 10
+        while connection.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND state = 'active'",
+                                 (engine.database,)).fetchone()[0] < sessions:
+            assert time.monotonic() < deadline, "the sessions did not start their queries"
+            time.sleep(0.02)
 
 
 def test_the_reading_after_the_clients_exited_holds_all_their_commits(probe: PostgresEngine) -> None:

@@ -410,9 +410,16 @@ def test_emulator_keying_and_think_times() -> None:
     assert math.isclose(sorted(thinks)[len(thinks) // 2], 12.0 * math.log(2), rel_tol=0.05)  # exp median
 
 
-@pytest.mark.parametrize("server_side", [False, True], ids=["client-side", "server-side"])
+# Weights whose names are equal to the transactions' but other string objects, as a --mix gives them.
+WEIGHTS = {"".join(name): weight for name, weight in ((("new_", "order"), 45), (("pay", "ment"), 43),
+                                                       (("order_", "status"), 4), (("deli", "very"), 4),
+                                                       (("stock_", "level"), 4))}
+
+
+@pytest.mark.parametrize("server_side, weights", [(False, None), (True, None), (True, WEIGHTS)],
+                         ids=["client-side", "server-side", "server-side-weighted"])
 def test_a_batch_drawn_in_c_is_the_python_draws_and_leaves_the_stream_where_they_do(
-        server_side: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+        server_side: bool, weights: dict | None, monkeypatch: pytest.MonkeyPatch) -> None:
     """The C drawer against ``next()`` in Python, for homes with one warehouse (no remote draws) and with
     several (the home first, in the middle, last): the same transactions with equal inputs of the same
     types, in server-side mode the same calls with their parameters converted as the dialect converts
@@ -420,7 +427,7 @@ def test_a_batch_drawn_in_c_is_the_python_draws_and_leaves_the_stream_where_they
     assert drawer.Drawer is not None, NOT_COMPILED
     dialect = PostgresEngine.dialect  # its call parameters are converted to text, in C
     for warehouses, terminal in ((1, 0), (2, 0), (2, 1), (3, 7), (10, 39)):
-        settings = TpccRunSettings(warehouses, 11, CONSTANTS, server_side=server_side)
+        settings = TpccRunSettings(warehouses, 11, CONSTANTS, weights=weights, server_side=server_side)
         in_c = TerminalEmulator(settings, terminal, dialect)
         with monkeypatch.context() as patched:
             patched.setattr(drawer, "Drawer", None)
@@ -464,6 +471,17 @@ def test_the_c_drawer_refuses_what_it_cannot_draw_and_is_not_used_for_other_tran
             drawer.Drawer(**{**good, **change})
     with pytest.raises(KeyError, match="refund"):
         drawer.Drawer(**good).draw(["payment", "refund"])
+    with pytest.raises(RuntimeError, match="not set up"):  # never set up: refused, not a crash
+        drawer.Drawer.__new__(drawer.Drawer).draw(["payment"])
+    failed = drawer.Drawer.__new__(drawer.Drawer)
+    with pytest.raises(ValueError):
+        failed.__init__(**{**good, "home": (1, 1, 0)})
+    with pytest.raises(RuntimeError, match="not set up"):
+        failed.draw(["payment"])
+    kept = drawer.Drawer(**good)
+    with pytest.raises(RuntimeError, match="already set up"):  # a Drawer never changes once set up
+        kept.__init__(**{**good, "nurand": (0,) * 12})
+    assert len(kept.draw(["new_order"] * 5)) == 5
     swapped = dict(emulator.transactions, payment=emulator.transactions["order_status"])
     assert drawer.c_drawer(swapped, emulator.rng, emulator.home) is None
     assert drawer.c_drawer(dict(reversed(emulator.transactions.items())), emulator.rng, emulator.home) is None

@@ -71,10 +71,10 @@ class Recorder:
         """
         self.runs.append((terminal, names, times))
         self.recorded += len(names)
-        first, last = times[0] - self.origin, times[-1] - self.origin
-        if self.window.start <= first and last <= self.window.end:
+        first, last = times[0] - self.origin, times[-2] - self.origin  # when the first and the last started
+        if self.window.start <= first and self.window.holds(last, times[-1] - times[-2]):
             self._add_facts(drawn)
-        elif last >= self.window.start and first <= self.window.end:  # the run straddles an edge
+        elif last + (times[-1] - times[-2]) >= self.window.start and first <= self.window.end:  # across an edge
             self._add_facts([row for row, started, finished in zip(drawn, times[0::2], times[1::2])
                              if self.window.holds(started - self.origin, finished - started)])
         self.flush_if_due(times[-1])

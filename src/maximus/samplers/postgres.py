@@ -329,7 +329,9 @@ class WaitSampler:
     def __init__(self, connection: Any, database: str, excluded_pids: Sequence[int],
                  per_second: float = WAIT_SAMPLES_PER_S) -> None:
         self._connection = connection
-        self._parameters = [database.encode(), ("{" + ",".join(map(str, excluded_pids)) + "}").encode()]
+        self._encoding = connection.info.encoding  # the session's client_encoding, as psycopg names it
+        self._parameters = [database.encode(self._encoding),
+                            ("{" + ",".join(map(str, excluded_pids)) + "}").encode(self._encoding)]
         self._interval_s = 1.0 / per_second
         self._lock = threading.Lock()
         self._counts = WaitCounts(0, 0, {}, 0.0)
@@ -366,8 +368,12 @@ class WaitSampler:
 
     def _snapshot(self) -> list[tuple[str | None, str | None, int]]:
         result = self._result(self._connection.pgconn.exec_prepared(_WAIT_STATEMENT, self._parameters))
-        return [(_text(result.get_value(row, 0)), _text(result.get_value(row, 1)), int(result.get_value(row, 2)))
+        text = self._text
+        return [(text(result.get_value(row, 0)), text(result.get_value(row, 1)), int(result.get_value(row, 2)))
                 for row in range(result.ntuples)]
+
+    def _text(self, value: bytes | None) -> str | None:
+        return None if value is None else value.decode(self._encoding)
 
     def _result(self, result: Any) -> Any:
         """``result``, or the exception psycopg would have raised for it."""
@@ -375,7 +381,7 @@ class WaitSampler:
         from psycopg.pq import ExecStatus
 
         if result.status not in (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK):
-            raise errors.error_from_result(result, encoding=self._connection.info.encoding)
+            raise errors.error_from_result(result, encoding=self._encoding)
         return result
 
     def _add(self, rows: Sequence[tuple[str | None, str | None, int]]) -> None:
@@ -387,10 +393,6 @@ class WaitSampler:
         with self._lock:
             self._counts = WaitCounts(self._counts.snapshots + 1, self._counts.active + sum(r[2] for r in rows),
                                       events, time.thread_time())
-
-
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode()
 
 
 def wait_readings(counts: WaitCounts) -> list[Reading]:

@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <limits.h>
+#include <string.h>
 
 /* int(random() * span) in Python: the product in double precision, truncated toward zero. */
 static int draw_below(PyObject *random, long span, long *out) {
@@ -17,7 +18,7 @@ static int draw_below(PyObject *random, long span, long *out) {
     double r = PyFloat_AsDouble(value);
     if (!(r >= 0.0 && r < 1.0)) {  /* random.Random's always is; anything else might not convert to a long */
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError, "order_lines: random() returned %R, not a number in [0, 1)", value);
+            PyErr_Format(PyExc_ValueError, "random() returned %R, not a number in [0, 1)", value);
         Py_DECREF(value);
         return -1;
     }
@@ -107,7 +108,7 @@ failed:
 
 enum { NEW_ORDER, PAYMENT, ORDER_STATUS, DELIVERY, STOCK_LEVEL, KINDS };
 
-/* The constants the draws use, in the order Drawer takes them (batch.py). */
+/* The constants the draws use, in the order Drawer takes them (drawer.py). */
 enum { DISTRICTS, MIN_LINES, MAX_LINES, ROLLBACK_PERCENT, REMOTE_SUPPLY_PERCENT, UNUSED_ITEM, QUANTITY_LOW,
        QUANTITY_HIGH, PAYMENT_REMOTE_PERCENT, BY_NAME_PERCENT, AMOUNT_LOW, AMOUNT_HIGH, THRESHOLD_LOW,
        THRESHOLD_HIGH, CARRIER_LOW, CARRIER_HIGH, CONSTANTS };
@@ -121,6 +122,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
+    int ready;  /* __init__ succeeded, once: a Drawer is never changed afterwards */
     PyObject *random, *last_names, *call_type, *convert;  /* call_type, convert: None in client-side mode */
     Kind kinds[KINDS];
     long w_id, d_id, warehouses;
@@ -290,12 +292,16 @@ static PyObject *draw_one(Drawer *d, PyObject *name) {
 }
 
 static PyObject *Drawer_draw(Drawer *d, PyObject *names) {
-    PyObject *sequence = PySequence_Fast(names, "draw(names): names must be a sequence");
+    if (!d->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "Drawer: not set up (its __init__ did not succeed)");
+        return NULL;
+    }
+    PyObject *sequence = PySequence_Tuple(names);  /* held whatever the dialect's convert does meanwhile */
     if (sequence == NULL) return NULL;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    Py_ssize_t count = PyTuple_GET_SIZE(sequence);
     PyObject *batch = PyList_New(count);
     for (Py_ssize_t n = 0; batch != NULL && n < count; n++) {
-        PyObject *pair = draw_one(d, PySequence_Fast_GET_ITEM(sequence, n));
+        PyObject *pair = draw_one(d, PyTuple_GET_ITEM(sequence, n));
         if (pair == NULL) Py_CLEAR(batch);
         else PyList_SET_ITEM(batch, n, pair);
     }
@@ -320,7 +326,22 @@ static int parse_longs(PyObject *sequence, long *out, Py_ssize_t count, const ch
     return failed ? -1 : 0;
 }
 
-static void Drawer_clear_refs(Drawer *d) {
+static int Drawer_traverse(Drawer *d, visitproc visit, void *arg) {
+    Py_VISIT(d->random);
+    Py_VISIT(d->last_names);
+    Py_VISIT(d->call_type);
+    Py_VISIT(d->convert);
+    for (int k = 0; k < KINDS; k++) {
+        Py_VISIT(d->kinds[k].name);
+        Py_VISIT(d->kinds[k].transaction);
+        Py_VISIT(d->kinds[k].input_type);
+        Py_VISIT(d->kinds[k].sql);
+    }
+    return 0;
+}
+
+static int Drawer_clear(Drawer *d) {
+    d->ready = 0;
     Py_CLEAR(d->random);
     Py_CLEAR(d->last_names);
     Py_CLEAR(d->call_type);
@@ -331,56 +352,71 @@ static void Drawer_clear_refs(Drawer *d) {
         Py_CLEAR(d->kinds[k].input_type);
         Py_CLEAR(d->kinds[k].sql);
     }
+    return 0;
 }
 
+static int is_named_tuple_type(PyObject *type) {
+    return PyType_Check(type) && PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type);
+}
+
+/* Everything is checked before anything is kept: a Drawer is set up whole, once, or not at all. */
 static int Drawer_init(Drawer *d, PyObject *args, PyObject *kwargs) {
     PyObject *random, *home, *nurand_spans, *last_names, *constants, *kinds, *call_type, *convert;
     static char *keywords[] = {"random", "home", "nurand", "last_names", "constants", "kinds", "call_type",
                                "convert", NULL};
+    if (d->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "Drawer: already set up");
+        return -1;
+    }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO:Drawer", keywords, &random, &home, &nurand_spans,
                                      &last_names, &constants, &kinds, &call_type, &convert))
         return -1;
-    long home_numbers[3], spans[12];
+    long home_numbers[3], spans[12], constant[CONSTANTS];
     if (parse_longs(home, home_numbers, 3, "home (w_id, d_id, warehouses)") < 0 ||
         parse_longs(nurand_spans, spans, 12, "nurand (customer, item, last name spans)") < 0 ||
-        parse_longs(constants, d->constant, CONSTANTS, "constants") < 0)
+        parse_longs(constants, constant, CONSTANTS, "constants") < 0)
         return -1;
-    for (int n = 0; n < 4; n++)
-        d->customer[n] = spans[n], d->item[n] = spans[4 + n], d->last_name[n] = spans[8 + n];
-    if (d->customer[0] == 0 || d->customer[2] == 0 || d->item[0] == 0 || d->item[2] == 0 || d->last_name[0] == 0 ||
-        d->last_name[2] == 0 || home_numbers[2] == 0) {
+    if (spans[0] == 0 || spans[2] == 0 || spans[4] == 0 || spans[6] == 0 || spans[8] == 0 || spans[10] == 0 ||
+        home_numbers[2] == 0) {
         PyErr_SetString(PyExc_ValueError, "Drawer: every span and the number of warehouses must be positive");
         return -1;
     }
-    d->w_id = home_numbers[0], d->d_id = home_numbers[1], d->warehouses = home_numbers[2];
     if (!PyTuple_Check(kinds) || PyTuple_GET_SIZE(kinds) != KINDS) {
         PyErr_SetString(PyExc_ValueError, "Drawer: kinds must be a tuple of five (name, transaction, input type, "
                                           "sql) in the order New-Order, Payment, Order-Status, Delivery, Stock-Level");
         return -1;
     }
-    Drawer_clear_refs(d);
+    Kind parsed[KINDS];  /* borrowed */
     for (int k = 0; k < KINDS; k++) {
-        PyObject *name, *transaction, *input_type, *sql;  /* borrowed */
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(kinds, k), "UOOO", &name, &transaction, &input_type, &sql))
+        Kind *kind = &parsed[k];
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(kinds, k), "UOOO", &kind->name, &kind->transaction,
+                              &kind->input_type, &kind->sql))
             return -1;
-        if (!PyType_Check(input_type) || !PyType_IsSubtype((PyTypeObject *)input_type, &PyTuple_Type)) {
+        if (!is_named_tuple_type(kind->input_type)) {
             PyErr_SetString(PyExc_TypeError, "Drawer: an input type must be a named tuple");
             return -1;
         }
-        d->kinds[k] = (Kind){Py_NewRef(name), Py_NewRef(transaction), Py_NewRef(input_type), Py_NewRef(sql)};
     }
-    if (call_type != Py_None && (!PyType_Check(call_type) ||
-                                 !PyType_IsSubtype((PyTypeObject *)call_type, &PyTuple_Type))) {
+    if (call_type != Py_None && !is_named_tuple_type(call_type)) {
         PyErr_SetString(PyExc_TypeError, "Drawer: call_type must be a named tuple, or None");
         return -1;
     }
+    for (int n = 0; n < 4; n++)
+        d->customer[n] = spans[n], d->item[n] = spans[4 + n], d->last_name[n] = spans[8 + n];
+    memcpy(d->constant, constant, sizeof constant);
+    d->w_id = home_numbers[0], d->d_id = home_numbers[1], d->warehouses = home_numbers[2];
+    for (int k = 0; k < KINDS; k++)
+        d->kinds[k] = (Kind){Py_NewRef(parsed[k].name), Py_NewRef(parsed[k].transaction),
+                             Py_NewRef(parsed[k].input_type), Py_NewRef(parsed[k].sql)};
     d->random = Py_NewRef(random), d->last_names = Py_NewRef(last_names);
     d->call_type = Py_NewRef(call_type), d->convert = Py_NewRef(convert);
+    d->ready = 1;
     return 0;
 }
 
 static void Drawer_dealloc(Drawer *d) {
-    Drawer_clear_refs(d);
+    PyObject_GC_UnTrack(d);
+    Drawer_clear(d);
     Py_TYPE(d)->tp_free((PyObject *)d);
 }
 
@@ -393,11 +429,13 @@ static PyTypeObject DrawerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "maximus.workloads.tpcc._draws.Drawer",
     .tp_basicsize = sizeof(Drawer),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A terminal's TPC-C inputs drawn in C, a batch at a time (batch.py)",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A terminal's TPC-C inputs drawn in C, a batch at a time (drawer.py)",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Drawer_init,
     .tp_dealloc = (destructor)Drawer_dealloc,
+    .tp_traverse = (traverseproc)Drawer_traverse,
+    .tp_clear = (inquiry)Drawer_clear,
     .tp_methods = Drawer_methods,
 };
 
