@@ -30,7 +30,6 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from maximus import api
-from maximus.analysis.compare import estimate
 from maximus.engines import _process
 from maximus.samplers.os_linux import stat_readings
 from maximus.samplers.postgres import ServerProcesses, children_of, postmaster_pid
@@ -87,6 +86,10 @@ def _interval(ratios: list[float], target: float, higher_is_better: bool, unit: 
     """The pairs' geometric-mean ratio with its 95 % interval (a t interval on the logs of the pair ratios,
     the pairs being the repeats), and where the target lies: one pair differs from the next by up to 15 %
     on this machine, so a median alone cannot tell a missed target from noise."""
+    # Imported here, not at the top: the loader's processes are spawned, and each imports this script
+    # again; analysis.compare brings scipy, 0.6 s of the timed build in every one of them.
+    from maximus.analysis.compare import estimate
+
     logs = estimate([math.log(r) for r in ratios])
     mean = math.exp(logs.mean)
     if logs.n < 2:
