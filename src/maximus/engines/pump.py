@@ -18,10 +18,10 @@ last. A stopped slot does nothing until it is given calls again.
 (``queue_on``). A call to queue that another slot reaches is not sent there: ``(sql, params, request,
 queued at)`` is appended to the queue slot's list, the call counts as over at once (its times are
 ``queued at`` twice), and the slot goes on with its next call. Given its list like any slot (``give``),
-the queue slot sends its calls in order as the list grows: at its end it waits for the next one instead of reporting ``DONE``, and
-``progress`` hands over the times of the calls it completed since it was last asked. It stops on
-``FAILED`` and ``END`` like any slot, and queued calls wait in its list until it is given them again.
-So a deferred transaction costs the driver's Python code no event of its own.
+the queue slot sends its calls in order as the list grows: at its end it waits for the next one instead
+of reporting ``DONE``, and ``progress`` hands over the times of the calls it completed since it was last
+asked. It stops on ``FAILED`` and ``END`` like any slot, and queued calls wait in its list until it is
+given them again. So a deferred transaction costs the driver's Python code no event of its own.
 
 Between two events the driver's Python code does not run. ``PythonPump`` works on any engine with
 split calls (``Capabilities.split_calls``); an engine can offer a cheaper pump of the same behaviour

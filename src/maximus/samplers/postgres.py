@@ -308,8 +308,8 @@ class WaitCounts:
 
 
 WAIT_QUERY = ("SELECT wait_event_type, wait_event, count(*) FROM pg_stat_activity "
-              "WHERE datname = $1 AND backend_type = 'client backend' AND state = 'active' AND pid <> ALL($2::int[]) "
-              "GROUP BY 1, 2")
+              "WHERE datname = $1 AND backend_type = 'client backend' AND state = 'active' "
+              "AND pid <> ALL($2::int[]) GROUP BY 1, 2")
 _WAIT_STATEMENT = b"maximus_wait_snapshot"
 
 
@@ -329,6 +329,9 @@ class WaitSampler:
     def __init__(self, connection: Any, database: str, excluded_pids: Sequence[int],
                  per_second: float = WAIT_SAMPLES_PER_S) -> None:
         self._connection = connection
+        from psycopg.pq import ExecStatus
+
+        self._succeeded = (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK)
         self._encoding = connection.info.encoding  # the session's client_encoding, as psycopg names it
         self._parameters = [database.encode(self._encoding),
                             ("{" + ",".join(map(str, excluded_pids)) + "}").encode(self._encoding)]
@@ -377,10 +380,9 @@ class WaitSampler:
 
     def _result(self, result: Any) -> Any:
         """``result``, or the exception psycopg would have raised for it."""
-        from psycopg import errors
-        from psycopg.pq import ExecStatus
+        if result.status not in self._succeeded:
+            from psycopg import errors
 
-        if result.status not in (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK):
             raise errors.error_from_result(result, encoding=self._encoding)
         return result
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
-from maximus.workloads.tpcc.constants import AMOUNT_RANGE_CENTS, BY_NAME_PERCENT, C_DATA_MAX, DISTRICTS_PER_WAREHOUSE, PAYMENT_REMOTE_PERCENT
+from maximus.workloads.tpcc.constants import (
+    AMOUNT_RANGE_CENTS, BY_NAME_PERCENT, C_DATA_MAX, DISTRICTS_PER_WAREHOUSE, PAYMENT_REMOTE_PERCENT,
+)
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, customer_by_name, now_text
 
