@@ -16,12 +16,14 @@ from typing import Any, Callable
 
 import psycopg
 import pytest
+from rich.console import Console
 
 from maximus import api
 from maximus.engines import _process
 from maximus.engines.postgres import PostgresEngine
 from maximus.errors import EngineError, UserError
 from maximus.records import Outcome
+from maximus.report.console import render_header
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
 
@@ -286,6 +288,37 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
         assert external.has_snapshot() and external.data_path() == loaded
     finally:
         managed.stop()
+
+
+def test_a_run_on_a_server_of_the_users_records_its_settings_and_warns_of_its_durability(
+        loaded: Path, tmp_path: Path) -> None:
+    """The server's own configuration, not PostgreSQL's defaults, is what the run records and warns about."""
+    users = api.make_engine("postgres", loaded, 1, {"synchronous_commit": "off", "work_mem": "12MB"})
+    users.start()  # stands for a server the user configured: Maximus's external run knows nothing of this
+    try:
+        dsn = f"host=127.0.0.1 port={users.port} user=postgres dbname=postgres"
+        options = api.BenchmarkOptions(engine="postgres", workdir=loaded, results=tmp_path / "r.db", terminals=1,
+                                       warmup_s=0.2, duration_s=0.5, check=False, monitor=False,
+                                       connection={"dsn": dsn})
+        outcome = api.run_benchmark(options)
+        port = users.port
+    finally:
+        users.stop()
+    store = api.open_results(tmp_path / "r.db")
+    record = store.run(outcome.run_id)
+    store.close()
+    assert record.spec.knobs == {}
+    assert record.effective_knobs["synchronous_commit"] == "off"
+    assert record.effective_knobs["work_mem"] == "12288"  # kB: pg_settings' unit, as the defaults are given
+    assert record.effective_knobs["port"] == str(port)
+    assert "synchronous_commit=off weakens durability" in record.warnings
+    assert record.engine_settings["synchronous_commit"] == "off"
+    assert record.engine_settings["shared_buffers"] == "128MB"  # as SHOW spells it
+    console = Console(record=True, width=400)
+    render_header(console, record)
+    header = console.export_text()
+    assert "Knobs set by the run: none" in header and "Server reported: server_version=" in header
+    assert "synchronous_commit=off" in header and "lc_monetary" not in header  # not the hundreds of others
 
 
 def test_a_server_that_will_not_start_is_one_line_with_exit_code_3(tmp_path: Path, server_workdir: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from maximus.records import RunStatus
 from maximus.report import html
 
@@ -28,3 +30,12 @@ def test_user_text_is_escaped_and_the_page_is_self_contained() -> None:
     page = html.run_page(_run(9, 10, knobs={"journal_mode": "<script>alert(1)</script>"}))
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert page.count("<script src") == 0 and "Plotly.newPlot" in page
+
+
+def test_a_run_page_shows_what_the_engine_reported_it_ran_with() -> None:
+    run = _run(10, 10)
+    record = replace(run.report.record, engine_settings={"shared_buffers": "2GB", "application_name": "<b>"})
+    page = html.run_page(replace(run, report=replace(run.report, record=record)))
+    shown = "<code>shared_buffers=2GB</code> <code>application_name=&lt;b&gt;</code>"
+    assert f"The engine reported:</strong> {shown}" in page
+    assert "The engine reported" not in html.run_page(run)  # nothing reported, nothing shown

@@ -394,6 +394,7 @@ class PostgresEngine(Engine):
         super().__init__(workdir, database, settings, connection)
         self.port: int | None = None
         self.socket_dir: Path | None = None  # managed mode: where the server's Unix-domain socket is, if anywhere
+        self._server_settings: dict[str, str] | None = None  # pg_settings as the started server reported them
 
     # -- knobs ---------------------------------------------------------------------------------------
 
@@ -436,7 +437,11 @@ class PostgresEngine(Engine):
 
     @property
     def effective_settings(self) -> dict[str, str]:
-        """As the base class, with the timing settings a managed server gets for monitoring."""
+        """Once the server is up, what it reports in pg_settings, with the run's knobs as the user spelled
+        them: a server of the user's runs with its own configuration, not PostgreSQL's defaults. Before,
+        the defaults, the run's knobs and the timing settings a managed server gets for monitoring."""
+        if self._server_settings is not None:
+            return {**self._server_settings, **self.settings}
         return {**super().effective_settings, **self._monitoring_settings()}
 
     def _monitoring_settings(self) -> dict[str, str]:
@@ -458,9 +463,25 @@ class PostgresEngine(Engine):
     # -- server lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._server_settings = None
         if self.external:
             self._apply_external_knobs()
-            return
+        else:
+            self._start_managed()
+        try:
+            self._server_settings = self._read_server_settings()
+        except BaseException:
+            self.stop()  # started but unreadable: no running() block will stop it
+            raise
+
+    def _read_server_settings(self) -> dict[str, str]:
+        """Every knob's value in the server's own units, as pg_settings gives it (the catalogue's defaults
+        are in the same units)."""
+        with self._admin() as admin:
+            rows = admin.execute("SELECT name, setting FROM pg_settings").fetchall()
+        return {name: setting for name, setting in rows if name in self.knobs}
+
+    def _start_managed(self) -> None:
         self._initdb()
         self.stop_leftover()
         self.port = _process.free_port()
@@ -630,14 +651,11 @@ class PostgresEngine(Engine):
         return _full_version(self.bin_dir) if not self.external else "external"
 
     def reported_settings(self, session: Session) -> dict[str, str]:
-        names = sorted(set(_REPORTED) | set(self.settings))
-        rows = session.fetchall("SELECT name, setting, COALESCE(unit, '') FROM pg_settings WHERE name = ANY(?)",
-                                (names,))
-        return {name: f"{setting}{_unit_suffix(unit)}" for name, setting, unit in rows}
-
-
-def _unit_suffix(unit: str) -> str:
-    return f" ({unit})" if unit else ""
+        """The settings a DBA looks at first and the run's knobs, as ``SHOW`` spells them (``2GB``)."""
+        names = list(dict.fromkeys([*_REPORTED, *self.settings]))
+        found = dict(session.fetchall("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(?)",
+                                      (names,)))
+        return {name: found[name] for name in names if name in found}
 
 
 def _major(bin_dir: Path) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from typing import Container, Iterable, Mapping, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from maximus import environment
@@ -17,6 +18,7 @@ from maximus.workloads.tpcc.validity import BandResult
 
 _NAMES = {"new_order": "New-Order", "payment": "Payment", "order_status": "Order-Status", "delivery": "Delivery",
           "deferred_delivery": "Deferred-Delivery", "stock_level": "Stock-Level"}
+KNOBS_SHOWN_WHOLE = 30  # SQLite's knobs, with room to spare; not a server's hundreds of settings
 _STATUS_STYLE = {"ok": "green", "OUT OF BAND": "bold red", "n/a": "dim", "no data": "yellow"}
 
 
@@ -33,12 +35,25 @@ def render_header(console: Console, record: RunRecord) -> None:
     console.print(f"[bold]Run {record.id}[/] · {spec.engine} {record.environment.get('engine', {}).get('version', '')}"
                   f" · {spec.warehouses} warehouse(s) · {spec.terminals} terminal(s) · {spec.duration_s:g} s measured"
                   f" after {spec.warmup_s:g} s warm-up · seed {spec.seed} · [bold]{record.status.value}[/]")
-    changed = {k: v for k, v in spec.knobs.items()}
-    knobs = " ".join(f"[cyan]{k}={v}[/]" if k in changed else f"{k}={v}" for k, v in record.effective_knobs.items())
-    console.print(f"Knobs: {knobs}")
+    _render_knobs(console, record)
     how = "built for this run" if record.loaded_in_run else "pristine copy restored; built earlier"
     if record.load_seconds is not None:
         console.print(f"Load time: [bold]{record.load_seconds:,.1f} s[/] for {spec.warehouses} warehouse(s) ({how})")
+
+
+def _render_knobs(console: Console, record: RunRecord) -> None:
+    """Every knob when they fit on a line or two (SQLite's); a server's hundreds of settings would bury the
+    ones that matter, so then the run's own knobs and the settings the server reported."""
+    def pairs(settings: Mapping[str, str], marked: Container[str] = ()) -> str:
+        return " ".join(f"[cyan]{escape(f'{k}={v}')}[/]" if k in marked else escape(f"{k}={v}")
+                        for k, v in settings.items())
+
+    if len(record.effective_knobs) <= KNOBS_SHOWN_WHOLE:
+        console.print(f"Knobs: {pairs(record.effective_knobs, record.spec.knobs)}")
+        return
+    console.print(f"Knobs set by the run: {pairs(record.spec.knobs, record.spec.knobs) or 'none'}")
+    if record.engine_settings:
+        console.print(f"Server reported: {pairs(record.engine_settings)} (every setting: `maximus export`)")
 
 
 def render_figures(console: Console, figures: RunFigures, keyed: bool) -> None:

@@ -15,7 +15,7 @@ from html import escape
 from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from string import Template
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_timeline
@@ -50,7 +50,8 @@ def run_page(run: RunData) -> str:
     title = f"Maximus report · run {record.id}"
     keyed = record.spec.keying_and_think
     column = f"{record.spec.terminals} terminal{'s' if record.spec.terminals != 1 else ''}"
-    results = [_knobs(tuple((k, v, False) for k, v in record.spec.knobs.items())), _run_figures(run),
+    results = [_knobs(tuple((k, v, False) for k, v in record.spec.knobs.items())),
+               _reported_settings(record.engine_settings), _run_figures(run),
                _run_table(tables.run_table("Run table (measured window)", [(column, run)]),
                           tables.unmeasured_note([run])),
                *_run_charts(run, [run], "run")]
@@ -220,11 +221,19 @@ def _step(data: ExperimentData, index: int) -> str:
 
 
 def _knobs(knobs: Sequence[tuple[str, str, bool]]) -> str:
-    """The knobs set (changed ones highlighted); the others keep the engine's defaults."""
+    """The knobs set (changed ones highlighted); the others are as the engine was configured."""
     shown = " ".join(f'<code class="{"changed" if changed else ""}">{escape(k)}={escape(v)}</code>'
                      for k, v, changed in knobs) or "engine defaults"
     return (f'<p class="knobs"><strong>Configuration:</strong> {shown} '
-            '<span class="note">(every other knob at the engine\'s default)</span></p>')
+            '<span class="note">(every other knob as the engine was configured)</span></p>')
+
+
+def _reported_settings(settings: Mapping[str, str]) -> str:
+    """What the engine itself said it ran with: a server of the user's keeps its own configuration."""
+    if not settings:
+        return ""
+    shown = " ".join(f"<code>{escape(k)}={escape(v)}</code>" for k, v in settings.items())
+    return f'<p class="knobs"><strong>The engine reported:</strong> {shown}</p>'
 
 
 def _step_results(table: tables.StepTable) -> str:
