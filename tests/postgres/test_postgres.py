@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -280,14 +281,35 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
             PostgresEngine(loaded, "x", {"work_mem": "16MB"}, {"dsn": dsn}).start()
         with pytest.raises(UserError, match="shared_buffers take effect only after a restart"):
             PostgresEngine(loaded, "x", {"shared_buffers": "1GB"}, {"dsn": dsn, "allow_changes": "yes"}).start()
-        external = PostgresEngine(loaded, "tpcc-1wh", {"work_mem": "16MB"}, {"dsn": dsn, "allow_changes": "yes"})
+        with psycopg.connect(dsn, autocommit=True) as connection:  # the user's own ALTER SYSTEM, kept after us
+            connection.execute("ALTER SYSTEM SET work_mem = '6MB'")
+            connection.execute("SELECT pg_reload_conf()")
+        external = PostgresEngine(loaded, "tpcc-1wh", {"work_mem": "16MB", "temp_buffers": "2MB"},
+                                  {"dsn": dsn, "allow_changes": "yes"})
         external.start()
-        with psycopg.connect(dsn, autocommit=True) as connection:
-            assert connection.execute("SHOW work_mem").fetchone() == ("16MB",)
-            connection.execute("ALTER SYSTEM RESET work_mem")
+        assert _shown_once_reloaded(dsn, "work_mem", "16MB") and _shown_once_reloaded(dsn, "temp_buffers", "2MB")
         assert external.has_snapshot() and external.data_path() == loaded
+        external.stop()
+        assert _shown_once_reloaded(dsn, "work_mem", "6MB") and _shown_once_reloaded(dsn, "temp_buffers", "8MB")
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            auto_conf = connection.execute("SELECT name, setting FROM pg_file_settings WHERE sourcefile LIKE "
+                                           "'%/postgresql.auto.conf'").fetchall()
+            connection.execute("ALTER SYSTEM RESET work_mem")
+        assert auto_conf == [("work_mem", "6MB")]
     finally:
         managed.stop()
+
+
+def _shown_once_reloaded(dsn: str, name: str, value: str) -> bool:
+    """Whether a new session shows ``value`` within 5 s: a reload reaches the server a moment after the call."""
+    deadline = time.monotonic() + 5
+    while True:
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            if connection.execute(f"SHOW {name}").fetchone() == (value,):
+                return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def test_a_run_on_a_server_of_the_users_records_its_settings_and_warns_of_its_durability(

@@ -31,7 +31,8 @@ Dsn = Annotated[Optional[str], typer.Option(
 BinDir = Annotated[Optional[Path], typer.Option(
     "--bin-dir", help="PostgreSQL: directory of initdb/pg_ctl/postgres for managed mode [default: discovered].")]
 AllowChanges = Annotated[bool, typer.Option(
-    "--allow-changes", help="PostgreSQL external mode: let Maximus set knobs with ALTER SYSTEM and reload.")]
+    "--allow-changes", help="PostgreSQL external mode: let Maximus set knobs with ALTER SYSTEM and reload "
+    "(put back after the run).")]
 Knobs = Annotated[Optional[list[str]], typer.Option(
     "--knob", "-k", help="Engine setting NAME=VALUE, repeatable (e.g. -k journal_mode=wal).")]
 Warehouses = Annotated[int, typer.Option("--warehouses", "-w", help="Scale: number of warehouses.")]

@@ -395,6 +395,7 @@ class PostgresEngine(Engine):
         self.port: int | None = None
         self.socket_dir: Path | None = None  # managed mode: where the server's Unix-domain socket is, if anywhere
         self._server_settings: dict[str, str] | None = None  # pg_settings as the started server reported them
+        self._altered: dict[str, str | None] = {}  # external mode: what ALTER SYSTEM had set before our knobs
 
     # -- knobs ---------------------------------------------------------------------------------------
 
@@ -496,7 +497,10 @@ class PostgresEngine(Engine):
             raise EngineError(f"PostgreSQL would not start: {_last_error(log)} (log: {log})") from None
 
     def stop(self) -> None:
-        if self.external or not (self.data_dir / "postmaster.pid").exists():
+        if self.external:
+            self._restore_external_knobs()
+            return
+        if not (self.data_dir / "postmaster.pid").exists():
             return
         _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast",
                                               "-w", "-t", "120", "stop"]), "stopping PostgreSQL")
@@ -540,9 +544,18 @@ class PostgresEngine(Engine):
             raise UserError(f"{', '.join(restart)} take effect only after a restart, which Maximus does not do "
                             "to a server it does not own")
         with self._admin() as admin:
-            for name, value in self.settings.items():
-                admin.execute(f"ALTER SYSTEM SET {name} = '{value.replace(chr(39), chr(39) * 2)}'")
-            admin.execute("SELECT pg_reload_conf()")
+            if not self._altered:  # a second start() before stop(): what was there before is already kept
+                self._altered = _auto_conf_entries(admin, list(self.settings))
+            _alter_system(admin, dict(self.settings))
+
+    def _restore_external_knobs(self) -> None:
+        """Put back what ``ALTER SYSTEM`` said before the run (a value of the user's own, or nothing), so a
+        knob of one run does not stay on the user's server for the next one, or after Maximus."""
+        if not self._altered:
+            return
+        with self._admin() as admin:
+            _alter_system(admin, self._altered)
+        self._altered = {}
 
     # -- databases -----------------------------------------------------------------------------------
 
@@ -656,6 +669,23 @@ class PostgresEngine(Engine):
         found = dict(session.fetchall("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(?)",
                                       (names,)))
         return {name: found[name] for name in names if name in found}
+
+
+def _auto_conf_entries(admin: Any, names: Sequence[str]) -> dict[str, str | None]:
+    """Each name's line in ``postgresql.auto.conf`` (what ALTER SYSTEM set), or None where it has none."""
+    rows = admin.execute("SELECT name, setting FROM pg_file_settings WHERE name = ANY(%s) "
+                         "AND sourcefile LIKE '%%/postgresql.auto.conf' ORDER BY seqno", (list(names),)).fetchall()
+    return {name: None for name in names} | dict(rows)
+
+
+def _alter_system(admin: Any, values: Mapping[str, str | None]) -> None:
+    """``ALTER SYSTEM`` SET each value, RESET each None, then reload."""
+    for name, value in values.items():
+        if value is None:
+            admin.execute(f"ALTER SYSTEM RESET {name}")
+        else:
+            admin.execute(f"ALTER SYSTEM SET {name} = '{value.replace(chr(39), chr(39) * 2)}'")
+    admin.execute("SELECT pg_reload_conf()")
 
 
 def _major(bin_dir: Path) -> str:
