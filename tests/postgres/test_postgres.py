@@ -21,7 +21,7 @@ from rich.console import Console
 
 from maximus import api
 from maximus.engines import _process
-from maximus.engines.postgres import PostgresEngine
+from maximus.engines.postgres import PostgresEngine, system_service_in
 from maximus.errors import EngineError, UserError
 from maximus.records import Outcome
 from maximus.report.console import render_header
@@ -279,7 +279,8 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
         dsn = f"host=127.0.0.1 port={managed.port} user=postgres dbname=postgres"
         with pytest.raises(UserError, match="--allow-changes"):
             PostgresEngine(loaded, "x", {"work_mem": "16MB"}, {"dsn": dsn}).start()
-        with pytest.raises(UserError, match="shared_buffers take effect only after a restart"):
+        with pytest.raises(UserError, match="shared_buffers take effect only after a restart: allow Maximus to "
+                                            "restart your server with --allow-restart"):
             PostgresEngine(loaded, "x", {"shared_buffers": "1GB"}, {"dsn": dsn, "allow_changes": "yes"}).start()
         with psycopg.connect(dsn, autocommit=True) as connection:  # the user's own ALTER SYSTEM, kept after us
             connection.execute("ALTER SYSTEM SET work_mem = '6MB'")
@@ -298,6 +299,44 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
         assert auto_conf == [("work_mem", "6MB")]
     finally:
         managed.stop()
+
+
+def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_to_put_it_back(
+        loaded: Path) -> None:
+    users = api.make_engine("postgres", loaded, 1, {})
+    users.start()  # the user's server, started with pg_ctl
+    try:
+        dsn = f"host=127.0.0.1 port={users.port} user=postgres dbname=postgres"
+        allowed = {"dsn": dsn, "allow_changes": "yes", "allow_restart": "yes"}
+        first_pid = _server_pids(loaded)
+        external = PostgresEngine(loaded, "tpcc-1wh", {"shared_buffers": "48MB", "work_mem": "5MB"}, allowed)
+        external.start()
+        assert _shown_once_reloaded(dsn, "shared_buffers", "48MB") and _shown_once_reloaded(dsn, "work_mem", "5MB")
+        assert _server_pids(loaded) != first_pid and external.effective_settings["shared_buffers"] == "48MB"
+        external.stop()
+        assert _shown_once_reloaded(dsn, "shared_buffers", "128MB") and _shown_once_reloaded(dsn, "work_mem", "4MB")
+        auto_conf = users.data_dir / "postgresql.auto.conf"
+        assert "shared_buffers" not in auto_conf.read_text()
+        refused = PostgresEngine(loaded, "tpcc-1wh", {"shared_buffers": "900GB"}, allowed)
+        with pytest.raises(EngineError, match=r"^PostgreSQL would not restart with shared_buffers=900GB \(could not "
+                                              r"map anonymous shared memory.*\): it runs again with the configuration"):
+            refused.start()
+        assert _shown_once_reloaded(dsn, "shared_buffers", "128MB")  # back up, as it was
+        assert "shared_buffers" not in auto_conf.read_text()
+        refused.stop()  # nothing of its own to put back
+        assert (users.cluster_dir / "server.log").read_text().count("database system is ready") >= 4  # one log
+    finally:
+        users.stop()
+    assert _server_pids(loaded) == []
+
+
+def test_a_server_run_by_a_system_service_is_told_from_one_started_in_a_login_session() -> None:
+    assert system_service_in("0::/system.slice/system-postgresql.slice/postgresql@15-main.service\n") \
+        == "postgresql@15-main.service"
+    assert system_service_in("0::/system.slice/postgresql-15.service\n") == "postgresql-15.service"
+    assert system_service_in("0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n") == ""
+    assert system_service_in("0::/user.slice/user-1000.slice/session-3.scope\n") == ""
+    assert system_service_in("9:name=systemd:/\n0::/\n") == ""
 
 
 def _shown_once_reloaded(dsn: str, name: str, value: str) -> bool:

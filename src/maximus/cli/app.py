@@ -33,6 +33,9 @@ BinDir = Annotated[Optional[Path], typer.Option(
 AllowChanges = Annotated[bool, typer.Option(
     "--allow-changes", help="PostgreSQL external mode: let Maximus set knobs with ALTER SYSTEM and reload "
     "(put back after the run).")]
+AllowRestart = Annotated[bool, typer.Option(
+    "--allow-restart", help="PostgreSQL external mode: also restart your server (on this machine) for knobs that "
+    "need it, and again after the run; implies --allow-changes.")]
 Knobs = Annotated[Optional[list[str]], typer.Option(
     "--knob", "-k", help="Engine setting NAME=VALUE, repeatable (e.g. -k journal_mode=wal).")]
 Warehouses = Annotated[int, typer.Option("--warehouses", "-w", help="Scale: number of warehouses.")]
@@ -48,15 +51,16 @@ Duration = Annotated[float, typer.Option("--duration", "-d", help="Seconds of th
 
 def _options(engine: str, knobs: list[str] | None, warehouses: int, workdir: Path | None, results: Path | None,
              dsn: str | None = None, bin_dir: Path | None = None, allow_changes: bool = False,
-             **rest: object) -> api.BenchmarkOptions:
+             allow_restart: bool = False, **rest: object) -> api.BenchmarkOptions:
     return api.BenchmarkOptions(engine=engine, knobs=parse_assignments(knobs or []), warehouses=warehouses,
                                 workdir=workdir or api.default_workdir(), results=results or default_results_path(),
-                                connection=_connection(dsn, bin_dir, allow_changes), **rest)
+                                connection=_connection(dsn, bin_dir, allow_changes, allow_restart), **rest)
 
 
-def _connection(dsn: str | None, bin_dir: Path | None, allow_changes: bool) -> dict[str, str]:
+def _connection(dsn: str | None, bin_dir: Path | None, allow_changes: bool, allow_restart: bool) -> dict[str, str]:
     connection = {"dsn": dsn, "bin_dir": str(bin_dir) if bin_dir else None,
-                  "allow_changes": "yes" if allow_changes else None}
+                  "allow_changes": "yes" if allow_changes or allow_restart else None,
+                  "allow_restart": "yes" if allow_restart else None}
     return {key: value for key, value in connection.items() if value}
 
 
@@ -95,9 +99,10 @@ def _with_duration(experiment, duration: float):
 
 @app.command()
 def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 1, seed: Seed = 1,
-         workdir: Workdir = None, dsn: Dsn = None, bin_dir: BinDir = None, allow_changes: AllowChanges = False) -> None:
+         workdir: Workdir = None, dsn: Dsn = None, bin_dir: BinDir = None, allow_changes: AllowChanges = False,
+         allow_restart: AllowRestart = False) -> None:
     """Build a TPC-C database from scratch (timed) and keep a pristine copy for later runs."""
-    options = _options(engine, knob, warehouses, workdir, None, dsn, bin_dir, allow_changes, seed=seed)
+    options = _options(engine, knob, warehouses, workdir, None, dsn, bin_dir, allow_changes, allow_restart, seed=seed)
     options.validate()
     target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs, None, options.connection)
     with api.running(target):
@@ -126,9 +131,10 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 
                                                   "server (one stored-function call each), or auto: server "
                                                   "where the engine has stored functions.")] = "auto",
         workdir: Workdir = None, results: Results = None, dsn: Dsn = None, bin_dir: BinDir = None,
-        allow_changes: AllowChanges = False) -> None:
+        allow_changes: AllowChanges = False, allow_restart: AllowRestart = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
-    options = _options(engine, knob, warehouses, workdir, results, dsn, bin_dir, allow_changes, terminals=terminals,
+    options = _options(engine, knob, warehouses, workdir, results, dsn, bin_dir, allow_changes, allow_restart,
+                       terminals=terminals,
                        warmup_s=warmup, duration_s=duration, seed=seed, keying_and_think=keying, mix=mix,
                        check=check, rebuild=rebuild, monitor=monitor, transactions=transactions)
     _run_and_show(options)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import pwd
 import re
 import select
 import shutil
@@ -24,7 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -381,7 +382,8 @@ def _socket_directory(cluster_dir: Path, port: int) -> Path | None:
 
 class PostgresEngine(Engine):
     """Connection settings: ``dsn`` (external mode), ``bin_dir`` (managed mode), ``allow_changes``
-    (external mode: set the knobs with ALTER SYSTEM and reload; off unless the user says so)."""
+    (external mode: set the knobs with ALTER SYSTEM and reload; off unless the user says so) and
+    ``allow_restart`` (external mode: also restart a server on this machine for knobs that need it)."""
 
     name = "postgres"
     capabilities = Capabilities(single_writer=False, managed_server=True, server_side_procedures=True,
@@ -539,23 +541,39 @@ class PostgresEngine(Engine):
             return
         if self.connection.get("allow_changes") != "yes":
             raise UserError("knobs on a server you own change only with --allow-changes (ALTER SYSTEM + reload)")
-        restart = [name for name in self.settings if self.knobs.get(name).applies is Applies.RESTART]
-        if restart:
-            raise UserError(f"{', '.join(restart)} take effect only after a restart, which Maximus does not do "
-                            "to a server it does not own")
+        restart = self._needing_restart(self.settings)
+        if restart and self.connection.get("allow_restart") != "yes":
+            raise UserError(f"{', '.join(restart)} take effect only after a restart: allow Maximus to restart "
+                            "your server with --allow-restart (a server on this machine, started with pg_ctl)")
+        server = LocalServer.of(self._admin) if restart else None
+        before = server.auto_conf.read_text() if server else ""
         with self._admin() as admin:
             if not self._altered:  # a second start() before stop(): what was there before is already kept
                 self._altered = _auto_conf_entries(admin, list(self.settings))
             _alter_system(admin, dict(self.settings))
+        if server:
+            try:
+                server.restart(", ".join(f"{name}={self.settings[name]}" for name in restart), before)
+            except EngineError:
+                self._altered = {}  # the file is back as it was
+                raise
 
     def _restore_external_knobs(self) -> None:
         """Put back what ``ALTER SYSTEM`` said before the run (a value of the user's own, or nothing), so a
-        knob of one run does not stay on the user's server for the next one, or after Maximus."""
+        knob of one run does not stay on the user's server for the next one, or after Maximus; restarted
+        again when a knob needed it."""
         if not self._altered:
             return
+        server = LocalServer.of(self._admin) if self._needing_restart(self._altered) else None
+        before = server.auto_conf.read_text() if server else ""
         with self._admin() as admin:
             _alter_system(admin, self._altered)
         self._altered = {}
+        if server:
+            server.restart("the configuration put back", before)
+
+    def _needing_restart(self, names: Iterable[str]) -> list[str]:
+        return [name for name in names if self.knobs.get(name).applies is Applies.RESTART]
 
     # -- databases -----------------------------------------------------------------------------------
 
@@ -669,6 +687,87 @@ class PostgresEngine(Engine):
         found = dict(session.fetchall("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(?)",
                                       (names,)))
         return {name: found[name] for name in names if name in found}
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    """A server of the user's on this machine, as pg_ctl restarts it: its data directory, its pg_ctl, its
+    owner, and the file its output goes to."""
+
+    data_dir: Path
+    pg_ctl: Path
+    owner: str
+    log: str
+
+    @classmethod
+    def of(cls, connect: Callable[[], Any]) -> LocalServer:
+        """The server behind ``connect``, or a one-line refusal when Maximus cannot restart it."""
+        with connect() as admin:
+            data_dir, port = admin.execute("SELECT current_setting('data_directory'), "
+                                           "current_setting('port')").fetchone()
+        data_dir = Path(data_dir)
+        try:
+            lines = (data_dir / "postmaster.pid").read_text().splitlines()
+            pid, pid_port = int(lines[0]), lines[3].strip()  # the file's first and fourth lines
+        except (OSError, ValueError, IndexError):
+            pid, pid_port = 0, ""
+        if pid_port != port or not _process.alive(pid):  # a directory of that name here is not the server
+            raise UserError(f"cannot restart the server: its data directory {data_dir} is not on this machine "
+                            "(or not readable)")
+        unit = _system_service(pid)
+        if unit:
+            raise UserError(f"cannot restart the server: the system service {unit} runs it; restart it yourself "
+                            "with the knobs set, or use managed mode")
+        try:
+            pg_ctl = Path(os.readlink(f"/proc/{pid}/exe")).parent / "pg_ctl"
+        except OSError:
+            pg_ctl = find_bin_dir() / "pg_ctl"
+        output = Path(f"/proc/{pid}/fd/2")
+        log = os.readlink(output) if output.is_file() else os.devnull  # where its messages went, kept there
+        log = os.devnull if log.endswith(" (deleted)") else log
+        return cls(data_dir, pg_ctl, pwd.getpwuid(data_dir.stat().st_uid).pw_name, log)
+
+    @property
+    def auto_conf(self) -> Path:
+        return self.data_dir / "postgresql.auto.conf"
+
+    def restart(self, because: str, auto_conf_before: str) -> None:
+        """``pg_ctl restart`` with the server's own command line. One that fails puts the ALTER SYSTEM file
+        back as it was before (``auto_conf_before``) and starts the server again: a knob the server refuses
+        does not leave the user's server down."""
+        try:
+            self._pg_ctl("restart")
+        except EngineError:
+            reason = _last_error(Path(self.log))
+            self.auto_conf.write_text(auto_conf_before)
+            try:
+                self._pg_ctl("start")
+            except EngineError as error:
+                raise EngineError(f"PostgreSQL would not restart with {because} ({reason}), nor start again with "
+                                  f"the configuration it had before: {error}") from None
+            raise EngineError(f"PostgreSQL would not restart with {because} ({reason}): it runs again with the "
+                              "configuration it had before") from None
+
+    def _pg_ctl(self, action: str) -> None:
+        command = [str(self.pg_ctl), "-D", str(self.data_dir), "-l", self.log, "-m", "fast", "-w", "-t", "120",
+                   action]
+        if _process.running_as_root() and self.owner != "root":
+            command = ["runuser", "-u", self.owner, "--", *command]
+        _process.run(command, f"{action} of PostgreSQL", timeout=300)
+
+
+def _system_service(pid: int) -> str:
+    try:
+        return system_service_in(Path(f"/proc/{pid}/cgroup").read_text())
+    except OSError:
+        return ""
+
+
+def system_service_in(cgroup: str) -> str:
+    """The system service a process runs under (``postgresql@15-main.service``) by its ``/proc/PID/cgroup``,
+    or '' for one started from a login session (under user.slice) or on a machine without systemd."""
+    found = re.search(r"/system\.slice/(?:[^/\n]+\.slice/)*([^/\n]+\.service)", cgroup)
+    return found.group(1) if found else ""
 
 
 def _auto_conf_entries(admin: Any, names: Sequence[str]) -> dict[str, str | None]:
