@@ -279,6 +279,8 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
         dsn = f"host=127.0.0.1 port={managed.port} user=postgres dbname=postgres"
         with pytest.raises(UserError, match="--allow-changes"):
             PostgresEngine(loaded, "x", {"work_mem": "16MB"}, {"dsn": dsn}).start()
+        with pytest.raises(UserError, match=r"only with --allow-restart \(ALTER SYSTEM \+ restart\)"):
+            PostgresEngine(loaded, "x", {"work_mem": "16MB", "shared_buffers": "1GB"}, {"dsn": dsn}).start()
         with pytest.raises(UserError, match="shared_buffers take effect only after a restart: allow Maximus to "
                                             "restart your server with --allow-restart"):
             PostgresEngine(loaded, "x", {"shared_buffers": "1GB"}, {"dsn": dsn, "allow_changes": "yes"}).start()

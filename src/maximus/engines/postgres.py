@@ -539,9 +539,11 @@ class PostgresEngine(Engine):
     def _apply_external_knobs(self) -> None:
         if not self.settings:
             return
-        if self.connection.get("allow_changes") != "yes":
-            raise UserError("knobs on a server you own change only with --allow-changes (ALTER SYSTEM + reload)")
         restart = self._needing_restart(self.settings)
+        if self.connection.get("allow_changes") != "yes":
+            needed = ("--allow-restart (ALTER SYSTEM + restart)" if restart
+                      else "--allow-changes (ALTER SYSTEM + reload)")
+            raise UserError(f"knobs on a server you own change only with {needed}")
         if restart and self.connection.get("allow_restart") != "yes":
             raise UserError(f"{', '.join(restart)} take effect only after a restart: allow Maximus to restart "
                             "your server with --allow-restart (a server on this machine, started with pg_ctl)")
