@@ -548,17 +548,14 @@ class PostgresEngine(Engine):
             raise UserError(f"{', '.join(restart)} take effect only after a restart: allow Maximus to restart "
                             "your server with --allow-restart (a server on this machine, started with pg_ctl)")
         server = LocalServer.of(self._admin) if restart else None
-        before = server.auto_conf.read_text() if server else ""
-        with self._admin() as admin:
-            if not self._altered:  # a second start() before stop(): what was there before is already kept
+        if not self._altered:  # a second start() before stop(): what was there before is already kept
+            with self._admin() as admin:
                 self._altered = _auto_conf_entries(admin, list(self.settings))
-            _alter_system(admin, dict(self.settings))
-        if server:
-            try:
-                server.restart(", ".join(f"{name}={self.settings[name]}" for name in restart), before)
-            except EngineError:
-                self._altered = {}  # the file is back as it was
-                raise
+        try:
+            self._alter(self.settings, server, ", ".join(f"{name}={self.settings[name]}" for name in restart))
+        except EngineError:  # only the restart raises it, after putting the file back as it was
+            self._altered = {}
+            raise
 
     def _restore_external_knobs(self) -> None:
         """Put back what ``ALTER SYSTEM`` said before the run (a value of the user's own, or nothing), so a
@@ -567,12 +564,16 @@ class PostgresEngine(Engine):
         if not self._altered:
             return
         server = LocalServer.of(self._admin) if self._needing_restart(self._altered) else None
+        altered, self._altered = self._altered, {}
+        self._alter(altered, server, "the configuration put back")
+
+    def _alter(self, values: Mapping[str, str | None], server: LocalServer | None, because: str) -> None:
+        """``ALTER SYSTEM`` and reload; then, for knobs that need it, restart ``server``."""
         before = server.auto_conf.read_text() if server else ""
         with self._admin() as admin:
-            _alter_system(admin, self._altered)
-        self._altered = {}
+            _alter_system(admin, values)
         if server:
-            server.restart("the configuration put back", before)
+            server.restart(because, before)
 
     def _needing_restart(self, names: Iterable[str]) -> list[str]:
         return [name for name in names if self.knobs.get(name).applies is Applies.RESTART]
