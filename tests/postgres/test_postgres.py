@@ -6,6 +6,7 @@ import asyncio
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from rich.console import Console
 
 from maximus import api
 from maximus.engines import _process
-from maximus.engines.postgres import PostgresEngine, system_service_in
+from maximus.engines.postgres import PostgresEngine, find_bin_dir, system_service_in
 from maximus.errors import EngineError, UserError
 from maximus.records import Outcome
 from maximus.report.console import render_header
@@ -330,6 +331,46 @@ def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_
     finally:
         users.stop()
     assert _server_pids(loaded) == []
+
+
+@pytest.mark.skipif(not _process.running_as_root() or shutil.which("unshare") is None,
+                    reason="a mount namespace of its own needs root and unshare (util-linux)")
+def test_external_mode_refuses_to_restart_a_server_whose_data_directory_is_not_on_this_machine(tmp_path: Path) -> None:
+    """A server in a container: reachable on loopback, its data directory in a mount namespace of its own,
+    where this machine's directory of that name is empty."""
+    hidden = Path(tempfile.mkdtemp(prefix="maximus-test-elsewhere-", dir="/var/tmp"))
+    hidden.chmod(0o755)
+    port, bin_dir = _process.free_port(), find_bin_dir()
+    as_postgres = "runuser -u postgres --"
+    started = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-ec",
+         f"mount -t tmpfs tmpfs {hidden}; chmod 755 {hidden}; chown postgres {hidden}\n"
+         f"{as_postgres} {bin_dir}/initdb -D {hidden}/data -U postgres -A trust >/dev/null\n"
+         f"{as_postgres} {bin_dir}/pg_ctl -D {hidden}/data -l {hidden}/log -w -o '-p {port} -k {hidden}' start "
+         f">/dev/null\nhead -n 1 {hidden}/data/postmaster.pid"],
+        capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
+    postmaster = int(started.stdout)
+    try:
+        dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+        with psycopg.connect(dsn) as connection:
+            assert connection.execute("SHOW data_directory").fetchone() == (f"{hidden}/data",)
+        assert not (hidden / "data").exists()  # here, an empty directory of that name
+        allowed = {"dsn": dsn, "allow_changes": "yes", "allow_restart": "yes"}
+        with pytest.raises(UserError, match=rf"^cannot restart the server: its data directory {hidden}/data is not "
+                                            r"on this machine \(or not readable\)$"):
+            PostgresEngine(tmp_path, "tpcc-1wh", {"shared_buffers": "48MB"}, allowed).start()
+        with psycopg.connect(dsn) as connection:  # untouched: no ALTER SYSTEM before the refusal
+            assert connection.execute("SELECT count(*) FROM pg_file_settings WHERE sourcefile LIKE "
+                                      "'%/postgresql.auto.conf'").fetchone() == (0,)
+            assert connection.execute("SHOW shared_buffers").fetchone() == ("128MB",)
+    finally:
+        os.kill(postmaster, signal.SIGINT)  # a fast shutdown; its tmpfs goes with its namespace
+        deadline = time.monotonic() + 60
+        while _process.alive(postmaster) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        hidden.rmdir()
+    assert not _process.alive(postmaster)
 
 
 def test_a_server_run_by_a_system_service_is_told_from_one_started_in_a_login_session() -> None:
