@@ -7,6 +7,7 @@ chosen so that a correct implementation would also pass for (almost) any other s
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 from collections import Counter
@@ -486,3 +487,8 @@ def test_the_c_drawer_refuses_what_it_cannot_draw_and_is_not_used_for_other_tran
     swapped = dict(emulator.transactions, payment=emulator.transactions["order_status"])
     assert drawer.c_drawer(swapped, emulator.rng, emulator.home) is None
     assert drawer.c_drawer(dict(reversed(emulator.transactions.items())), emulator.rng, emulator.home) is None
+    assert drawer.c_drawer(emulator.transactions, emulator.rng, emulator.home) is not None
+    stock_level = copy.copy(emulator.transactions["stock_level"])
+    stock_level.convert = SQLiteEngine.dialect.call_parameters  # another dialect's: the Drawer has one convert
+    mixed = dict(emulator.transactions, stock_level=stock_level)
+    assert drawer.c_drawer(mixed, emulator.rng, emulator.home) is None

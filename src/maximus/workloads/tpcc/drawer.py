@@ -41,10 +41,14 @@ CONSTANTS = (DISTRICTS_PER_WAREHOUSE, MIN_ORDER_LINES, MAX_ORDER_LINES, ROLLBACK
 
 def c_drawer(transactions: Mapping[str, Any], rng: TpccRandom, home: Home) -> Any | None:
     """What draws a batch of ``transactions`` for this terminal in C (``draw(names)``), or None: without
-    the extension, or when the transactions are not exactly TPC-C's five, all client-side or all calls."""
+    the extension, or when the transactions are not exactly TPC-C's five, all client-side or all calls
+    converted alike."""
     if Drawer is None or tuple(transactions) != TRANSACTIONS:
         return None
     server_side = all(isinstance(t, ServerSide) for t in transactions.values())
+    first = transactions[TRANSACTIONS[0]]
+    if server_side and any(t.convert != first.convert for t in transactions.values()):
+        return None  # the Drawer converts every call's parameters with one function
     kinds = []
     for (name, transaction), (kind, input_type) in zip(transactions.items(), KINDS):
         inner = transaction.inner if server_side else transaction
@@ -57,4 +61,4 @@ def c_drawer(transactions: Mapping[str, Any], rng: TpccRandom, home: Home) -> An
     return Drawer(random=rng.random, home=(home.w_id, home.d_id, home.warehouses), nurand=spans,
                   last_names=LAST_NAMES, constants=CONSTANTS, kinds=tuple(kinds),
                   call_type=Call if server_side else None,
-                  convert=transactions[TRANSACTIONS[0]].convert if server_side else None)
+                  convert=first.convert if server_side else None)
