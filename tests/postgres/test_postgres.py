@@ -333,6 +333,34 @@ def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_
     assert _server_pids(loaded) == []
 
 
+def test_a_configuration_put_back_that_will_not_start_leaves_the_server_up_with_the_runs_knob_and_says_so(
+        loaded: Path) -> None:
+    """The user's own ALTER SYSTEM SET shared_buffers = '900GB' waits for a restart; the run's restarts come
+    first, and putting the user's value back is the restart that fails."""
+    users = api.make_engine("postgres", loaded, 1, {})
+    users.start()
+    try:
+        dsn = f"host=127.0.0.1 port={users.port} user=postgres dbname=postgres"
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            connection.execute("ALTER SYSTEM SET shared_buffers = '900GB'")  # pending: no restart yet
+        external = PostgresEngine(loaded, "tpcc-1wh", {"shared_buffers": "48MB"},
+                                  {"dsn": dsn, "allow_changes": "yes", "allow_restart": "yes"})
+        external.start()
+        assert _shown_once_reloaded(dsn, "shared_buffers", "48MB")
+        with pytest.raises(EngineError, match=r"^PostgreSQL would not restart with the configuration put back "
+                                              r"\(shared_buffers=900GB\) \(could not map anonymous shared memory.*\): "
+                                              r"it runs again with the run's shared_buffers=48MB, which stays in "
+                                              r"postgresql.auto.conf until you ALTER SYSTEM SET or RESET it$"):
+            external.stop()
+        assert _shown_once_reloaded(dsn, "shared_buffers", "48MB")  # up, as the message says
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            assert connection.execute("SELECT setting FROM pg_file_settings WHERE name = 'shared_buffers' AND "
+                                      "sourcefile LIKE '%/postgresql.auto.conf'").fetchall() == [("48MB",)]
+            connection.execute("ALTER SYSTEM RESET shared_buffers")
+    finally:
+        users.stop()
+
+
 @pytest.mark.skipif(not _process.running_as_root() or shutil.which("unshare") is None,
                     reason="a mount namespace of its own needs root and unshare (util-linux)")
 def test_external_mode_refuses_to_restart_a_server_whose_data_directory_is_not_on_this_machine(tmp_path: Path) -> None:

@@ -552,7 +552,8 @@ class PostgresEngine(Engine):
             with self._admin() as admin:
                 self._altered = _auto_conf_entries(admin, list(self.settings))
         try:
-            self._alter(self.settings, server, ", ".join(f"{name}={self.settings[name]}" for name in restart))
+            self._alter(self.settings, server, ", ".join(f"{name}={self.settings[name]}" for name in restart),
+                        "the configuration it had before")
         except EngineError:  # only the restart raises it, after putting the file back as it was
             self._altered = {}
             raise
@@ -563,17 +564,24 @@ class PostgresEngine(Engine):
         again when a knob needed it."""
         if not self._altered:
             return
-        server = LocalServer.of(self._admin) if self._needing_restart(self._altered) else None
+        restart = self._needing_restart(self._altered)
+        server = LocalServer.of(self._admin) if restart else None
         altered, self._altered = self._altered, {}
-        self._alter(altered, server, "the configuration put back")
+        put_back = ", ".join(f"{name} reset" if altered[name] is None else f"{name}={altered[name]}"
+                             for name in restart)
+        self._alter(altered, server, f"the configuration put back ({put_back})",
+                    f"the run's {', '.join(f'{name}={self.settings[name]}' for name in restart)}, which stays in "
+                    "postgresql.auto.conf until you ALTER SYSTEM SET or RESET it")
 
-    def _alter(self, values: Mapping[str, str | None], server: LocalServer | None, because: str) -> None:
-        """``ALTER SYSTEM`` and reload; then, for knobs that need it, restart ``server``."""
+    def _alter(self, values: Mapping[str, str | None], server: LocalServer | None, because: str,
+               fallback: str) -> None:
+        """``ALTER SYSTEM`` and reload; then, for knobs that need it, restart ``server``, which runs with
+        ``fallback`` (the file as it was before) if it will not restart."""
         before = server.auto_conf.read_text() if server else ""
         with self._admin() as admin:
             _alter_system(admin, values)
         if server:
-            server.restart(because, before)
+            server.restart(because, before, fallback)
 
     def _needing_restart(self, names: Iterable[str]) -> list[str]:
         return [name for name in names if self.knobs.get(name).applies is Applies.RESTART]
@@ -734,10 +742,10 @@ class LocalServer:
     def auto_conf(self) -> Path:
         return self.data_dir / "postgresql.auto.conf"
 
-    def restart(self, because: str, auto_conf_before: str) -> None:
+    def restart(self, because: str, auto_conf_before: str, fallback: str) -> None:
         """``pg_ctl restart`` with the server's own command line. One that fails puts the ALTER SYSTEM file
-        back as it was before (``auto_conf_before``) and starts the server again: a knob the server refuses
-        does not leave the user's server down."""
+        back as it was before (``auto_conf_before``, which gives the server ``fallback``) and starts the
+        server again: a knob the server refuses does not leave the user's server down."""
         try:
             self._pg_ctl("restart")
         except EngineError:
@@ -748,8 +756,8 @@ class LocalServer:
             except EngineError as error:
                 raise EngineError(f"PostgreSQL would not restart with {because} ({reason}), nor start again with "
                                   f"the configuration it had before: {error}") from None
-            raise EngineError(f"PostgreSQL would not restart with {because} ({reason}): it runs again with the "
-                              "configuration it had before") from None
+            raise EngineError(f"PostgreSQL would not restart with {because} ({reason}): it runs again with "
+                              f"{fallback}") from None
 
     def _pg_ctl(self, action: str) -> None:
         command = [str(self.pg_ctl), "-D", str(self.data_dir), "-l", self.log, "-m", "fast", "-w", "-t", "120",
