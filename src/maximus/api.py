@@ -168,6 +168,7 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
     if options.transactions == "server" and not engine.capabilities.server_side_procedures:
         raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
     store = ResultsStore(options.results)
+    run_id = None
     try:
         engine.start()  # a fresh server for every run: restarted between runs, like the seeds did
         prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild,
@@ -178,7 +179,17 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
         return RunOutcome(run_id, result.status, result, consistency)
     finally:
         store.close()
+        _stop_after(engine, run_id)
+
+
+def _stop_after(engine: Engine, run_id: int | None) -> None:
+    """``engine.stop()``; one that fails after the run was stored says that the run is kept."""
+    try:
         engine.stop()
+    except EngineError as error:
+        if run_id is None:
+            raise
+        raise EngineError(f"{error} (run {run_id} is stored: `maximus show {run_id}`)") from None
 
 
 def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,

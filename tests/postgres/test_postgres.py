@@ -24,7 +24,7 @@ from maximus import api
 from maximus.engines import _process
 from maximus.engines.postgres import PostgresEngine, find_bin_dir, system_service_in
 from maximus.errors import EngineError, UserError
-from maximus.records import Outcome
+from maximus.records import Outcome, RunStatus
 from maximus.report.console import render_header
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
@@ -334,24 +334,25 @@ def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_
 
 
 def test_a_configuration_put_back_that_will_not_start_leaves_the_server_up_with_the_runs_knob_and_says_so(
-        loaded: Path) -> None:
+        loaded: Path, tmp_path: Path) -> None:
     """The user's own ALTER SYSTEM SET shared_buffers = '900GB' waits for a restart; the run's restarts come
-    first, and putting the user's value back is the restart that fails."""
+    first, and putting the user's value back is the restart that fails, after the run was stored."""
     users = api.make_engine("postgres", loaded, 1, {})
     users.start()
     try:
         dsn = f"host=127.0.0.1 port={users.port} user=postgres dbname=postgres"
         with psycopg.connect(dsn, autocommit=True) as connection:
             connection.execute("ALTER SYSTEM SET shared_buffers = '900GB'")  # pending: no restart yet
-        external = PostgresEngine(loaded, "tpcc-1wh", {"shared_buffers": "48MB"},
-                                  {"dsn": dsn, "allow_changes": "yes", "allow_restart": "yes"})
-        external.start()
-        assert _shown_once_reloaded(dsn, "shared_buffers", "48MB")
+        options = api.BenchmarkOptions(engine="postgres", workdir=loaded, results=tmp_path / "r.db", terminals=1,
+                                       warmup_s=0.2, duration_s=0.5, check=False, monitor=False,
+                                       knobs={"shared_buffers": "48MB"},
+                                       connection={"dsn": dsn, "allow_changes": "yes", "allow_restart": "yes"})
         with pytest.raises(EngineError, match=r"^PostgreSQL would not restart with the configuration put back "
                                               r"\(shared_buffers=900GB\) \(could not map anonymous shared memory.*\): "
                                               r"it runs again with the run's shared_buffers=48MB, which stays in "
-                                              r"postgresql.auto.conf until you ALTER SYSTEM SET or RESET it$"):
-            external.stop()
+                                              r"postgresql.auto.conf until you ALTER SYSTEM SET or RESET it "
+                                              r"\(run 1 is stored: `maximus show 1`\)$"):
+            api.run_benchmark(options)
         assert _shown_once_reloaded(dsn, "shared_buffers", "48MB")  # up, as the message says
         with psycopg.connect(dsn, autocommit=True) as connection:
             assert connection.execute("SELECT setting FROM pg_file_settings WHERE name = 'shared_buffers' AND "
@@ -359,6 +360,10 @@ def test_a_configuration_put_back_that_will_not_start_leaves_the_server_up_with_
             connection.execute("ALTER SYSTEM RESET shared_buffers")
     finally:
         users.stop()
+    store = api.open_results(tmp_path / "r.db")
+    record = store.run(1)
+    store.close()
+    assert record.status is RunStatus.COMPLETE and record.effective_knobs["shared_buffers"] == "48MB"
 
 
 @pytest.mark.skipif(not _process.running_as_root() or shutil.which("unshare") is None,
