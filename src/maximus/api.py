@@ -96,7 +96,7 @@ def make_engine(name: str, workdir: Path, warehouses: int, knobs: Mapping[str, s
     """The engine with validated knobs; by default its database name tells apart builds with other
     creation knobs, so a page size change gets a build of its own."""
     cls = engine_class(name)
-    catalogue = cls.catalogue(connection or {})
+    catalogue = cls.catalogue_for(knobs, connection or {})
     settings = catalogue.resolve(knobs)
     changed = {k.name: settings[k.name] for k in catalogue if k.applies == "creation" and k.name in settings
                and settings[k.name] != k.default}
@@ -311,7 +311,7 @@ def run_column(report: RunReport) -> RunColumn:
 def _check_after(store: ResultsStore, run_id: int, engine: Engine, result: DriveResult, check: bool) -> list:
     if not check or result.status is not RunStatus.COMPLETE:
         return []
-    consistency = check_database(engine, fresh=False)
+    consistency = _check_running(engine, False, lambda message: None)  # on the run's server, not restarted
     store.add_consistency(run_id, consistency)
     return consistency
 
@@ -322,19 +322,23 @@ def check_database(engine: Engine, fresh: bool | None = None,
     copy but a pristine one (a build with no run since), the pristine copy is restored, ``announce``d, and
     checked."""
     with running(engine):
-        if not engine.exists() and engine.has_snapshot():
-            announce(f"No working copy of {engine.database}: checking its pristine copy, restored")
-            engine.restore()
-        if not engine.exists():
-            raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
-        session = engine.connect()
-        try:
-            info = workload_named("tpcc").database_info(session)
-            if info is None:
-                raise UserError(f"{engine.database} is not a complete Maximus TPC-C database: load it again")
-            return workload_named("tpcc").check(session, info.fresh if fresh is None else fresh)
-        finally:
-            session.close()
+        return _check_running(engine, fresh, announce)
+
+
+def _check_running(engine: Engine, fresh: bool | None, announce: Callable[[str], None]) -> list:
+    if not engine.exists() and engine.has_snapshot():
+        announce(f"No working copy of {engine.database}: checking its pristine copy, restored")
+        engine.restore()
+    if not engine.exists():
+        raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
+    session = engine.connect()
+    try:
+        info = workload_named("tpcc").database_info(session)
+        if info is None:
+            raise UserError(f"{engine.database} is not a complete Maximus TPC-C database: load it again")
+        return workload_named("tpcc").check(session, info.fresh if fresh is None else fresh)
+    finally:
+        session.close()
 
 
 @contextmanager
