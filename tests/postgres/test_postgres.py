@@ -24,6 +24,8 @@ from maximus import api
 from maximus.engines import _process
 from maximus.engines.postgres import PostgresEngine, find_bin_dir, system_service_in
 from maximus.errors import EngineError, UserError
+from maximus.experiment import runner
+from maximus.experiment.loader import load_experiment
 from maximus.records import Outcome, RunStatus
 from maximus.report.console import render_header
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
@@ -266,11 +268,78 @@ def test_knobs_are_validated_against_pg_settings_with_units(tmp_path: Path) -> N
     assert re.fullmatch(r"\d+\.\d+", engine.version())  # e.g. 15.18, not Debian's packaging suffix
     assert engine.knobs.get("shared_buffers").applies == "restart"
     assert engine.knobs.get("work_mem").applies == "reload"
+    with pytest.raises(UserError, match="bin_dir chooses the binaries of a managed server"):
+        PostgresEngine(tmp_path, "x", {"bin_dir": str(find_bin_dir())}, {"dsn": "host=127.0.0.1"})
+    assert PostgresEngine(tmp_path, "x", {"bin_dir": f"{find_bin_dir()}/"}).settings == {"bin_dir": str(find_bin_dir())}
     for name, value, message in [("shared_buffers", "64kB", "between 16 and"), ("checkpoint_timeout", "2d", "between"),
+                                 ("bin_dir", "/usr/lib", r"no PostgreSQL server binaries \(initdb, pg_ctl, postgres\) "
+                                                         "in /usr/lib"),
                                  ("shared_buffers", "2 parsecs", "does not fit"), ("wal_level", "max", "minimal, "),
                                  ("server_version", "16", "unknown postgres knob")]:
         with pytest.raises(UserError, match=message):
             PostgresEngine(tmp_path, "x", {name: value})
+
+
+VERSIONS_EXPERIMENT = """\
+name = "versions"
+engine = "postgres"
+clients = [1]
+repeats = 1
+[workload]
+warmup = 0.2
+duration = 0.5
+[[steps]]
+name = "the other installation"
+set = {{ bin_dir = "{other}" }}
+"""
+
+
+class _Quiet:
+    def run_starting(self, position: int, total: int, planned: Any) -> None:
+        return None
+
+    def run_finished(self, planned: Any, run_id: int | None, error: str | None) -> None:
+        assert error is None, error
+
+    def note(self, message: str) -> None:
+        pass
+
+
+def test_two_installations_are_two_steps_of_an_experiment(server_workdir: Path, tmp_path: Path) -> None:
+    """bin_dir is a knob like any other: a step that changes it runs its server from the other installation
+    (here the same binaries under another directory, whose pg_ctl notes each call)."""
+    installed = find_bin_dir()
+    other = server_workdir / "other-installation"
+    other.mkdir()
+    for binary in installed.iterdir():
+        (other / binary.name).symlink_to(binary)
+    calls = other / "pg_ctl-calls"
+    calls.touch(mode=0o666)
+    calls.chmod(0o666)
+    (other / "pg_ctl").unlink()
+    (other / "pg_ctl").write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {installed}/pg_ctl "$@"\n')
+    (other / "pg_ctl").chmod(0o755)
+    path = tmp_path / "versions.toml"
+    path.write_text(VERSIONS_EXPERIMENT.format(other=other))
+    experiment = load_experiment(path)
+    assert experiment.steps[1].replaced == {"bin_dir": str(installed)}
+    results = tmp_path / "r.db"
+    experiment_id = runner.start(path, server_workdir / "work", results, _Quiet())
+    store = api.open_results(results)
+    runs = {run.plan_key: store.run(run.id) for run in store.runs(experiment_id)}
+    store.close()
+    assert {key: run.status for key, run in runs.items()} == {"s0/c1/r1": RunStatus.COMPLETE,
+                                                               "s1/c1/r1": RunStatus.COMPLETE}
+    assert runs["s0/c1/r1"].effective_knobs["bin_dir"] == str(installed) and runs["s0/c1/r1"].spec.knobs == {}
+    assert runs["s1/c1/r1"].spec.knobs == {"bin_dir": str(other)} == \
+        {"bin_dir": runs["s1/c1/r1"].effective_knobs["bin_dir"]}
+    data_dir = server_workdir / "work" / f"postgres-{installed.parent.name}" / "data"
+    started = [line for line in calls.read_text().splitlines() if f"-D {data_dir} " in line and "start" in line]
+    assert len(started) == 1, calls.read_text()  # the step's run, once: its check after the run restarts nothing
+    with pytest.raises(UserError, match=r"steps\[0\]\.set.*bad value '/nowhere' for knob bin_dir: no PostgreSQL "
+                                        r"server binaries \(initdb, pg_ctl, postgres\) in /nowhere"):
+        path.write_text(VERSIONS_EXPERIMENT.format(other="/nowhere"))
+        load_experiment(path)
 
 
 def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:

@@ -133,7 +133,7 @@ class Engine(ABC):
         self.workdir = Path(workdir)
         self.database = database
         self.connection = dict(connection or {})  # engine-specific: a DSN, a binary directory, ...
-        self.knobs = self.catalogue(self.connection)
+        self.knobs = self.catalogue_for(settings or {}, self.connection)
         self.settings = self.knobs.resolve(settings or {})
 
     @classmethod
@@ -141,6 +141,12 @@ class Engine(ABC):
         """The knobs this engine accepts. A fixed catalogue is the class attribute ``knobs``; a server
         engine may ask the server itself which settings it has."""
         return cls.knobs
+
+    @classmethod
+    def catalogue_for(cls, settings: Mapping[str, object], connection: Mapping[str, str]) -> KnobCatalogue:
+        """The catalogue that validates ``settings``: where a knob chooses the server itself (PostgreSQL's
+        ``bin_dir``), the other knobs are that server's."""
+        return cls.catalogue(connection)
 
     @classmethod
     def documented_knobs(cls) -> list[str]:

@@ -48,6 +48,8 @@ _BOOLEANS = {"on": "on", "off": "off", "true": "on", "false": "off", "yes": "on"
 _MEMORY_KB = {"b": 1 / 1024, "kb": 1, "mb": 1024, "gb": 1024 ** 2, "tb": 1024 ** 3}
 _TIME_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+BIN_DIR = "bin_dir"  # a knob of Maximus's, not a GUC: which installation runs a managed server
+_SERVER_BINARIES = ("initdb", "pg_ctl", "postgres")
 _REPORTED = ("server_version", "shared_buffers", "wal_buffers", "max_wal_size", "checkpoint_timeout",
              "synchronous_commit", "fsync", "full_page_writes", "wal_level", "effective_io_concurrency",
              "default_transaction_isolation", "max_connections", IO_TIMING, WAL_IO_TIMING)
@@ -125,18 +127,36 @@ def _float(value: Any) -> float | None:
 
 
 def find_bin_dir(given: str | None = None) -> Path:
-    """``bin_dir`` if given, else ``pg_config --bindir``, else the newest ``/usr/lib/postgresql/*/bin``."""
-    candidates = [given] if given else []
-    if not given and shutil.which("pg_config"):
+    """``bin_dir`` if given (made absolute), else ``pg_config --bindir``, else the newest
+    ``/usr/lib/postgresql/*/bin``."""
+    if given:
+        if not all((Path(given) / name).exists() for name in _SERVER_BINARIES):
+            raise UserError(f"no PostgreSQL server binaries ({', '.join(_SERVER_BINARIES)}) in {given}")
+        return Path(os.path.abspath(given))  # not resolved: another name for an installation stays its own
+    candidates = []
+    if shutil.which("pg_config"):
         found = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
         candidates.append(found.stdout.strip())
     candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version_key, reverse=True)
     for candidate in candidates:
-        if candidate and (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
+        if candidate and all((Path(candidate) / name).exists() for name in _SERVER_BINARIES):
             return Path(candidate)
-    where = given or "pg_config, /usr/lib/postgresql/*/bin"
-    raise UserError(f"no PostgreSQL server binaries (initdb, pg_ctl) found in {where}: install postgresql or "
-                    "pass --bin-dir")
+    raise UserError(f"no PostgreSQL server binaries ({', '.join(_SERVER_BINARIES)}) found through pg_config or "
+                    "in /usr/lib/postgresql/*/bin: install postgresql or pass --bin-dir")
+
+
+@dataclass(frozen=True)
+class BinDirValue:
+    """The ``bin_dir`` knob: a directory with a PostgreSQL installation's server binaries."""
+
+    def parse(self, raw: str) -> str:
+        try:
+            return str(find_bin_dir(raw.strip()))
+        except UserError as error:
+            raise ValueError(str(error)) from None
+
+    def describe(self) -> str:
+        return "a directory with initdb, pg_ctl and postgres"
 
 
 def _version_key(path: str) -> float:
@@ -403,12 +423,30 @@ class PostgresEngine(Engine):
 
     @classmethod
     def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
+        """The server's settings; in managed mode also ``bin_dir``, which installation runs the server."""
         rows = _settings_rows(connection.get("dsn", ""), connection.get("bin_dir", ""))
-        return KnobCatalogue("postgres", [_knob(row) for row in rows if row["context"] != "internal"])
+        knobs = [_knob(row) for row in rows if row["context"] != "internal"]
+        if not connection.get("dsn"):
+            knobs.append(Knob(BIN_DIR, BinDirValue(), str(find_bin_dir(connection.get("bin_dir"))), Applies.RESTART,
+                              "The PostgreSQL installation whose initdb, pg_ctl and postgres run the managed server"))
+        return KnobCatalogue("postgres", knobs)
+
+    @classmethod
+    def catalogue_for(cls, settings: Mapping[str, object], connection: Mapping[str, str]) -> KnobCatalogue:
+        """With a ``bin_dir`` knob, the settings of that installation's version validate the other knobs."""
+        given = settings.get(BIN_DIR)
+        if given is None:
+            return cls.catalogue(connection)
+        if connection.get("dsn"):
+            raise UserError("bin_dir chooses the binaries of a managed server: a server given by --dsn is yours")
+        try:
+            return cls.catalogue({**connection, BIN_DIR: str(find_bin_dir(str(given).strip()))})
+        except UserError as error:
+            raise UserError(f"bad value {given!r} for knob {BIN_DIR}: {error}") from None
 
     @classmethod
     def documented_knobs(cls) -> list[str]:
-        return sorted(_DURABILITY)
+        return [*sorted(_DURABILITY), BIN_DIR]
 
     def validate_run(self, terminals: int) -> None:
         """Every terminal and deferred worker holds a connection: a managed server gets enough of them."""
@@ -424,7 +462,7 @@ class PostgresEngine(Engine):
 
     @property
     def bin_dir(self) -> Path:
-        return find_bin_dir(self.connection.get("bin_dir"))
+        return find_bin_dir(self.settings.get(BIN_DIR) or self.connection.get(BIN_DIR))
 
     @property
     def cluster_dir(self) -> Path:
@@ -444,7 +482,8 @@ class PostgresEngine(Engine):
         them: a server of the user's runs with its own configuration, not PostgreSQL's defaults. Before,
         the defaults, the run's knobs and the timing settings a managed server gets for monitoring."""
         if self._server_settings is not None:
-            return {**self._server_settings, **self.settings}
+            chosen = {} if self.external else {BIN_DIR: str(self.bin_dir)}
+            return {**self._server_settings, **chosen, **self.settings}
         return {**super().effective_settings, **self._monitoring_settings()}
 
     def _monitoring_settings(self) -> dict[str, str]:
@@ -531,10 +570,14 @@ class PostgresEngine(Engine):
         sockets = {"unix_socket_directories": str(self.socket_dir or "")}
         lines = [f"port = {self.port}", "listen_addresses = '127.0.0.1'"]
         lines += [f"{name} = '{value.replace(chr(39), chr(39) * 2)}'"
-                  for name, value in {**sockets, **self._monitoring_settings(), **self.settings}.items()]
+                  for name, value in {**sockets, **self._monitoring_settings(), **self._server_knobs()}.items()]
         path = self.data_dir / "maximus.conf"
         path.write_text("# written by Maximus for this run\n" + "\n".join(lines) + "\n")
         _process.give_to_server_user(path)
+
+    def _server_knobs(self) -> dict[str, str]:
+        """The run's knobs that are the server's settings: not ``bin_dir``, which chooses the server."""
+        return {name: value for name, value in self.settings.items() if name != BIN_DIR}
 
     def _apply_external_knobs(self) -> None:
         if not self.settings:
@@ -694,7 +737,7 @@ class PostgresEngine(Engine):
 
     def reported_settings(self, session: Session) -> dict[str, str]:
         """The settings a DBA looks at first and the run's knobs, as ``SHOW`` spells them (``2GB``)."""
-        names = list(dict.fromkeys([*_REPORTED, *self.settings]))
+        names = list(dict.fromkeys([*_REPORTED, *self._server_knobs()]))
         found = dict(session.fetchall("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(?)",
                                       (names,)))
         return {name: found[name] for name in names if name in found}

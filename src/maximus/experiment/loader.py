@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from maximus.engines import engine_class
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
+from maximus.knobs import KnobCatalogue
 from maximus.workloads.tpcc.mix import parse_mix
 
 _TOP = {"name", "description", "engine", "clients", "repeats", "order", "seed", "workload", "hygiene",
@@ -205,10 +206,12 @@ def _hygiene(source: _Source, table: Any) -> Hygiene:
                    _boolean(source, wrapped, ("hygiene", "drop_caches"), False))
 
 
-def _resolve(source: _Source, where: tuple, engine: str, settings: Any) -> dict[str, str]:
+def _resolve(source: _Source, where: tuple, engine: str, settings: Any,
+             previous: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``settings`` validated by the catalogue of the server they configure with the ``previous`` knobs."""
     if not isinstance(settings, dict):
         raise source.error(where, "expected a table of knob = value")
-    catalogue = engine_class(engine).catalogue({})
+    catalogue = _catalogue(source, where, engine, {**(previous or {}), **settings})
     resolved = {}
     for name, value in settings.items():
         if isinstance(value, (dict, list)):
@@ -218,6 +221,13 @@ def _resolve(source: _Source, where: tuple, engine: str, settings: Any) -> dict[
         except UserError as error:
             raise source.error((*where, name), str(error)) from None
     return resolved
+
+
+def _catalogue(source: _Source, where: tuple, engine: str, knobs: Mapping[str, object]) -> KnobCatalogue:
+    try:
+        return engine_class(engine).catalogue_for(knobs, {})
+    except UserError as error:  # a knob that chooses the server (bin_dir) names none
+        raise source.error(where, str(error)) from None
 
 
 def _steps(source: _Source, data: Mapping, engine: str) -> tuple[Step, ...]:
@@ -241,8 +251,8 @@ def _step(source: _Source, index: int, raw: Any, engine: str, previous: Step) ->
     name = _step_name(source, where, raw)
     if "set" not in raw or not raw["set"]:
         raise source.error((*where, "set"), "a step must set at least one knob, e.g. set = { page_size = 8192 }")
-    changes = _resolve(source, (*where, "set"), engine, raw["set"])
-    before = engine_class(engine).catalogue({}).with_defaults(previous.knobs)
+    changes = _resolve(source, (*where, "set"), engine, raw["set"], previous.knobs)
+    before = _catalogue(source, where, engine, previous.knobs).with_defaults(previous.knobs)
     unchanged = [knob for knob, value in changes.items() if before[knob] == value]
     if unchanged:
         raise source.error((*where, "set", unchanged[0]),
