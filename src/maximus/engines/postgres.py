@@ -133,6 +133,13 @@ def find_bin_dir(given: str | None = None) -> Path:
         if not all((Path(given) / name).exists() for name in _SERVER_BINARIES):
             raise UserError(f"no PostgreSQL server binaries ({', '.join(_SERVER_BINARIES)}) in {given}")
         return Path(os.path.abspath(given))  # not resolved: another name for an installation stays its own
+    return _discovered_bin_dir()
+
+
+@lru_cache(maxsize=1)
+def _discovered_bin_dir() -> Path:
+    """Asked once per process: every path of a managed cluster (its data directory is named by the version)
+    comes through here, and ``pg_config`` is a process of its own."""
     candidates = []
     if shutil.which("pg_config"):
         found = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
