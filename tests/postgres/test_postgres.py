@@ -108,7 +108,7 @@ def test_clients_of_a_managed_server_use_its_unix_socket_or_tcp_when_the_socket_
             with psycopg.connect(engine._dsn("postgres")) as connection:
                 assert connection.execute("SELECT host(inet_client_addr())").fetchone() == (client_address,)
             assert (engine.cluster_dir / f".s.PGSQL.{engine.port}").is_socket() == (client_address is None)
-            tcp = f"host=127.0.0.1 port={engine.port} user=postgres dbname=postgres"
+            tcp = _tcp_dsn(engine.port)
             with psycopg.connect(tcp) as connection:  # TCP loopback still listens, for the user's own tools
                 assert connection.execute("SELECT host(inet_client_addr())").fetchone() == ("127.0.0.1",)
         finally:
@@ -346,7 +346,7 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
     managed = api.make_engine("postgres", loaded, 1, {})
     managed.start()
     try:
-        dsn = f"host=127.0.0.1 port={managed.port} user=postgres dbname=postgres"
+        dsn = _tcp_dsn(managed.port)
         with pytest.raises(UserError, match="--allow-changes"):
             PostgresEngine(loaded, "x", {"work_mem": "16MB"}, {"dsn": dsn}).start()
         with pytest.raises(UserError, match=r"only with --allow-restart \(ALTER SYSTEM \+ restart\)"):
@@ -378,7 +378,7 @@ def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_
     users = api.make_engine("postgres", loaded, 1, {})
     users.start()  # the user's server, started with pg_ctl
     try:
-        dsn = f"host=127.0.0.1 port={users.port} user=postgres dbname=postgres"
+        dsn = _tcp_dsn(users.port)
         allowed = {"dsn": dsn, "allow_changes": "yes", "allow_restart": "yes"}
         first_pid = _server_pids(loaded)
         external = PostgresEngine(loaded, "tpcc-1wh", {"shared_buffers": "48MB", "work_mem": "5MB"}, allowed)
@@ -409,7 +409,7 @@ def test_a_configuration_put_back_that_will_not_start_leaves_the_server_up_with_
     users = api.make_engine("postgres", loaded, 1, {})
     users.start()
     try:
-        dsn = f"host=127.0.0.1 port={users.port} user=postgres dbname=postgres"
+        dsn = _tcp_dsn(users.port)
         with psycopg.connect(dsn, autocommit=True) as connection:
             connection.execute("ALTER SYSTEM SET shared_buffers = '900GB'")  # pending: no restart yet
         options = api.BenchmarkOptions(engine="postgres", workdir=loaded, results=tmp_path / "r.db", terminals=1,
@@ -454,7 +454,7 @@ def test_external_mode_refuses_to_restart_a_server_whose_data_directory_is_not_o
     assert started.returncode == 0, started.stderr
     postmaster = int(started.stdout)
     try:
-        dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+        dsn = _tcp_dsn(port)
         with psycopg.connect(dsn) as connection:
             assert connection.execute("SHOW data_directory").fetchone() == (f"{hidden}/data",)
         assert not (hidden / "data").exists()  # here, an empty directory of that name
@@ -484,6 +484,11 @@ def test_a_server_run_by_a_system_service_is_told_from_one_started_in_a_login_se
     assert system_service_in("9:name=systemd:/\n0::/\n") == ""
 
 
+def _tcp_dsn(port: int) -> str:
+    """How a user's tools reach a server on loopback: the DSN an external-mode run is given."""
+    return f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+
+
 def _shown_once_reloaded(dsn: str, name: str, value: str) -> bool:
     """Whether a new session shows ``value`` within 5 s: a reload reaches the server a moment after the call."""
     deadline = time.monotonic() + 5
@@ -502,7 +507,7 @@ def test_a_run_on_a_server_of_the_users_records_its_settings_and_warns_of_its_du
     users = api.make_engine("postgres", loaded, 1, {"synchronous_commit": "off", "work_mem": "12MB"})
     users.start()  # stands for a server the user configured: Maximus's external run knows nothing of this
     try:
-        dsn = f"host=127.0.0.1 port={users.port} user=postgres dbname=postgres"
+        dsn = _tcp_dsn(users.port)
         options = api.BenchmarkOptions(engine="postgres", workdir=loaded, results=tmp_path / "r.db", terminals=1,
                                        warmup_s=0.2, duration_s=0.5, check=False, monitor=False,
                                        connection={"dsn": dsn})
