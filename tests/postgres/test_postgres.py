@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -340,6 +341,51 @@ def test_two_installations_are_two_steps_of_an_experiment(server_workdir: Path, 
                                         r"server binaries \(initdb, pg_ctl, postgres\) in /nowhere"):
         path.write_text(VERSIONS_EXPERIMENT.format(other="/nowhere"))
         load_experiment(path)
+
+
+CARRIED_EXPERIMENT = """\
+name = "carried"
+engine = "postgres"
+clients = [1]
+[baseline]
+vacuum_defer_cleanup_age = 10
+[[steps]]
+name = "the other version"
+set = {{ bin_dir = "{other}" }}
+"""
+
+
+def test_a_knob_kept_into_a_step_of_another_version_is_validated_by_that_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A baseline knob that the step's installation does not have fails the file's validation, not the
+    step's runs. The other installation is these binaries under another directory whose ``postgres``
+    says it is 15.99; its catalogue, cached per version as for any installation, lacks the baseline's knob,
+    as PostgreSQL 16's lacks vacuum_defer_cleanup_age."""
+    from maximus.engines.postgres import _full_version, _settings_rows
+
+    installed = find_bin_dir()
+    rows = _settings_rows("", "")
+    other = tmp_path / "other-installation"
+    other.mkdir()
+    for binary in installed.iterdir():
+        (other / binary.name).symlink_to(binary)
+    (other / "postgres").unlink()
+    (other / "postgres").write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "postgres (PostgreSQL) 15.99"; '
+                                    f'exit 0; }}\nexec {installed}/postgres "$@"\n')
+    (other / "postgres").chmod(0o755)
+    cache = tmp_path / "cache" / "maximus"
+    cache.mkdir(parents=True)
+    (cache / f"pg_settings-{_full_version(installed)}.json").write_text(json.dumps(list(rows)))
+    (cache / "pg_settings-15.99.json").write_text(
+        json.dumps([row for row in rows if row["name"] != "vacuum_defer_cleanup_age"]))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "carried.toml"
+    path.write_text(CARRIED_EXPERIMENT.format(other=other))
+    with pytest.raises(UserError, match=rf"carried.toml:8: steps\[0\]\.set: vacuum_defer_cleanup_age = 10, kept "
+                                        r"from an earlier step, is not a setting of this step's postgres server"):
+        load_experiment(path)
+    path.write_text(CARRIED_EXPERIMENT.format(other=other).replace("vacuum_defer_cleanup_age = 10", "work_mem = 640"))
+    assert load_experiment(path).steps[1].knobs == {"work_mem": "640", "bin_dir": str(other)}
 
 
 def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:

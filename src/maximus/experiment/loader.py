@@ -208,10 +208,22 @@ def _hygiene(source: _Source, table: Any) -> Hygiene:
 
 def _resolve(source: _Source, where: tuple, engine: str, settings: Any,
              previous: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``settings`` validated by the catalogue of the server they configure with the ``previous`` knobs."""
+    """``settings`` validated by the catalogue of the server they configure with the ``previous`` knobs, and
+    the ``previous`` knobs they keep by the same catalogue: a step that changes ``bin_dir`` runs another
+    version of the server, which may lack a setting, or a value, an earlier step chose."""
     if not isinstance(settings, dict):
         raise source.error(where, "expected a table of knob = value")
     catalogue = _catalogue(source, where, engine, {**(previous or {}), **settings})
+    for name, value in (previous or {}).items():
+        if name in settings:
+            continue
+        if name not in catalogue:
+            raise source.error(where, f"{name} = {value}, kept from an earlier step, is not a setting of this "
+                                      f"step's {engine} server")
+        try:
+            catalogue.get(name).parse(value)
+        except UserError as error:
+            raise source.error(where, f"{name} = {value}, kept from an earlier step: {error}") from None
     resolved = {}
     for name, value in settings.items():
         if isinstance(value, (dict, list)):
