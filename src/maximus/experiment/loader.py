@@ -214,16 +214,8 @@ def _resolve(source: _Source, where: tuple, engine: str, settings: Any,
     if not isinstance(settings, dict):
         raise source.error(where, "expected a table of knob = value")
     catalogue = _catalogue(source, where, engine, {**(previous or {}), **settings})
-    for name, value in (previous or {}).items():
-        if name in settings:
-            continue
-        if name not in catalogue:
-            raise source.error(where, f"{name} = {value}, kept from an earlier step, is not a setting of this "
-                                      f"step's {engine} server")
-        try:
-            catalogue.get(name).parse(value)
-        except UserError as error:
-            raise source.error(where, f"{name} = {value}, kept from an earlier step: {error}") from None
+    _check_kept(source, where, catalogue, {name: value for name, value in (previous or {}).items()
+                                           if name not in settings})
     resolved = {}
     for name, value in settings.items():
         if isinstance(value, (dict, list)):
@@ -233,6 +225,17 @@ def _resolve(source: _Source, where: tuple, engine: str, settings: Any,
         except UserError as error:
             raise source.error((*where, name), str(error)) from None
     return resolved
+
+
+def _check_kept(source: _Source, where: tuple, catalogue: KnobCatalogue, kept: Mapping[str, str]) -> None:
+    for name, value in kept.items():
+        if name not in catalogue:
+            raise source.error(where, f"{name} = {value}, kept from an earlier step, is not a setting of this "
+                                      f"step's {catalogue.engine} server")
+        try:
+            catalogue.get(name).parse(value)
+        except UserError as error:
+            raise source.error(where, f"{name} = {value}, kept from an earlier step: {error}") from None
 
 
 def _catalogue(source: _Source, where: tuple, engine: str, knobs: Mapping[str, object]) -> KnobCatalogue:
