@@ -576,7 +576,7 @@ class PostgresEngine(Engine):
     def _write_config(self) -> None:
         sockets = {"unix_socket_directories": str(self.socket_dir or "")}
         lines = [f"port = {self.port}", "listen_addresses = '127.0.0.1'"]
-        lines += [f"{name} = '{value.replace(chr(39), chr(39) * 2)}'"
+        lines += [f"{name} = {_quoted(value)}"
                   for name, value in {**sockets, **self._monitoring_settings(), **self._server_knobs()}.items()]
         path = self.data_dir / "maximus.conf"
         path.write_text("# written by Maximus for this run\n" + "\n".join(lines) + "\n")
@@ -838,13 +838,18 @@ def _auto_conf_entries(admin: Any, names: Sequence[str]) -> dict[str, str | None
     return {name: None for name in names} | dict(rows)
 
 
+def _quoted(value: str) -> str:
+    """A value as a single-quoted string, which postgresql.conf and ALTER SYSTEM both read."""
+    return "'" + value.replace("'", "''") + "'"
+
+
 def _alter_system(admin: Any, values: Mapping[str, str | None]) -> None:
     """``ALTER SYSTEM`` SET each value, RESET each None, then reload."""
     for name, value in values.items():
         if value is None:
             admin.execute(f"ALTER SYSTEM RESET {name}")
         else:
-            admin.execute(f"ALTER SYSTEM SET {name} = '{value.replace(chr(39), chr(39) * 2)}'")
+            admin.execute(f"ALTER SYSTEM SET {name} = {_quoted(value)}")
     admin.execute("SELECT pg_reload_conf()")
 
 
