@@ -267,7 +267,7 @@ def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: 
         raise
     store.add_metric_samples(run_id, monitor.samples if monitor else [])
     store.finish_run(run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s,
-                     monitoring_warnings(monitor, result, engine) if monitor else [])
+                     monitoring_warnings(monitor, result, engine) if monitor else [], result.window)
     return result
 
 

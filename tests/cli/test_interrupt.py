@@ -38,5 +38,13 @@ def test_interrupted_run_is_stored_as_interrupted_with_its_samples(workdir: Path
     assert status == "interrupted"
     with sqlite3.connect(results) as db:
         samples = db.execute("SELECT COUNT(*) FROM txn_samples WHERE run_id = ?", (run_id,)).fetchone()[0]
-        finished = db.execute("SELECT finished_at FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+        finished, start, end = db.execute("SELECT finished_at, window_start, window_end FROM runs WHERE id = ?",
+                                          (run_id,)).fetchone()
+        last_end = db.execute("SELECT MAX(start + latency) FROM txn_samples WHERE run_id = ?", (run_id,)).fetchone()[0]
     assert samples > 50 and finished
+    # the rates are over the seconds measured: the window ends at the stop, not at the planned 61 s
+    assert start == 1.0 and start < end < 15.0
+    assert end - 2.0 < last_end < end + 2.0
+    listed = subprocess.run([sys.executable, "-m", "maximus", "runs", "--results", str(results)],
+                            capture_output=True, text=True, timeout=60)
+    assert f"{end - start:.1f} s of 60 s" in listed.stdout, listed.stdout

@@ -231,6 +231,7 @@ class Run:
         self.facts: dict[str, int] = {}
         self.errors: list[str] = []
         self.interrupted = False
+        self.stopped_at: float | None = None  # time.monotonic() of the first stop
 
     def execute(self) -> DriveResult:
         started = time.monotonic()
@@ -265,6 +266,8 @@ class Run:
 
     def stop(self) -> None:
         """End the run early; workers still waiting for the start are released and exit at once."""
+        if not self.interrupted:
+            self.stopped_at = time.monotonic()
         self.interrupted = True
         self.channels.stop.set()
         self.channels.go.set()
@@ -337,7 +340,7 @@ class Run:
                 process.join(timeout=5)
 
     def _result(self, elapsed: float) -> DriveResult:
-        window = Window(self.spec.warmup_s, self.spec.warmup_s + self.spec.duration_s)
+        window = self._measured_window()
         if self.errors:
             status = RunStatus.FAILED
         elif self.interrupted:
@@ -348,6 +351,17 @@ class Run:
         samples = sorted(map(from_wire, wire), key=lambda s: s.start)
         self.wire_samples, self.wire_runs = [], []
         return DriveResult(samples, self.facts, window, status, self.errors, elapsed)
+
+    def _measured_window(self) -> Window:
+        """The planned window, cut at the stop of an interrupted run: its rates are over the time it measured,
+        not over seconds it never ran. A stop before the window leaves it empty."""
+        planned = Window(self.spec.warmup_s, self.spec.warmup_s + self.spec.duration_s)
+        origin = self.channels.origin.value
+        if self.stopped_at is None:
+            return planned
+        if not origin:  # stopped before the release: no time origin, nothing measured
+            return Window(planned.start, planned.start)
+        return Window(planned.start, min(planned.end, max(planned.start, self.stopped_at - origin)))
 
 
 def _on_ctrl_c(handler: Any) -> Any:

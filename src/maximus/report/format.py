@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from maximus.analysis.compare import Estimate, Ratio
+from maximus.store.store import RunRecord
 
 
 def estimate_text(value: Estimate, digits: int = 0, scale: float = 1.0) -> str:
@@ -28,3 +29,9 @@ def ratio_text(ratio: Ratio | None, interval: bool = True, sep: str = " ", digit
 def verdict_text(ratio: Ratio) -> str:
     """The verdict, with how many repeats would resolve a difference lost in the noise."""
     return ratio.verdict.value + (f" (≈{ratio.repeats_needed} repeats)" if ratio.repeats_needed else "")
+
+
+def measured_text(record: RunRecord) -> str:
+    """``20 s``, or ``6.4 s of 20 s`` for a run stopped before its window's end."""
+    planned, measured = record.spec.duration_s, record.window.end - record.window.start
+    return f"{planned:g} s" if measured >= planned - 1e-9 else f"{measured:.1f} s of {planned:g} s"

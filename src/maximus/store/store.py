@@ -109,9 +109,14 @@ class ResultsStore:
         return int(cursor.lastrowid)
 
     def finish_run(self, run_id: int, status: RunStatus, samples: Iterable[TxnSample], facts: Mapping[str, int],
-                   errors: Iterable[str], elapsed_s: float, warnings: Iterable[str] = ()) -> None:
-        """Store the raw samples and close the run, in one transaction: all of it lands or none."""
+                   errors: Iterable[str], elapsed_s: float, warnings: Iterable[str] = (),
+                   window: Window | None = None) -> None:
+        """Store the raw samples and close the run, in one transaction: all of it lands or none. ``window``,
+        when given, replaces the planned one: an interrupted run measured less than it planned."""
         with self._db:
+            if window is not None:
+                self._db.execute("UPDATE runs SET window_start = ?, window_end = ? WHERE id = ?",
+                                 (window.start, window.end, run_id))
             self._db.executemany(
                 "INSERT INTO txn_samples (run_id, terminal, transaction_name, start, latency, outcome, attempts, error)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
