@@ -12,7 +12,7 @@ from maximus import environment
 from maximus.analysis import monitoring
 from maximus.analysis.monitoring import RunColumn, RunMonitoring, cross_checks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
-from maximus.engines import Dialect, Engine, engine_class
+from maximus.engines import Dialect, Engine, check_connection, engine_class
 from maximus.errors import EngineError, UserError
 from maximus.records import RunSpec, RunStatus, TxnSample, Window
 from maximus.samplers.base import Sampler
@@ -96,6 +96,7 @@ def make_engine(name: str, workdir: Path, warehouses: int, knobs: Mapping[str, s
     """The engine with validated knobs; by default its database name tells apart builds with other
     creation knobs, so a page size change gets a build of its own."""
     cls = engine_class(name)
+    check_connection(name, connection or {})
     catalogue = cls.catalogue_for(knobs, connection or {})
     settings = catalogue.resolve(knobs)
     changed = {k.name: settings[k.name] for k in catalogue if k.applies == "creation" and k.name in settings

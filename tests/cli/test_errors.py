@@ -29,6 +29,12 @@ def maximus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     (["show", "42"], "no run 42"),
     (["show", "forty-two"], "RUN"),
     (["check"], "run `maximus load` first"),
+    # PostgreSQL's options on the default engine would run SQLite instead of the server the user named
+    (["run", "--dsn", "host=/tmp port=1"], "--dsn is not an option of sqlite: add -e postgres"),
+    (["run", "--bin-dir", "/usr/lib/postgresql/15/bin"], "--bin-dir is not an option of sqlite: add -e postgres"),
+    (["run", "--allow-restart"], "--allow-restart is not an option of sqlite: add -e postgres"),
+    (["load", "--allow-changes"], "--allow-changes is not an option of sqlite: add -e postgres"),
+    (["check", "--dsn", "host=/tmp port=1"], "--dsn is not an option of sqlite: add -e postgres"),
     (["frobnicate"], "No such command"),
 ])
 def test_bad_input_is_one_line_with_exit_code_2(args: list[str], expected: str, tmp_path: Path) -> None:

@@ -59,8 +59,8 @@ def _options(engine: str, knobs: list[str] | None, warehouses: int, workdir: Pat
 
 def _connection(dsn: str | None, bin_dir: Path | None, allow_changes: bool, allow_restart: bool) -> dict[str, str]:
     connection = {"dsn": dsn, "bin_dir": str(bin_dir) if bin_dir else None,
-                  "allow_changes": "yes" if allow_changes or allow_restart else None,
-                  "allow_restart": "yes" if allow_restart else None}
+                  "allow_restart": "yes" if allow_restart else None,  # named first: it implies the next
+                  "allow_changes": "yes" if allow_changes or allow_restart else None}
     return {key: value for key, value in connection.items() if value}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from typing import Mapping
 
 from maximus.engines.base import Capabilities, Dialect, Engine, Session
 from maximus.engines.postgres import PostgresEngine
@@ -21,4 +22,15 @@ def engine_class(name: str) -> type[Engine]:
         raise UserError(f"unknown engine {name!r}{hint} (available: {', '.join(ENGINES)})") from None
 
 
-__all__ = ["Capabilities", "Dialect", "ENGINES", "Engine", "Session", "engine_class"]
+def check_connection(name: str, connection: Mapping[str, str | None]) -> None:
+    """Refuse an option the engine does not understand: ignored, ``--dsn`` would quietly run the default
+    engine on its own files instead of the server the user named."""
+    for option, value in connection.items():
+        if value and option not in engine_class(name).connection_options:
+            owners = [n for n, cls in ENGINES.items() if option in cls.connection_options]
+            flag = "--" + option.replace("_", "-")
+            raise UserError(f"{flag} is not an option of {name}: add -e {owners[0]}" if owners
+                            else f"{flag} is not an option of {name}")
+
+
+__all__ = ["Capabilities", "Dialect", "ENGINES", "Engine", "Session", "check_connection", "engine_class"]

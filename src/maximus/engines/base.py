@@ -127,6 +127,7 @@ class Engine(ABC):
     knobs: KnobCatalogue  # per instance, from catalogue(); engines with a fixed one set it on the class
     capabilities: ClassVar[Capabilities]
     dialect: ClassVar[Dialect]
+    connection_options: ClassVar[tuple[str, ...]] = ()  # the keys of ``connection`` it understands
 
     def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
                  connection: Mapping[str, str] | None = None) -> None:

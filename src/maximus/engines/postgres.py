@@ -413,6 +413,7 @@ class PostgresEngine(Engine):
     ``allow_restart`` (external mode: also restart a server on this machine for knobs that need it)."""
 
     name = "postgres"
+    connection_options = ("dsn", "bin_dir", "allow_changes", "allow_restart")
     capabilities = Capabilities(single_writer=False, managed_server=True, server_side_procedures=True,
                                 async_sessions=True, split_calls=True)
     dialect = Dialect("postgres", for_update=" FOR UPDATE", primary_keys_after_load=True,
