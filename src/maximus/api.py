@@ -14,7 +14,7 @@ from maximus.analysis.monitoring import RunColumn, RunMonitoring, cross_checks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Dialect, Engine, check_connection, engine_class
 from maximus.errors import EngineError, UserError
-from maximus.records import RunSpec, RunStatus, TxnSample, Window
+from maximus.records import RunSpec, RunStatus, TxnSample, Window, differences
 from maximus.samplers.base import Sampler
 from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler
@@ -446,6 +446,7 @@ class Comparison:
     b_values: list
     method: str  # "repeats" or "batch means within one run"
     ratio: object  # analysis.compare.Ratio
+    differences: tuple = ()  # two runs: what their setups set differently, as (what, in A, in B)
 
 
 def compare_targets(store: ResultsStore, a: str, b: str, experiment_id: int | None = None,
@@ -457,7 +458,9 @@ def compare_targets(store: ResultsStore, a: str, b: str, experiment_id: int | No
     a_label, a_values, a_method = _target_values(store, a, experiment_id, clients)
     b_label, b_values, b_method = _target_values(store, b, experiment_id, clients)
     method = a_method if a_method == b_method else f"{a_method} against {b_method}"
-    return Comparison(a_label, b_label, a_values, b_values, method, compare(a_values, b_values))
+    setups = tuple(differences(store.run(int(a)).spec, store.run(int(b)).spec)) \
+        if experiment_id is None and a.isdigit() and b.isdigit() else ()
+    return Comparison(a_label, b_label, a_values, b_values, method, compare(a_values, b_values), setups)
 
 
 def _target_values(store: ResultsStore, target: str, experiment_id: int | None,

@@ -45,6 +45,21 @@ class RunSpec:
     options: Mapping[str, str] = field(default_factory=dict)
 
 
+def differences(a: RunSpec, b: RunSpec) -> list[tuple[str, str, str]]:
+    """What two runs' specifications set differently, as (what, in a, in b): the knobs each run was given
+    and the rest of its setup. A knob one of them left at its default shows as ``default``."""
+    fields = [("engine", a.engine, b.engine), ("warehouses", a.warehouses, b.warehouses),
+              ("terminals", a.terminals, b.terminals), ("transactions", a.options.get("transactions", "-"),
+                                                         b.options.get("transactions", "-")),
+              ("keying and think times", a.keying_and_think, b.keying_and_think), ("mix", a.mix, b.mix),
+              ("warm-up s", a.warmup_s, b.warmup_s), ("measured s", a.duration_s, b.duration_s),
+              ("seed", a.seed, b.seed)]
+    knobs = [(name, a.knobs.get(name, "default"), b.knobs.get(name, "default"))
+             for name in sorted({*a.knobs, *b.knobs})]
+    return [(what, f"{x:g}" if isinstance(x, float) else str(x), f"{y:g}" if isinstance(y, float) else str(y))
+            for what, x, y in fields + knobs if x != y]
+
+
 @dataclass(frozen=True, slots=True)
 class TxnSample:
     """One business transaction as the remote terminal emulator saw it.

@@ -61,6 +61,27 @@ def test_both_transaction_modes_pass_every_consistency_condition(loaded: Path, t
     assert _server_pids(loaded) == []  # stopped after the run
 
 
+def test_the_transaction_mode_is_shown_wherever_a_run_is(loaded: Path, tmp_path: Path) -> None:
+    """Two runs that differ only in the mode looked alike in `runs`, `show` and the report, and `compare`
+    gave the mode's gain as if it were the runs' only difference unseen."""
+    results = tmp_path / "r.db"
+    for mode in ("client", "server"):
+        api.run_benchmark(api.BenchmarkOptions(engine="postgres", workdir=loaded, results=results, terminals=2,
+                                               warmup_s=0.5, duration_s=2.0, transactions=mode, check=False))
+    maximus = lambda *args: subprocess.run([sys.executable, "-m", "maximus", *args, "--results", str(results)],  # noqa: E731
+                                           capture_output=True, text=True, timeout=120, env={**os.environ,
+                                                                                              "COLUMNS": "200"})
+    listed = maximus("runs").stdout
+    assert re.search(r"\b1 .* client-side .*\n.*\b2 .* server-side", listed), listed
+    assert "client-side transactions" in maximus("show", "1").stdout
+    compared = maximus("compare", "1", "2").stdout
+    assert "The runs differ in: transactions client → server" in compared, compared
+    assert maximus("compare", "1", "1").stdout.count("differ") == 0
+    report = tmp_path / "run.html"
+    maximus("report", "--run", "2", "--output", str(report))
+    assert "server-side transactions" in report.read_text()
+
+
 def _server_pids(workdir: Path) -> list[int]:
     pid_file = next(workdir.glob("postgres-*/data/postmaster.pid"), None)
     return [int(pid_file.read_text().split()[0])] if pid_file else []

@@ -153,7 +153,8 @@ def _as_json(comparison: api.Comparison) -> dict:
             "b": {"label": comparison.b_label, "values": comparison.b_values},
             "metric": "tpmC", "method": comparison.method, "ratio": clean(ratio.ratio), "low": clean(ratio.low),
             "high": clean(ratio.high), "change_percent": clean(ratio.change_percent),
-            "verdict": ratio.verdict.value, "repeats_needed": ratio.repeats_needed}
+            "verdict": ratio.verdict.value, "repeats_needed": ratio.repeats_needed,
+            "differences": [{"what": what, "a": a, "b": b} for what, a, b in comparison.differences]}
 
 
 def _gate(comparison: api.Comparison, fail_if_slower: float | None) -> None:

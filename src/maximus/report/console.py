@@ -12,7 +12,7 @@ from rich.table import Table
 from maximus import environment
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring, WaitEvent
-from maximus.report.format import measured_text
+from maximus.report.format import measured_text, transactions_text
 from maximus.store.store import ConsistencyRecord, RunRecord
 from maximus.workloads.tpcc.constants import RESPONSE_TIME_LIMIT
 from maximus.workloads.tpcc.validity import BandResult
@@ -35,7 +35,7 @@ def render_header(console: Console, record: RunRecord) -> None:
     spec = record.spec
     console.print(f"[bold]Run {record.id}[/] · {spec.engine} {record.environment.get('engine', {}).get('version', '')}"
                   f" · {spec.warehouses} warehouse(s) · {spec.terminals} terminal(s)"
-                  f" · {measured_text(record)} measured"
+                  f" · {transactions_text(spec)} transactions · {measured_text(record)} measured"
                   f" after {spec.warmup_s:g} s warm-up · seed {spec.seed} · [bold]{record.status.value}[/]")
     _render_knobs(console, record)
     how = "built for this run" if record.loaded_in_run else "pristine copy restored; built earlier"
@@ -146,12 +146,13 @@ def render_environment(console: Console, fingerprint: Mapping) -> None:
 
 def render_runs(console: Console, records: Sequence[RunRecord], tpmc: Mapping[int, int]) -> None:
     table = Table(title="Runs", title_justify="left")
-    for column in ("Run", "Started (UTC)", "Status", "Engine", "WH", "Terminals", "Duration", "tpmC", "Changed knobs"):
+    for column in ("Run", "Started (UTC)", "Status", "Engine", "WH", "Terminals", "Transactions", "Duration", "tpmC",
+                   "Changed knobs"):
         table.add_column(column)
     for r in records:
         knobs = " ".join(f"{k}={v}" for k, v in r.spec.knobs.items()) or "(defaults)"
         table.add_row(str(r.id), r.started_at.replace("T", " ")[:19], r.status.value, r.spec.engine,
-                      str(r.spec.warehouses), str(r.spec.terminals), measured_text(r),
+                      str(r.spec.warehouses), str(r.spec.terminals), transactions_text(r.spec), measured_text(r),
                       f"{tpmc.get(r.id, 0):,}", knobs)
     console.print(table)
 

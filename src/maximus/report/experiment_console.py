@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from maximus.analysis.compare import Estimate, Ratio, Verdict
@@ -79,6 +80,9 @@ def render_comparison(console: Console, comparison) -> None:
     console.print(f"B = {comparison.b_label}: {_estimate_of(comparison.b_values)} tpmC "
                   f"({len(comparison.b_values)} values)")
     console.print(f"B/A: {_ratio(ratio)} → {_verdict(ratio)}  [dim](95 % interval; {comparison.method})[/]")
+    if comparison.differences:
+        console.print("The runs differ in: " + escape("; ".join(f"{what} {a} → {b}"
+                                                                for what, a, b in comparison.differences)))
 
 
 def _estimate_of(values) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from maximus.analysis.compare import Estimate, Ratio
+from maximus.records import RunSpec
 from maximus.store.store import RunRecord
 
 
@@ -35,3 +36,9 @@ def measured_text(record: RunRecord) -> str:
     """``20 s``, or ``6.4 s of 20 s`` for a run stopped before its window's end."""
     planned, measured = record.spec.duration_s, record.window.end - record.window.start
     return f"{planned:g} s" if measured >= planned - 1e-9 else f"{measured:.1f} s of {planned:g} s"
+
+
+def transactions_text(spec: RunSpec) -> str:
+    """``server-side`` or ``client-side`` (``-`` for a run stored before Maximus recorded the mode)."""
+    mode = spec.options.get("transactions")
+    return f"{mode}-side" if mode else "-"

@@ -15,7 +15,7 @@ from maximus import environment
 from maximus.analysis.compare import Estimate, Ratio, Verdict
 from maximus.report.bundle import ExperimentData, RunData, representative
 from maximus.report.charts import clients_label, transaction_label
-from maximus.report.format import measured_text
+from maximus.report.format import measured_text, transactions_text
 from maximus.store.store import ConsistencyRecord
 from maximus.workloads.tpcc.constants import RESPONSE_TIME_LIMIT
 from maximus.workloads.tpcc.validity import BandResult
@@ -58,7 +58,8 @@ def run_facts(run: RunData) -> list[tuple[str, str]]:
     spec = record.spec
     return [("Run", str(record.id)), ("Engine", _engine_versions([run])),
             ("Workload", f"{benchmark_label(spec.keying_and_think)} · {spec.warehouses} warehouse(s) · "
-                         f"{spec.terminals} terminal(s) · {spec.warmup_s:g} s warm-up · {measured_text(record)} "
+                         f"{spec.terminals} terminal(s) · {transactions_text(spec)} transactions · "
+                         f"{spec.warmup_s:g} s warm-up · {measured_text(record)} "
                          f"measured · mix {spec.mix} · seed {spec.seed}"),
             ("Status", record.status.value), ("Started", _date(record.started_at)),
             ("Finished", _date(record.finished_at)),
