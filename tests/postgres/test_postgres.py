@@ -82,6 +82,20 @@ def test_the_transaction_mode_is_shown_wherever_a_run_is(loaded: Path, tmp_path:
     assert "server-side transactions" in report.read_text()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the server runs as another user only when Maximus runs as root")
+def test_a_work_directory_the_server_user_cannot_reach_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    tmp_path.chmod(0o700)  # private, like /root
+    workdir = tmp_path / "wd"
+    done = subprocess.run([sys.executable, "-m", "maximus", "run", "-e", "postgres", "--workdir", str(workdir),
+                           "--results", str(tmp_path / "r.db")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert re.fullmatch(f"error: user postgres cannot reach {re.escape(str(workdir))}/postgres-\\d+ "
+                        r"\(a parent directory is private\): choose a --workdir that user can traverse, such as "
+                        "/var/tmp/maximus", line), line
+    assert not list(workdir.glob("postgres-*"))
+
+
 def _server_pids(workdir: Path) -> list[int]:
     pid_file = next(workdir.glob("postgres-*/data/postmaster.pid"), None)
     return [int(pid_file.read_text().split()[0])] if pid_file else []

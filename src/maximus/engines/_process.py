@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
-from maximus.errors import EngineError
+from maximus.errors import EngineError, UserError
 
 SERVER_USER = os.environ.get("MAXIMUS_SERVER_USER", "postgres")
 
@@ -51,7 +51,7 @@ def give_to_server_user(path: Path) -> None:
             os.chown(os.path.join(root, name), user.pw_uid, user.pw_gid)
     probe = subprocess.run(["runuser", "-u", SERVER_USER, "--", "test", "-w", str(path)], capture_output=True)
     if probe.returncode != 0:
-        raise EngineError(f"user {SERVER_USER} cannot reach {path} (a parent directory is private): choose a "
+        raise UserError(f"user {SERVER_USER} cannot reach {path} (a parent directory is private): choose a "
                           "--workdir that user can traverse, such as /var/tmp/maximus")
 
 

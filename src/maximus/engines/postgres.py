@@ -566,8 +566,14 @@ class PostgresEngine(Engine):
     def _initdb(self) -> None:
         if (self.data_dir / "PG_VERSION").exists():
             return
+        created = not self.cluster_dir.exists()
         self.cluster_dir.mkdir(parents=True, exist_ok=True)
-        _process.give_to_server_user(self.cluster_dir)
+        try:
+            _process.give_to_server_user(self.cluster_dir)
+        except UserError:  # a work directory the server user cannot reach: leave nothing of ours in it
+            if created:
+                self.cluster_dir.rmdir()
+            raise
         _process.run(_process.as_server_user([str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U",
                                               "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"]),
                      "initdb", timeout=300)
