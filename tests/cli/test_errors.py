@@ -20,6 +20,8 @@ def maximus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     (["run", "-k", "page_size=1000"], "power of two"),
     (["run", "-k", "mmap_size=lots"], "bad value 'lots' for knob mmap_size"),
     (["run", "-k", "journal_mode"], "expected NAME=VALUE"),
+    (["run", "-k", "cache_size=-2000", "-k", "CACHE_SIZE=-4000"],
+     "knob CACHE_SIZE is given twice: cache_size=-2000 and CACHE_SIZE=-4000"),
     (["run", "--terminals", "many"], "--terminals"),
     (["run", "--warehouses", "0"], "--warehouses must be at least 1"),
     (["run", "--engine", "sqlit"], "did you mean sqlite?"),

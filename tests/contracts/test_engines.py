@@ -56,6 +56,12 @@ def test_unknown_knob_suggests_the_closest_name(engine_class: type[Engine], tmp_
         engine_class(tmp_path, "db", {name[:-1] + "x": "1"})
 
 
+def test_knob_names_are_taken_in_any_case_and_kept_in_the_engines_spelling(engine_class: type[Engine],
+                                                                            tmp_path: Path) -> None:
+    knob = next(k for k in engine_class.catalogue({}) if k.name != "bin_dir")
+    assert engine_class(tmp_path, "db", {knob.name.upper(): knob.default}).settings == {knob.name: knob.default}
+
+
 def _load_one_row(engine: Engine, value: str) -> None:
     engine.provision()
     session = engine.connect()

@@ -307,7 +307,13 @@ def test_knobs_are_validated_against_pg_settings_with_units(tmp_path: Path) -> N
     with pytest.raises(UserError, match="bin_dir chooses the binaries of a managed server"):
         PostgresEngine(tmp_path, "x", {"bin_dir": str(find_bin_dir())}, {"dsn": "host=127.0.0.1"})
     assert PostgresEngine(tmp_path, "x", {"bin_dir": f"{find_bin_dir()}/"}).settings == {"bin_dir": str(find_bin_dir())}
-    for name, value, message in [("shared_buffers", "64kB", "between 16 and"), ("checkpoint_timeout", "2d", "between"),
+    # names in any case, as PostgreSQL takes them, kept as pg_settings spells them
+    assert PostgresEngine(tmp_path, "x", {"Work_Mem": "8MB", "datestyle": "ISO, MDY"}).settings == \
+        {"work_mem": "8MB", "DateStyle": "ISO, MDY"}
+    with pytest.raises(UserError, match="knob work_mem is set twice"):
+        PostgresEngine(tmp_path, "x", {"work_mem": "8MB", "WORK_MEM": "9MB"})
+    for name, value, message in [("shared_buffers", "64kB", r"between 16 and 1073741823 \(unit 8kB\), 128kB to 8TB"),
+                                 ("checkpoint_timeout", "2d", r"between 30 and 86400 \(unit s\), 30s to 1d"),
                                  ("bin_dir", "/usr/lib", r"no PostgreSQL server binaries \(initdb, pg_ctl, postgres\) "
                                                          "in /usr/lib"),
                                  ("shared_buffers", "2 parsecs", "does not fit"), ("wal_level", "max", "minimal, "),

@@ -46,6 +46,7 @@ _DURABILITY = {"fsync": {"off"}, "synchronous_commit": {"off"}, "full_page_write
 _BOOLEANS = {"on": "on", "off": "off", "true": "on", "false": "off", "yes": "on", "no": "off", "1": "on",
              "0": "off", "t": "on", "f": "off"}
 _MEMORY_KB = {"b": 1 / 1024, "kb": 1, "mb": 1024, "gb": 1024 ** 2, "tb": 1024 ** 3}
+_SPELLING = {"b": "B", "kb": "kB", "mb": "MB", "gb": "GB", "tb": "TB"}  # postgresql.conf's
 _TIME_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 BIN_DIR = "bin_dir"  # a knob of Maximus's, not a GUC: which installation runs a managed server
@@ -111,8 +112,30 @@ class PgValue:
         if self.vartype == "bool":
             return "on or off"
         if self.minimum is not None:
-            return f"between {self.minimum:g} and {self.maximum:g}{self._unit_hint()}"
+            spelled = f"between {_exact(self.minimum)} and {_exact(self.maximum)}{self._unit_hint()}"
+            scaled = [self._spelled(self.minimum), self._spelled(self.maximum)]
+            return spelled + (f", {scaled[0]} to {scaled[1]}" if None not in scaled else "")
         return self.vartype
+
+    def _spelled(self, value: float | None) -> str | None:
+        """``value`` of the GUC's units in the largest unit that keeps it at least 1, as postgresql.conf takes
+        it (``128kB``, ``8TB``, ``1d``); None for a GUC without a unit or a negative value."""
+        if not self.unit or value is None or value < 0:
+            return None
+        if value == 0:
+            return "0"
+        table = _MEMORY_KB if self.unit.lower().endswith("b") else _TIME_MS
+        in_table = value / self._scale(min(table, key=table.__getitem__)) * min(table.values())
+        unit = max((u for u in table if in_table >= table[u]), key=table.__getitem__, default=None)
+        if unit is None:
+            return None
+        amount = in_table / table[unit]
+        return (f"{amount:.4g}" if amount < 10_000 else f"{amount:.0f}") + _SPELLING.get(unit, unit)
+
+
+def _exact(value: float | None) -> str:
+    """``1073741823``, not ``1.07374e+09``: an integer setting's bound as pg_settings gives it."""
+    return "" if value is None else str(int(value)) if float(value).is_integer() else f"{value:.15g}"
 
 
 def _knob(row: Mapping[str, Any]) -> Knob:
@@ -602,7 +625,8 @@ class PostgresEngine(Engine):
                       else "--allow-changes (ALTER SYSTEM + reload)")
             raise UserError(f"knobs on a server you own change only with {needed}")
         if restart and self.connection.get("allow_restart") != "yes":
-            raise UserError(f"{', '.join(restart)} take effect only after a restart: allow Maximus to restart "
+            raise UserError(f"{', '.join(restart)} {'takes' if len(restart) == 1 else 'take'} effect only after a "
+                            "restart: allow Maximus to restart "
                             "your server with --allow-restart (a server on this machine, started with pg_ctl)")
         server = LocalServer.of(self._admin) if restart else None
         if not self._altered:  # a second start() before stop(): what was there before is already kept

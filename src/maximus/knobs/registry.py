@@ -130,22 +130,32 @@ class KnobCatalogue:
     def __init__(self, engine: str, knobs: Iterable[Knob]) -> None:
         self.engine = engine
         self._knobs = {knob.name: knob for knob in knobs}
+        # SQLite's pragmas and PostgreSQL's settings ignore case (PostgreSQL spells some DateStyle, TimeZone)
+        self._folded = {name.lower(): knob for name, knob in self._knobs.items()}
 
     def __iter__(self):
         return iter(self._knobs.values())
 
     def __contains__(self, name: object) -> bool:
-        return name in self._knobs
+        return isinstance(name, str) and name.lower() in self._folded
 
     def get(self, name: str) -> Knob:
-        knob = self._knobs.get(name)
+        """The knob called ``name``, in any case."""
+        knob = self._knobs.get(name) or self._folded.get(name.lower())
         if knob is None:
             raise UserError(self._unknown_message(name))
         return knob
 
     def resolve(self, settings: Mapping[str, object]) -> dict[str, str]:
-        """Canonical values for ``settings``; raise UserError on an unknown knob or a bad value."""
-        return {name: self.get(name).parse(raw) for name, raw in settings.items()}
+        """Canonical names and values for ``settings``; raise UserError on an unknown knob, a bad value or
+        a knob set twice under two spellings."""
+        resolved: dict[str, str] = {}
+        for name, raw in settings.items():
+            knob = self.get(name)
+            if knob.name in resolved:
+                raise UserError(f"knob {knob.name} is set twice")
+            resolved[knob.name] = knob.parse(raw)
+        return resolved
 
     def with_defaults(self, settings: Mapping[str, str]) -> dict[str, str]:
         return {knob.name: settings.get(knob.name, knob.default) for knob in self} | dict(settings)
@@ -168,6 +178,10 @@ def parse_assignments(pairs: Iterable[str]) -> dict[str, str]:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
-            raise UserError(f"bad knob setting {pair!r}: expected NAME=VALUE, e.g. page_size=8192")
-        settings[name.strip()] = value.strip()
+            raise UserError(f"bad knob setting {pair!r}: expected NAME=VALUE, e.g. cache_size=-64000 or "
+                            "work_mem=64MB")
+        earlier = next((k for k in settings if k.lower() == name.strip().lower()), None)
+        if earlier is not None and settings[earlier] != value.strip():
+            raise UserError(f"knob {name.strip()} is given twice: {earlier}={settings[earlier]} and {pair.strip()}")
+        settings[earlier or name.strip()] = value.strip()
     return settings
