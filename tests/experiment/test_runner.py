@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -148,3 +150,27 @@ def test_a_killed_experiment_resumes_and_stores_every_run_exactly_once(tmp_path:
     assert set(complete.values()) == {1}
     assert [status for _, status in statuses].count("interrupted") == 1
     assert "Summary:" in resumed.stdout
+
+
+def test_show_gives_each_step_a_verdict_against_the_baseline_and_the_reports_warnings(tmp_path: Path) -> None:
+    """A step that turns durability off is marked in the terminal, not only in the HTML report, and its gain
+    over the baseline has an interval and a verdict of its own, not the verdict against the step before."""
+    path = tmp_path / "experiment.toml"
+    path.write_text(EXPERIMENT.format(repeats=2, duration=1.0) + '[[steps]]\nname = "sync off"\n'
+                    'set = { synchronous = "off" }\n')
+    results = tmp_path / "results.db"
+    experiment_id = runner.start(path, tmp_path / "work", results, Quiet())
+    shown = subprocess.run([sys.executable, "-m", "maximus", "experiment", "show", str(experiment_id), "--results",
+                            str(results)], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "COLUMNS": "220"})
+    assert shown.returncode == 0, shown.stderr
+    header = next(line for line in shown.stdout.splitlines() if "vs previous" in line)
+    assert "vs baseline (95 % CI)" in header
+    sync_off = shown.stdout.split("Step 2: sync off")[1].split("warning")[0]
+    assert len(re.findall(r"\([+-]\d+ … [+-]\d+\)", sync_off)) == 2, sync_off  # both gains with their interval
+    assert len(re.findall(r"faster|slower|within noise|needs repeats", sync_off)) == 2, sync_off
+    store = api.open_results(results)
+    weak_runs = [r.id for r in store.runs(experiment_id) if r.plan_key.startswith("s2")]
+    store.close()
+    assert (f"warning (durability): sync off: synchronous=off weakens durability (runs "
+            f"{', '.join(map(str, weak_runs))})") in " ".join(shown.stdout.split())

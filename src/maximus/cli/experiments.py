@@ -15,7 +15,9 @@ from maximus.cli.reports import write_experiment_report
 from maximus.errors import MaximusError
 from maximus.experiment import runner
 from maximus.experiment.plan import PlannedRun
+from maximus.report.bundle import gather_experiment
 from maximus.report.experiment_console import render_comparison, render_experiment, render_experiments
+from maximus.report.tables import experiment_notices
 from maximus.report.progress import RunCountdown
 from maximus.store import default_results_path
 
@@ -66,10 +68,10 @@ def _paths(workdir: Path | None, results: Path | None) -> tuple[Path, Path]:
 def show_experiment(console: Console, experiment_id: int, results: Path) -> None:
     store = api.open_results(results)
     try:
-        report = api.analyse_experiment(store, experiment_id)
+        data = gather_experiment(store, experiment_id)
     finally:
         store.close()
-    render_experiment(console, report)
+    render_experiment(console, data.report, experiment_notices(data))
 
 
 def finish_experiment(console: Console, experiment_id: int, results: Path) -> None:

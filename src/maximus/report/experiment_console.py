@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 
+from typing import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from maximus.analysis.compare import Estimate, Ratio, Verdict
 from maximus.report.format import estimate_text, ratio_text, verdict_text
+from maximus.report.tables import Notice
 
 _VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.WITHIN_NOISE: "yellow",
                   Verdict.NEEDS_REPEATS: "dim"}
@@ -22,21 +25,33 @@ def _ratio(ratio: Ratio | None, interval: bool = True) -> str:
     return ratio_text(ratio, interval, digits=0)
 
 
+def _gain(ratio: Ratio | None, after_baseline: bool) -> str:
+    """The change, its interval and its verdict on lines of their own, so that both gains fit beside the
+    figures in 120 columns."""
+    if ratio is None:
+        return "-" if after_baseline else "baseline"
+    return escape(ratio_text(ratio, sep="\n", digits=0)) + "\n" + _verdict(ratio)
+
+
 def _verdict(ratio: Ratio | None) -> str:
     if ratio is None:
         return "baseline"
     return f"[{_VERDICT_STYLE[ratio.verdict]}]{verdict_text(ratio)}[/]"
 
 
-def render_experiment(console: Console, report) -> None:
+def render_experiment(console: Console, report, notices: Sequence[Notice] = ()) -> None:
+    """The steps' tables, then the report's warnings (``notices``: durability, noisy cells, failed runs, ...)
+    and the summary line."""
     experiment, summary = report.experiment, report.summary
     console.print(f"[bold]Experiment {report.record.id}: {experiment.name}[/] · {experiment.engine} · "
                   f"{experiment.workload.warehouses} warehouse(s) · {experiment.repeats} repeat(s) · "
                   f"{experiment.order.value} · {summary.finished} of {summary.planned} runs finished")
     for index, step in enumerate(experiment.steps):
         _render_step(console, report, index)
-    for warning in summary.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+    for notice in notices:
+        runs = f" (run{'s' if len(notice.runs) > 1 else ''} {', '.join(map(str, notice.runs))})" \
+            if notice.runs else ""
+        console.print(f"[yellow]warning ({escape(notice.kind)}):[/] {escape(notice.text)}{runs}")
     console.print(f"[bold]Summary:[/] {summary.headline()}")
 
 
@@ -48,18 +63,18 @@ def _render_step(console: Console, report, index: int) -> None:
                      for k, v in step.knobs.items())
     table = Table(title=f"Step {index}: {step.name} ({changed})", title_justify="left", caption=knobs,
                   caption_justify="left")
-    for column in ("Clients", "Load s", "tpmC ± 95 % CI", "NOPM", "NO p90 ms", "vs previous (95 % CI)",
-                   "vs baseline", "Verdict vs previous"):
-        table.add_column(column, justify="left" if column.startswith("Verdict") else "right",
-                         no_wrap=not column.startswith("Verdict"))
+    for column in ("Clients", "Load s", "tpmC ± 95 % CI", "NOPM", "NO p90 ms"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for column in ("vs previous (95 % CI)", "vs baseline (95 % CI)"):  # gain, interval, verdict: a line each
+        table.add_column(column, justify="left", min_width=16)
     for clients in summary.clients:
         cell = summary.cell(index, clients)
         p90 = Estimate(*(v * 1000 for v in (cell.p90_new_order_s.mean, cell.p90_new_order_s.low,
                                              cell.p90_new_order_s.high)), cell.p90_new_order_s.n)
         failed = f" [red]({cell.failed} failed)[/]" if cell.failed else ""
         table.add_row(f"{clients}{failed}", _estimate(cell.load_s, digits=1), _estimate(cell.tpmc),
-                      _estimate(cell.nopm), _estimate(p90, digits=1), _ratio(cell.vs_previous),
-                      _ratio(cell.vs_baseline, interval=False), _verdict(cell.vs_previous))
+                      _estimate(cell.nopm), _estimate(p90, digits=1), _gain(cell.vs_previous, previous is not None),
+                      _gain(cell.vs_baseline, previous is not None))
     console.print(table)
 
 

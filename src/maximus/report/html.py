@@ -238,11 +238,11 @@ def _reported_settings(settings: Mapping[str, str]) -> str:
 
 def _step_results(table: tables.StepTable) -> str:
     header = ["Clients", "Load s", "TPS", "tpmC ± 95 % CI", "NOPM", "NO p90 ms", "vs previous (95 % CI)",
-              "vs baseline (95 % CI)", "Verdict vs previous"]
+              "Verdict vs previous", "vs baseline (95 % CI)", "Verdict vs baseline"]
     rows = ([f"{r.clients}" + (f' <span class="fail">({r.failed} failed)</span>' if r.failed else ""),
              _estimate(r.load_s, 1), _estimate(r.tps, 1), _estimate(r.tpmc), _estimate(r.nopm),
-             _estimate(r.p90_new_order_s, 1, 1000), _ratio(r.vs_previous, sep="<br>"),
-             _ratio(r.vs_baseline, sep="<br>"), _verdict(r.vs_previous)] for r in table.rows)
+             _estimate(r.p90_new_order_s, 1, 1000), _ratio(r.vs_previous, sep="<br>"), _verdict(r.vs_previous),
+             _ratio(r.vs_baseline, sep="<br>"), _verdict(r.vs_baseline)] for r in table.rows)
     return _table(header, rows, "step-table")
 
 
