@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
@@ -48,3 +49,24 @@ def test_interrupted_run_is_stored_as_interrupted_with_its_samples(workdir: Path
     listed = subprocess.run([sys.executable, "-m", "maximus", "runs", "--results", str(results)],
                             capture_output=True, text=True, timeout=60)
     assert f"{end - start:.1f} s of 60 s" in listed.stdout, listed.stdout
+
+
+def test_a_run_whose_maximus_was_killed_is_shown_as_interrupted_not_running(workdir: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results.db"
+    process = subprocess.Popen([sys.executable, "-m", "maximus", "run", "--workdir", str(workdir), "--results",
+                                str(results), "--warmup", "1", "--duration", "60"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while _status(results) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)
+    assert _status(results)[0] == "running"
+    process.kill()  # no handler runs: the row stays "running" until a store is opened again
+    process.wait(timeout=30)
+    listed = subprocess.run([sys.executable, "-m", "maximus", "runs", "--results", str(results)],
+                            capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    assert " interrupted " in listed.stdout and " running " not in listed.stdout, listed.stdout
+    status, run_id = _status(results)
+    shown = subprocess.run([sys.executable, "-m", "maximus", "show", str(run_id), "--results", str(results)],
+                           capture_output=True, text=True, timeout=60)
+    assert "the Maximus that ran it ended without finishing it" in " ".join(shown.stdout.split())

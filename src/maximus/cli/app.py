@@ -41,7 +41,7 @@ Knobs = Annotated[Optional[list[str]], typer.Option(
 Warehouses = Annotated[int, typer.Option("--warehouses", "-w", help="Scale: number of warehouses.")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random stream (load and run).")]
 Workdir = Annotated[Optional[Path], typer.Option(
-    "--workdir", help="Where databases are built [default: $MAXIMUS_WORKDIR or ./maximus-work].")]
+    "--workdir", help="Where databases are built \\[default: $MAXIMUS_WORKDIR or ./maximus-work].")]
 Results = Annotated[Optional[Path], typer.Option(
     "--results", help="Results database [default: $MAXIMUS_RESULTS or ~/.local/share/maximus/results.db].")]
 Terminals = Annotated[int, typer.Option("--terminals", "-t", help="Concurrent terminals (virtual users).")]
@@ -172,7 +172,8 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run number, 
                                                   "histograms (5.6.1).")] = False,
          results: Results = None) -> None:
     """Print one stored run: figures, response times, validity, consistency, environment."""
-    _show(api.report_of_run(results or default_results_path(), run_id), histograms, environment=True)
+    _show(api.report_of_run(results or default_results_path(), run_id), histograms, environment=True,
+          just_stored=False)
 
 
 from maximus.cli.experiments import compare, experiment_app  # noqa: E402  (registered below)
@@ -194,7 +195,7 @@ def _run_and_show(options: api.BenchmarkOptions) -> None:
     _exit_for(outcome)
 
 
-def _show(report: api.RunReport, histograms: bool, environment: bool) -> None:
+def _show(report: api.RunReport, histograms: bool, environment: bool, just_stored: bool = True) -> None:
     record = report.record
     view.render_header(out, record)
     view.render_figures(out, report.figures, record.spec.keying_and_think)
@@ -211,7 +212,8 @@ def _show(report: api.RunReport, histograms: bool, environment: bool) -> None:
         view.render_environment(out, record.environment)
     view.render_messages(out, "warning", record.warnings, "yellow")
     view.render_messages(out, "error", record.errors, "red")
-    out.print(f"Stored as run {record.id}: `maximus show {record.id}` prints it again.")
+    if just_stored:  # after a run, not when `maximus show` prints it again
+        out.print(f"Stored as run {record.id}: `maximus show {record.id}` prints it again.")
 
 
 def _exit_for(outcome: api.RunOutcome) -> None:

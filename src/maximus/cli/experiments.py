@@ -16,6 +16,7 @@ from maximus.errors import MaximusError
 from maximus.experiment import runner
 from maximus.experiment.plan import PlannedRun
 from maximus.report.bundle import gather_experiment
+from maximus.report.charts import clients_label
 from maximus.report.experiment_console import render_comparison, render_experiment, render_experiments
 from maximus.report.tables import experiment_notices
 from maximus.report.progress import RunCountdown
@@ -24,7 +25,7 @@ from maximus.store import default_results_path
 experiment_app = typer.Typer(no_args_is_help=True, help="Run experiments: a baseline, then one change per step.")
 
 Workdir = Annotated[Optional[Path], typer.Option(
-    "--workdir", help="Where databases are built [default: $MAXIMUS_WORKDIR or ./maximus-work].")]
+    "--workdir", help="Where databases are built \\[default: $MAXIMUS_WORKDIR or ./maximus-work].")]
 Results = Annotated[Optional[Path], typer.Option(
     "--results", help="Results database [default: $MAXIMUS_RESULTS or ~/.local/share/maximus/results.db].")]
 
@@ -45,7 +46,7 @@ class ConsoleProgress:
     def run_starting(self, position: int, total: int, planned: PlannedRun) -> RunCountdown:
         build = " · builds its database" if planned.build else ""
         self.console.print(f"[bold]run {position}/{total}[/] · step {planned.step} {planned.step_name!r} · "
-                           f"{planned.clients} clients · repeat {planned.repeat}{build}")
+                           f"{clients_label(planned.clients)} · repeat {planned.repeat}{build}")
         self._countdown = RunCountdown(self.console)
         return self._countdown
 

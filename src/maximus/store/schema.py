@@ -42,6 +42,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # version 3: run options such as the transaction mode (client-side SQL or stored functions)
         "ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}'",
     ),
+    (  # version 4: the process that runs a run, so that a run left "running" by a killed one is told apart
+        "ALTER TABLE runs ADD COLUMN runner TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

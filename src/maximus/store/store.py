@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -26,6 +27,43 @@ def default_results_path() -> Path:
         return Path(os.environ["MAXIMUS_RESULTS"])
     data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return data_home / "maximus" / "results.db"
+
+
+ORPHANED = "the Maximus that ran it ended without finishing it (killed, or the machine restarted)"
+
+
+def _process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (``/proc/PID/stat``, field 22); None when gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()[19]
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def _this_runner() -> str | None:
+    """This process, as ``_runner_alive`` can tell it apart from a later one with the same pid."""
+    boot, start = _boot_id(), _process_start(os.getpid())
+    return json.dumps({"host": socket.gethostname(), "boot": boot, "pid": os.getpid(), "start": start}) \
+        if boot and start else None
+
+
+def _runner_alive(runner: str) -> bool | None:
+    """Whether the process that began a run still runs; None when this machine cannot tell (another host)."""
+    try:
+        known = json.loads(runner)
+    except ValueError:
+        return None
+    if known.get("host") != socket.gethostname() or _boot_id() is None:
+        return None
+    return known.get("boot") == _boot_id() and _process_start(int(known["pid"])) == known.get("start")
 
 
 def _now() -> str:
@@ -84,6 +122,23 @@ class ResultsStore:
         except (OSError, sqlite3.Error) as error:
             raise UserError(f"cannot open the results database {self.path}: {error}") from None
         migrate(self._db)
+        self._close_orphans()
+
+    def _close_orphans(self) -> None:
+        """Runs left ``running`` by a Maximus of this machine that is gone (killed, or the machine restarted)
+        are ``interrupted``: a dead runner's run would otherwise look under way, with no figures, for good."""
+        rows = self._db.execute("SELECT id, runner FROM runs WHERE status = ? AND runner IS NOT NULL",
+                                (RunStatus.RUNNING.value,)).fetchall()
+        orphans = [run_id for run_id, runner in rows if _runner_alive(runner) is False]
+        if not orphans:
+            return
+        try:
+            with self._db:
+                self._db.executemany("UPDATE runs SET status = ?, finished_at = ?, errors = ? WHERE id = ?",
+                                     ((RunStatus.INTERRUPTED.value, _now(), json.dumps([ORPHANED]), run_id)
+                                      for run_id in orphans))
+        except sqlite3.OperationalError:  # a store we may only read: its runs are shown as they were left
+            pass
 
     def close(self) -> None:
         self._db.close()
@@ -98,14 +153,14 @@ class ResultsStore:
                 "INSERT INTO runs (started_at, status, engine, workload, warehouses, terminals, warmup_s, duration_s,"
                 " seed, keying_and_think, mix, knobs, effective_knobs, engine_settings, database, load_seconds,"
                 " loaded_in_run, load_seed, constants, environment, warnings, window_start, window_end,"
-                " experiment_id, plan_key, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                " ?, ?, ?, ?, ?, ?)",
+                " experiment_id, plan_key, options, runner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (_now(), RunStatus.RUNNING.value, spec.engine, spec.workload, spec.warehouses, spec.terminals,
                  spec.warmup_s, spec.duration_s, spec.seed, int(spec.keying_and_think), spec.mix,
                  json.dumps(dict(spec.knobs)), json.dumps(dict(effective_knobs)), json.dumps(dict(engine_settings)),
                  spec.database, load_seconds, int(loaded_in_run), load_seed, json.dumps(dict(constants)),
                  json.dumps(environment), json.dumps(list(warnings)), window.start, window.end, experiment_id,
-                 plan_key, json.dumps(dict(spec.options))))
+                 plan_key, json.dumps(dict(spec.options)), _this_runner()))
         return int(cursor.lastrowid)
 
     def finish_run(self, run_id: int, status: RunStatus, samples: Iterable[TxnSample], facts: Mapping[str, int],
