@@ -438,7 +438,7 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
             PostgresEngine(loaded, "x", {"work_mem": "16MB"}, {"dsn": dsn}).start()
         with pytest.raises(UserError, match=r"only with --allow-restart \(ALTER SYSTEM \+ restart\)"):
             PostgresEngine(loaded, "x", {"work_mem": "16MB", "shared_buffers": "1GB"}, {"dsn": dsn}).start()
-        with pytest.raises(UserError, match="shared_buffers take effect only after a restart: allow Maximus to "
+        with pytest.raises(UserError, match="shared_buffers takes effect only after a restart: allow Maximus to "
                                             "restart your server with --allow-restart"):
             PostgresEngine(loaded, "x", {"shared_buffers": "1GB"}, {"dsn": dsn, "allow_changes": "yes"}).start()
         with psycopg.connect(dsn, autocommit=True) as connection:  # the user's own ALTER SYSTEM, kept after us

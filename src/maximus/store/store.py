@@ -130,6 +130,7 @@ class ResultsStore:
         rows = self._db.execute("SELECT id, runner FROM runs WHERE status = ? AND runner IS NOT NULL",
                                 (RunStatus.RUNNING.value,)).fetchall()
         orphans = [run_id for run_id, runner in rows if _runner_alive(runner) is False]
+        self.orphaned = tuple(orphans)  # what this opening marked interrupted
         if not orphans:
             return
         try:
@@ -220,13 +221,16 @@ class ResultsStore:
         return self._experiment(row)
 
     def abandon_stale_runs(self, experiment_id: int) -> int:
-        """Runs left ``running`` by a runner that died: mark them interrupted so they are run again."""
+        """Runs left ``running`` by a runner that died: mark them interrupted so they are run again. The count
+        includes those the opening of this store found orphaned already."""
         with self._db:
             cursor = self._db.execute(
                 "UPDATE runs SET status = ?, finished_at = ?, errors = ? WHERE experiment_id = ? AND status = ?",
                 (RunStatus.INTERRUPTED.value, _now(), json.dumps(["the runner stopped during this run"]),
                  experiment_id, RunStatus.RUNNING.value))
-        return cursor.rowcount
+        found = sum(self._db.execute("SELECT COUNT(*) FROM runs WHERE id = ? AND experiment_id = ?",
+                                     (run_id, experiment_id)).fetchone()[0] for run_id in self.orphaned)
+        return cursor.rowcount + found
 
     def run(self, run_id: int) -> RunRecord:
         row = self._db.execute(f"{_SELECT_RUN} WHERE id = ?", (run_id,)).fetchone()
