@@ -96,7 +96,7 @@ def make_engine(name: str, workdir: Path, warehouses: int, knobs: Mapping[str, s
     """The engine with validated knobs; by default its database name tells apart builds with other
     creation knobs, so a page size change gets a build of its own."""
     cls = engine_class(name)
-    check_connection(name, connection or {})
+    check_connection(cls, connection or {})
     catalogue = cls.catalogue_for(knobs, connection or {})
     settings = catalogue.resolve(knobs)
     changed = {k.name: settings[k.name] for k in catalogue if k.applies == "creation" and k.name in settings

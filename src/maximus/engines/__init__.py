@@ -22,15 +22,15 @@ def engine_class(name: str) -> type[Engine]:
         raise UserError(f"unknown engine {name!r}{hint} (available: {', '.join(ENGINES)})") from None
 
 
-def check_connection(name: str, connection: Mapping[str, str | None]) -> None:
+def check_connection(engine: type[Engine], connection: Mapping[str, str | None]) -> None:
     """Refuse an option the engine does not understand: ignored, ``--dsn`` would quietly run the default
     engine on its own files instead of the server the user named."""
     for option, value in connection.items():
-        if value and option not in engine_class(name).connection_options:
+        if value and option not in engine.connection_options:
             owners = [n for n, cls in ENGINES.items() if option in cls.connection_options]
             flag = "--" + option.replace("_", "-")
-            raise UserError(f"{flag} is not an option of {name}: add -e {owners[0]}" if owners
-                            else f"{flag} is not an option of {name}")
+            raise UserError(f"{flag} is not an option of {engine.name}: add -e {owners[0]}" if owners
+                            else f"{flag} is not an option of {engine.name}")
 
 
 __all__ = ["Capabilities", "Dialect", "ENGINES", "Engine", "Session", "check_connection", "engine_class"]

@@ -96,12 +96,18 @@ class PgValue:
         """How many of the GUC's own units one ``given`` unit is."""
         if not given:
             return 1.0
+        table, own = self._units()
+        if given.lower() not in table or own is None:
+            raise ValueError(f"unit {given!r} does not fit{self._unit_hint()}")
+        return table[given.lower()] / own
+
+    def _units(self) -> tuple[Mapping[str, float], float | None]:
+        """The table of units of the GUC's kind (memory in kB, time in ms), and its own unit in that table's
+        measure (``8kB`` is 8); None when the table does not know it."""
         table = _MEMORY_KB if self.unit.lower().endswith("b") else _TIME_MS
         base_unit = self.unit.lower().lstrip("0123456789")
         multiple = float(self.unit[:-len(base_unit)] or 1) if base_unit else 1.0
-        if given.lower() not in table or base_unit not in table:
-            raise ValueError(f"unit {given!r} does not fit{self._unit_hint()}")
-        return table[given.lower()] / (table[base_unit] * multiple)
+        return table, table[base_unit] * multiple if base_unit in table else None
 
     def _unit_hint(self) -> str:
         return f" (unit {self.unit})" if self.unit else ""
@@ -124,8 +130,10 @@ class PgValue:
             return None
         if value == 0:
             return "0"
-        table = _MEMORY_KB if self.unit.lower().endswith("b") else _TIME_MS
-        in_table = value / self._scale(min(table, key=table.__getitem__)) * min(table.values())
+        table, own = self._units()
+        if own is None:
+            return None
+        in_table = value * own
         unit = max((u for u in table if in_table >= table[u]), key=table.__getitem__, default=None)
         if unit is None:
             return None

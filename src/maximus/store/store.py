@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 from maximus.errors import UserError
 from maximus.records import Outcome, RunSpec, RunStatus, TxnSample, Window
 from maximus.samplers.base import MetricSample
+from maximus.samplers.os_linux import parse_pid_stat
 from maximus.store.schema import migrate
 
 
@@ -32,13 +33,12 @@ def default_results_path() -> Path:
 ORPHANED = "the Maximus that ran it ended without finishing it (killed, or the machine restarted)"
 
 
-def _process_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (``/proc/PID/stat``, field 22); None when gone."""
+def _process_start(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot; None when it is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())[0]
     except OSError:
         return None
-    return stat[stat.rindex(")") + 2:].split()[19]
 
 
 def _boot_id() -> str | None:
@@ -61,9 +61,10 @@ def _runner_alive(runner: str) -> bool | None:
         known = json.loads(runner)
     except ValueError:
         return None
-    if known.get("host") != socket.gethostname() or _boot_id() is None:
+    boot = _boot_id()
+    if known.get("host") != socket.gethostname() or boot is None:
         return None
-    return known.get("boot") == _boot_id() and _process_start(int(known["pid"])) == known.get("start")
+    return known.get("boot") == boot and _process_start(int(known["pid"])) == known.get("start")
 
 
 def _now() -> str:
@@ -228,9 +229,9 @@ class ResultsStore:
                 "UPDATE runs SET status = ?, finished_at = ?, errors = ? WHERE experiment_id = ? AND status = ?",
                 (RunStatus.INTERRUPTED.value, _now(), json.dumps(["the runner stopped during this run"]),
                  experiment_id, RunStatus.RUNNING.value))
-        found = sum(self._db.execute("SELECT COUNT(*) FROM runs WHERE id = ? AND experiment_id = ?",
-                                     (run_id, experiment_id)).fetchone()[0] for run_id in self.orphaned)
-        return cursor.rowcount + found
+        found = self._db.execute(f"SELECT COUNT(*) FROM runs WHERE experiment_id = ? AND id IN "
+                                 f"({', '.join('?' * len(self.orphaned))})", (experiment_id, *self.orphaned))
+        return cursor.rowcount + found.fetchone()[0]
 
     def run(self, run_id: int) -> RunRecord:
         row = self._db.execute(f"{_SELECT_RUN} WHERE id = ?", (run_id,)).fetchone()
