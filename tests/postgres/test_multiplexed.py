@@ -141,10 +141,13 @@ def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engin
     retried = [s for s in samples if s.attempts == 2]
     assert all(s.latency >= 0.05 for s in retried)  # the policy's backoff came before the second attempt
     within_the_run = [s for s in retried if s.start + s.latency < 1.5]  # after it, terminal 1 starts nothing
-    for sample in within_the_run:  # ... and the other terminal ran meanwhile: the backoff stopped nobody else
-        assert [s for s in samples if s.terminal == 1
-                and sample.start < s.start and s.start + s.latency < sample.start + sample.latency]
-    assert len(within_the_run) > 5
+    # ... and the other terminal ran meanwhile: the backoff stopped nobody else. A sleep in its place lets a
+    # handful through (the calls in flight and what they queue: a median of 4); the timer, hundreds. The
+    # median, because now and then the whole process is stalled (by the machine) for longer than a backoff.
+    inside = sorted(len([s for s in samples if s.terminal == 1
+                         and sample.start < s.start and s.start + s.latency < sample.start + sample.latency])
+                    for sample in within_the_run)
+    assert len(inside) > 5 and inside[len(inside) // 2] >= 10, inside
 
 
 def test_every_queued_deferred_transaction_runs_in_the_process_and_is_timed_from_its_queueing(

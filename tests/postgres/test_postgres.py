@@ -25,12 +25,15 @@ from maximus import api
 from maximus.engines import _process
 from maximus.engines.postgres import PostgresEngine, find_bin_dir, system_service_in
 from maximus.errors import EngineError, UserError
+from maximus.driver.retry import RetryPolicy
+from maximus.driver.terminal import transaction_runner
 from maximus.experiment import runner
 from maximus.experiment.loader import load_experiment
 from maximus.records import Outcome, RunStatus
 from maximus.report.console import render_header
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
+from maximus.workloads.tpcc.server_side import Call, ServerSide
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +54,8 @@ def test_both_transaction_modes_pass_every_consistency_condition(loaded: Path, t
     assert {r.condition: r.passed for r in outcome.consistency} == {**{n: True for n in range(1, 13)}, 11: None}
     samples = outcome.result.samples
     assert {s.terminal for s in samples} == {0, 1, 2, 3}
-    assert not [s for s in samples if s.outcome is Outcome.FAILED]
-    assert any(s.outcome is Outcome.ROLLED_BACK for s in samples if s.transaction == "new_order") or len(samples) < 300
+    assert {s.outcome for s in samples if s.transaction != "new_order"} == {Outcome.COMMITTED}
+    assert {s.outcome for s in samples if s.transaction == "new_order"} <= {Outcome.COMMITTED, Outcome.ROLLED_BACK}
     store = api.open_results(tmp_path / "r.db")
     record = store.run(outcome.run_id)
     store.close()
@@ -221,6 +224,30 @@ def test_a_server_side_new_order_changes_what_the_client_side_one_changes_also_f
     assert [row[:4] for row in entered] == [(n, *line) for n, line in enumerate(lines, start=1)]
     assert [row[2:] for row in after] != [row[2:] for row in before]
     assert after[0][2:4] == (before[0][2] + 18, before[0][3] + 3)  # item 5: s_ytd and s_order_cnt, three lines
+
+
+def test_an_unused_item_rolls_the_new_order_back_and_counts_it_rolled_back_in_both_modes(loaded: Path) -> None:
+    """2.4.2.3 through the driver's own runner. A run meets the 1 % of such orders only by chance: a
+    1-warehouse run of a few seconds has a few hundred New-Orders, so one in a dozen has none."""
+    inputs = NewOrderInput.from_lines(1, 2, 7, (OrderLine(5, 1, 3), OrderLine(6, 1, 2), OrderLine(100001, 1, 4)))
+    state = ("SELECT d_next_o_id, (SELECT count(*) FROM orders), (SELECT count(*) FROM new_order), "
+             "(SELECT count(*) FROM order_line), (SELECT sum(s_order_cnt) FROM stock WHERE s_w_id = 1) "
+             "FROM district WHERE d_w_id = 1 AND d_id = 2")
+
+    def unused_item(engine: PostgresEngine, session: Any, mode: str) -> tuple:
+        transaction: Any = NewOrder(engine.dialect)
+        given: Any = inputs
+        if mode == "server":
+            sql, params = transaction.call(inputs)
+            transaction, given = ServerSide(transaction, engine.dialect), Call(inputs, sql, params,
+                                                                             engine.dialect.call_parameters(params))
+        before = session.fetchone(state)
+        outcome = transaction_runner(session, engine, RetryPolicy(), transaction)(given)
+        return outcome, before, session.fetchone(state)
+
+    for outcome, before, after in _in_both_modes(loaded, unused_item).values():
+        assert outcome == (Outcome.ROLLED_BACK, 1, "")
+        assert after == before
 
 
 def test_a_server_side_delivery_changes_what_the_client_side_one_changes_and_skips_an_empty_district(
