@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from maximus.records import RunStatus
@@ -39,3 +40,10 @@ def test_a_run_page_shows_what_the_engine_reported_it_ran_with() -> None:
     shown = "<code>shared_buffers=2GB</code> <code>application_name=&lt;b&gt;</code>"
     assert f"The engine reported:</strong> {shown}" in page
     assert "The engine reported" not in html.run_page(run)  # nothing reported, nothing shown
+
+
+def test_a_one_warehouse_run_shows_its_remote_shares_as_the_terminal_does() -> None:
+    """Nothing is remote with one warehouse: the page said "0.00 n/a" where the terminal says "-"."""
+    page = html.run_page(_run(11, 10))
+    cells = re.findall(r'<td>([^<]*) <span class="status-n-a" title="one warehouse: nothing is remote">', page)
+    assert cells == ["-", "-"]

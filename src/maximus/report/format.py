@@ -7,6 +7,7 @@ import math
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.records import RunSpec
 from maximus.store.store import RunRecord
+from maximus.workloads.tpcc.validity import BandResult
 
 
 def estimate_text(value: Estimate, digits: int = 0, scale: float = 1.0) -> str:
@@ -42,3 +43,11 @@ def transactions_text(spec: RunSpec) -> str:
     """``server-side`` or ``client-side`` (``-`` for a run stored before Maximus recorded the mode)."""
     mode = spec.options.get("transactions")
     return f"{mode}-side" if mode else "-"
+
+
+def band_value_text(band: BandResult) -> str:
+    """A validity band's value; "-" when there is nothing to measure, or it is not applicable and 0 (the
+    remote shares of a one-warehouse run)."""
+    if band.value is None or (band.note and not band.value):
+        return "-"
+    return f"{band.value:.2f}"

@@ -21,7 +21,7 @@ from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_timeline
 from maximus.report import charts, tables
 from maximus.report.bundle import ExperimentData, RunData, representative
-from maximus.report.format import estimate_text, ratio_text, verdict_text
+from maximus.report.format import band_value_text, estimate_text, ratio_text, verdict_text
 from maximus.report.plotting import figure
 from maximus.store.store import ConsistencyRecord
 from maximus.workloads.tpcc.validity import BandResult
@@ -290,10 +290,9 @@ def _conformance(rows: Sequence[tables.Conformance], keyed: bool) -> str:
 
 
 def _band_cell(band: BandResult) -> str:
-    value = "-" if band.value is None else f"{band.value:.2f}"
     status = band.note or band.status
     css = "status-" + band.status.lower().replace(" ", "-").replace("/", "-")
-    return f'{value} <span class="{css}" title="{escape(status)}">{escape(band.status)}</span>'
+    return f'{band_value_text(band)} <span class="{css}" title="{escape(status)}">{escape(band.status)}</span>'
 
 
 def _bands(rows: Sequence[tables.Conformance], pick, css: str) -> str:
