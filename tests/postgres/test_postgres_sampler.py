@@ -376,6 +376,7 @@ def test_a_monitored_run_shows_commits_wal_waits_and_server_cpu(loaded: Path, tm
     engine = {(s.name, tuple(sorted(s.labels.items()))): s for s in figures.engine}
     assert engine[("commits_total", (("counts", "all"), ("from", "pg_stat_database.xact_commit")))].value > 100
     assert engine[("wal_bytes_total", ())].value > 100_000 and engine[("buffer_hits_total", ())].value > 1000
+    assert engine[("client_backends", ())].value >= 4  # the terminals; it read 0, as after the run
     sync = ("IO:WALSync", "log_sync")
     assert engine[("waits_total", (("event", sync[0]), ("role", sync[1])))].value > 10
     assert engine[("wait_seconds_total", (("event", sync[0]), ("role", sync[1])))].value > 0

@@ -273,7 +273,7 @@ def buffer_hit_ratio(all_series: Sequence[Series], window: Window) -> float | No
 
 @dataclass(frozen=True)
 class EngineStatistic:
-    """An engine sampler's own counter (its increase and rate) or gauge (its value at the window's end)."""
+    """An engine sampler's own counter (its increase and rate) or gauge (its highest reading in the window)."""
 
     source: str
     name: str
@@ -295,8 +295,10 @@ def engine_statistics(all_series: Sequence[Series], window: Window) -> list[Engi
             moved = change(s, window)
             if moved is not None:
                 statistics.append(EngineStatistic(s.source, s.name, s.labels, s.unit, moved.amount, moved.per_second))
-        else:
-            statistics.append(EngineStatistic(s.source, s.name, s.labels, s.unit, bounds[1][1], None))
+        else:  # the highest, not the last: the last reading comes after the terminals have gone
+            highest = _most(s, window)
+            if highest is not None:
+                statistics.append(EngineStatistic(s.source, s.name, s.labels, s.unit, highest, None))
     return statistics
 
 
