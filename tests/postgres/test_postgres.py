@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import shutil
@@ -119,14 +120,18 @@ def test_same_seed_gives_the_same_data_as_sqlite(loaded: Path, built_workdir: Pa
                        [int(v) if isinstance(v, (int, float)) else v for v in lite.execute(query).fetchone()], query
 
 
-def test_a_server_left_by_a_killed_maximus_is_found_and_stopped(server_workdir: Path) -> None:
+def test_a_server_left_by_a_killed_maximus_is_found_and_stopped(server_workdir: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
     first = PostgresEngine(server_workdir, "leftover", {})
     first.start()  # and never stopped, as if Maximus had been killed
     (old_pid,) = _server_pids(server_workdir)
     second = PostgresEngine(server_workdir, "leftover", {})
+    caplog.set_level(logging.INFO, logger="maximus")
     second.start()
     try:
         assert not _process.alive(old_pid)
+        assert caplog.messages == [f"stopping the PostgreSQL server {old_pid} that a Maximus which did not finish "
+                                   f"left running in {second.data_dir}"]  # the CLI prints it as a note
         assert second.port != first.port or _server_pids(server_workdir) != [old_pid]
         with psycopg.connect(second._dsn("postgres")) as connection:
             assert connection.execute("SELECT 1").fetchone() == (1,)
@@ -347,6 +352,13 @@ def test_knobs_are_validated_against_pg_settings_with_units(tmp_path: Path) -> N
                                  ("server_version", "16", "unknown postgres knob")]:
         with pytest.raises(UserError, match=message):
             PostgresEngine(tmp_path, "x", {name: value})
+    # defaults as postgresql.conf.sample writes them: a step's label once read "shared_buffers 16384 → 1GB"
+    defaults = PostgresEngine(tmp_path, "x", {}).effective_settings
+    assert [defaults[name] for name in ("shared_buffers", "max_wal_size", "checkpoint_timeout", "work_mem",
+                                        "wal_buffers", "commit_delay")] == ["128MB", "1GB", "5min", "4MB", "-1", "0"]
+    path = tmp_path / "buffers.toml"
+    path.write_text('name = "b"\nengine = "postgres"\n[[steps]]\nname = "buffers"\nset = { shared_buffers = "1GB" }\n')
+    assert load_experiment(path).steps[1].replaced == {"shared_buffers": "128MB"}
 
 
 VERSIONS_EXPERIMENT = """\
@@ -488,7 +500,7 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
 
 
 def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_to_put_it_back(
-        loaded: Path) -> None:
+        loaded: Path, caplog: pytest.LogCaptureFixture) -> None:
     users = api.make_engine("postgres", loaded, 1, {})
     users.start()  # the user's server, started with pg_ctl
     try:
@@ -496,10 +508,15 @@ def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_
         allowed = {"dsn": dsn, "allow_changes": "yes", "allow_restart": "yes"}
         first_pid = _server_pids(loaded)
         external = PostgresEngine(loaded, "tpcc-1wh", {"shared_buffers": "48MB", "work_mem": "5MB"}, allowed)
+        caplog.set_level(logging.INFO, logger="maximus")
         external.start()
         assert _shown_once_reloaded(dsn, "shared_buffers", "48MB") and _shown_once_reloaded(dsn, "work_mem", "5MB")
         assert _server_pids(loaded) != first_pid and external.effective_settings["shared_buffers"] == "48MB"
         external.stop()
+        restart = f"then a restart (fast shutdown) of {users.data_dir}"  # what the CLI prints as notes
+        assert caplog.messages == [f"your PostgreSQL server: ALTER SYSTEM SET shared_buffers=48MB, SET work_mem=5MB, "
+                                   f"{restart}", f"your PostgreSQL server: ALTER SYSTEM RESET shared_buffers, "
+                                   f"RESET work_mem, {restart}"]
         assert _shown_once_reloaded(dsn, "shared_buffers", "128MB") and _shown_once_reloaded(dsn, "work_mem", "4MB")
         auto_conf = users.data_dir / "postgresql.auto.conf"
         assert "shared_buffers" not in auto_conf.read_text()
@@ -634,7 +651,8 @@ def test_a_run_on_a_server_of_the_users_records_its_settings_and_warns_of_its_du
     store.close()
     assert record.spec.knobs == {}
     assert record.effective_knobs["synchronous_commit"] == "off"
-    assert record.effective_knobs["work_mem"] == "12288"  # kB: pg_settings' unit, as the defaults are given
+    assert record.effective_knobs["work_mem"] == "12MB"  # pg_settings' 12288 kB, spelled as the defaults are
+    assert record.effective_knobs["shared_buffers"] == "128MB"  # the server's 16384 pages, not a knob of the run
     assert record.effective_knobs["port"] == str(port)
     assert "synchronous_commit=off weakens durability" in record.warnings
     assert record.engine_settings["synchronous_commit"] == "off"
@@ -643,6 +661,7 @@ def test_a_run_on_a_server_of_the_users_records_its_settings_and_warns_of_its_du
     render_header(console, record)
     header = console.export_text()
     assert "Knobs set by the run: none" in header and "Server reported: server_version=" in header
+    assert re.search(r"^Run \d+ · postgres \d+\.\d+ · ", header)  # the server's version, as a managed run's
     assert "synchronous_commit=off" in header and "lc_monetary" not in header  # not the hundreds of others
 
 

@@ -5,12 +5,14 @@ User errors end in one line on stderr and exit code 2; a traceback means a bug.
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
 from maximus import api
@@ -230,8 +232,24 @@ def _fail(message: str) -> None:
     sys.stderr.write(f"error: {' '.join(message.split())}\n")
 
 
+class _Notes(logging.Handler):
+    """What the engines log for the user (a leftover server stopped, the user's server restarted): a line
+    each, on the console the progress bars draw on, so they do not tear them."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        out.print(f"[yellow]note:[/] {escape(record.getMessage())}")
+
+
+def _print_notes() -> None:
+    logger = logging.getLogger("maximus")
+    if not any(isinstance(handler, _Notes) for handler in logger.handlers):
+        logger.addHandler(_Notes())
+    logger.setLevel(logging.INFO)
+
+
 def main() -> None:
-    """Entry point: one-line errors with an exit code instead of tracebacks."""
+    """Entry point: one-line errors with an exit code instead of tracebacks, and the engines' notes."""
+    _print_notes()
     try:
         code = app(standalone_mode=False)
     except TyperException as error:  # bad command line: typer's usage errors, one line

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
 import pwd
 import re
@@ -39,6 +40,7 @@ from maximus.records import Outcome
 from maximus.samplers.base import Sampler
 from maximus.samplers.postgres import IO_TIMING, WAL_IO_TIMING, PostgresSampler
 
+_log = logging.getLogger(__name__)  # what a user should know happened to a server (the CLI prints it)
 _RETRYABLE_STATES = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
 _CONTEXT = {"postmaster": Applies.RESTART, "sighup": Applies.RELOAD, "superuser": Applies.RELOAD,
             "user": Applies.RELOAD, "superuser-backend": Applies.RELOAD, "backend": Applies.RELOAD}
@@ -140,6 +142,23 @@ class PgValue:
         amount = in_table / table[unit]
         return (f"{amount:.4g}" if amount < 10_000 else f"{amount:.0f}") + _SPELLING.get(unit, unit)
 
+    def spelled_exactly(self, raw: str) -> str:
+        """``raw`` of the GUC's units in the largest unit that divides it, as postgresql.conf.sample writes a
+        default (shared_buffers' 16384 pages are ``128MB``, checkpoint_timeout's 300 s ``5min``); unchanged
+        without a unit or when not positive (``-1`` often means "computed from another setting")."""
+        try:
+            value = float(raw)
+        except ValueError:
+            return raw
+        if not self.unit or value <= 0:
+            return raw
+        table, own = self._units()
+        whole = [unit for unit in table if own is not None and (value * own / table[unit]).is_integer()]
+        if own is None or not whole:
+            return raw
+        unit = max(whole, key=table.__getitem__)
+        return f"{value * own / table[unit]:.0f}{_SPELLING.get(unit, unit)}"
+
 
 def _exact(value: float | None) -> str:
     """``1073741823``, not ``1.07374e+09``: an integer setting's bound as pg_settings gives it."""
@@ -149,7 +168,8 @@ def _exact(value: float | None) -> str:
 def _knob(row: Mapping[str, Any]) -> Knob:
     value_type = PgValue(row["vartype"], row["unit"] or "", _float(row["min_val"]), _float(row["max_val"]),
                          tuple(row["enumvals"] or ()))
-    return Knob(row["name"], value_type, row["boot_val"] or "", _CONTEXT.get(row["context"], Applies.RESTART),
+    default = value_type.spelled_exactly(row["boot_val"] or "")
+    return Knob(row["name"], value_type, default, _CONTEXT.get(row["context"], Applies.RESTART),
                 row["short_desc"] or "", row["unit"] or "", frozenset(_DURABILITY.get(row["name"], ())))
 
 
@@ -457,6 +477,7 @@ class PostgresEngine(Engine):
         self.socket_dir: Path | None = None  # managed mode: where the server's Unix-domain socket is, if anywhere
         self._server_settings: dict[str, str] | None = None  # pg_settings as the started server reported them
         self._altered: dict[str, str | None] = {}  # external mode: what ALTER SYSTEM had set before our knobs
+        self._server_version: str | None = None  # as the started server reported it
 
     # -- knobs ---------------------------------------------------------------------------------------
 
@@ -556,11 +577,12 @@ class PostgresEngine(Engine):
             raise
 
     def _read_server_settings(self) -> dict[str, str]:
-        """Every knob's value in the server's own units, as pg_settings gives it (the catalogue's defaults
-        are in the same units)."""
+        """Every knob's value as pg_settings gives it, in the largest unit that divides it, as the catalogue's
+        defaults are (shared_buffers' 16384 pages are ``128MB``); and the server's version."""
         with self._admin() as admin:
             rows = admin.execute("SELECT name, setting FROM pg_settings").fetchall()
-        return {name: setting for name, setting in rows if name in self.knobs}
+            self._server_version = _plain_version(admin.execute("SHOW server_version").fetchone()[0])
+        return {name: _written(self.knobs.get(name), setting) for name, setting in rows if name in self.knobs}
 
     def _start_managed(self) -> None:
         self._initdb()
@@ -592,6 +614,8 @@ class PostgresEngine(Engine):
             return
         pid = int(pid_file.read_text().split()[0])
         if _process.alive(pid) and str(self.data_dir) in _process.command_line(pid):
+            _log.info("stopping the PostgreSQL server %d that a Maximus which did not finish left running in %s",
+                      pid, self.data_dir)
             self.stop()
 
     def _initdb(self) -> None:
@@ -667,6 +691,10 @@ class PostgresEngine(Engine):
         """``ALTER SYSTEM`` and reload; then, for knobs that need it, restart ``server``, which runs with
         ``fallback`` (the file as it was before) if it will not restart."""
         before = server.auto_conf.read_text() if server else ""
+        changed = ", ".join(f"RESET {name}" if value is None else f"SET {name}={value}"
+                            for name, value in values.items())
+        _log.info("your PostgreSQL server: ALTER SYSTEM %s, then %s", changed,
+                  f"a restart (fast shutdown) of {server.data_dir}" if server else "a reload")
         with self._admin() as admin:
             _alter_system(admin, values)
         if server:
@@ -779,7 +807,10 @@ class PostgresEngine(Engine):
         return Outcome.RETRY if getattr(error, "sqlstate", None) in _RETRYABLE_STATES else Outcome.FAILED
 
     def version(self) -> str:
-        return _full_version(self.bin_dir) if not self.external else "external"
+        """The installation's version; a server of the user's is asked (it has been started)."""
+        if self.external:
+            return self._server_version or "external"
+        return _full_version(self.bin_dir)
 
     def reported_settings(self, session: Session) -> dict[str, str]:
         """The settings a DBA looks at first and the run's knobs, as ``SHOW`` spells them (``2GB``)."""
@@ -938,6 +969,15 @@ def _full_version(bin_dir: Path) -> str:
     found = _process.run([str(bin_dir / "postgres"), "--version"], "postgres --version")
     match = re.search(r"\(PostgreSQL\) (\S+)", found)
     return match.group(1) if match else found.strip().split()[-1]
+
+
+def _plain_version(reported: str) -> str:
+    """``15.18`` of the server's ``15.18 (Debian 15.18-0+deb12u1)``."""
+    return reported.split()[0] if reported.strip() else reported
+
+
+def _written(knob: Knob, setting: str) -> str:
+    return knob.type.spelled_exactly(setting) if isinstance(knob.type, PgValue) else setting
 
 
 def _query_settings(dsn: str) -> tuple[dict, ...]:

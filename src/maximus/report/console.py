@@ -12,7 +12,7 @@ from rich.table import Table
 from maximus import environment
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring, WaitEvent
-from maximus.report.format import measured_text, transactions_text
+from maximus.report.format import band_value_text, measured_text, transactions_text
 from maximus.store.store import ConsistencyRecord, RunRecord
 from maximus.workloads.tpcc.constants import RESPONSE_TIME_LIMIT
 from maximus.workloads.tpcc.validity import BandResult
@@ -113,11 +113,8 @@ def render_bands(console: Console, title: str, bands: Sequence[BandResult]) -> N
     for column in ("Figure", "Value", "Band", "Sample", "Status"):
         table.add_column(column)
     for band in bands:
-        value = "-" if band.value is None else f"{band.value:.2f}"
         status = band.note or band.status
-        if band.note:
-            value = value if band.value else "-"
-        table.add_row(band.name.replace("_", " "), value, f"{band.low:g} – {band.high:g}", f"{band.sample:,}",
+        table.add_row(band.name.replace("_", " "), band_value_text(band), f"{band.low:g} – {band.high:g}", f"{band.sample:,}",
                       f"[{_STATUS_STYLE.get(band.status, '')}]{status}[/]")
     console.print(table)
 
@@ -278,7 +275,7 @@ def _wait(w: WaitEvent) -> str:
 
 
 def _engine_lines(m: MonitoringFigures) -> list[str]:
-    """Engine samplers' own statistics, one line per name: counters as increase and rate, gauges at the end."""
+    """Engine samplers' own statistics, one line per name: counters as increase and rate, gauges at their highest."""
     by_name: dict[tuple[str, str], list[EngineStatistic]] = {}
     for s in m.engine:
         by_name.setdefault((s.source, s.name), []).append(s)
