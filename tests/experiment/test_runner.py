@@ -174,3 +174,19 @@ def test_show_gives_each_step_a_verdict_against_the_baseline_and_the_reports_war
     store.close()
     assert (f"warning (durability): sync off: synchronous=off weakens durability (runs "
             f"{', '.join(map(str, weak_runs))})") in " ".join(shown.stdout.split())
+
+
+def test_ctrl_c_stops_an_experiment_with_the_command_that_resumes_it(tmp_path: Path) -> None:
+    results = tmp_path / "results.db"
+    command = [sys.executable, "-m", "maximus", "experiment", "run", str(_write(tmp_path, repeats=1, duration=5.0)),
+               "--workdir", str(tmp_path / "work"), "--results", str(results)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (_statuses(results) and _statuses(results)[-1][1] == "running"):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    assert "note: experiment 1 stopped: `maximus experiment resume 1` runs what is left" in stdout
+    assert _statuses(results) == [("s0/c1/r1", "interrupted")]

@@ -676,6 +676,29 @@ def test_a_server_that_will_not_start_is_one_line_with_exit_code_3(tmp_path: Pat
         api.make_engine("postgres", server_workdir, 1, {}).connect()
 
 
+def _children(pid: int) -> list[int]:
+    return [int(child) for task in Path(f"/proc/{pid}/task").iterdir()
+            for child in (task / "children").read_text().split()]
+
+
+def test_ctrl_c_during_a_parallel_build_is_one_line_and_leaves_no_loader_or_server(server_workdir: Path) -> None:
+    """A terminal's Ctrl-C reaches the whole process group: the loader processes printed a traceback each
+    and Maximus said nothing (typer turns a KeyboardInterrupt into a silent exit code 130)."""
+    process = subprocess.Popen([sys.executable, "-m", "maximus", "load", "-e", "postgres", "--warehouses", "8",
+                                "--workdir", str(server_workdir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    deadline, loaders = time.monotonic() + 60, []
+    while time.monotonic() < deadline and process.poll() is None and len(loaders) < 2:
+        loaders = [pid for pid in _children(process.pid) if "spawn_main" in _process.command_line(pid)]
+        time.sleep(0.05)
+    assert len(loaders) == 2, "no loader processes seen"  # one per core: warehouses go in from both
+    time.sleep(1.0)  # the loaders generate and COPY
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert (process.returncode, stderr) == (130, "error: interrupted\n")
+    assert not [pid for pid in loaders if _process.alive(pid)] and _server_pids(server_workdir) == []
+
+
 def test_load_keeps_the_build_as_the_pristine_copy_and_leaves_a_working_copy_that_check_passes() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="maximus-test-load-", dir="/var/tmp"))
     workdir.chmod(0o755)

@@ -6,9 +6,11 @@ User errors end in one line on stderr and exit code 2; a traceback means a bug.
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -247,11 +249,28 @@ def _print_notes() -> None:
     logger.setLevel(logging.INFO)
 
 
+def _noting_interrupts() -> threading.Event:
+    """Typer turns a KeyboardInterrupt into exit code 130 without a word, as it does a command's own
+    ``Exit(130)`` (a stopped run, whose results are printed): this tells the first kind from the second.
+    A run replaces the handler while it measures, and stops in order at a Ctrl-C instead."""
+    seen = threading.Event()
+
+    def interrupt(signum: int, frame: Any) -> None:
+        seen.set()
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, interrupt)
+    return seen
+
+
 def main() -> None:
     """Entry point: one-line errors with an exit code instead of tracebacks, and the engines' notes."""
     _print_notes()
+    interrupted = _noting_interrupts()
     try:
         code = app(standalone_mode=False)
+        if code == 130 and interrupted.is_set():
+            _fail("interrupted")
     except TyperException as error:  # bad command line: typer's usage errors, one line
         _fail(error.format_message())
         code = error.exit_code

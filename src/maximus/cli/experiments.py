@@ -59,6 +59,8 @@ class ConsoleProgress:
             self.console.print(f"  stored as run {run_id}")
 
     def note(self, message: str) -> None:
+        if self._countdown:  # a note can end a run (Ctrl-C): the countdown goes first
+            self._countdown.stop()
         self.console.print(f"[yellow]note:[/] {message}")
 
 

@@ -24,11 +24,12 @@ from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
 from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire, ignore_interrupts, record_deferred,
-                                     transaction_runner, yield_to_the_server)
+from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire, record_deferred, transaction_runner,
+                                     yield_to_the_server)
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import Outcome, RunStatus, TxnSample, Window
+from maximus.workers import ignore_interrupts
 from maximus.workloads import workload as workload_named
 
 _READY_TIMEOUT_S = 120.0

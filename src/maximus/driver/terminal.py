@@ -6,10 +6,7 @@ an interrupted run still hands over what it measured.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-import signal
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,7 +17,6 @@ from maximus.driver.retry import RetryPolicy
 from maximus.engines.base import Engine, Session
 from maximus.records import Outcome, TxnSample, Window
 
-_PR_SET_PDEATHSIG = 1  # prctl(2)
 _FLUSH_EVERY_S = 0.5
 _FLUSH_EVERY_SAMPLES = 2000
 BATCH = 64  # transactions a busy terminal draws, then runs, then records (and looks for a stop)
@@ -255,16 +251,6 @@ def finish_committed(terminal: Any, names: list[str], times: list[float], drawn:
     terminal.counters[slot] += names.count(terminal.emulator.headline)
 
 
-def ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them in order and keeps their samples.
-
-    They also die with the parent: a parent killed outright (SIGKILL) must not leave terminals
-    hammering the database behind it.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
-
-
 def yield_to_the_server() -> None:
     """Run this worker under SCHED_BATCH: when its result arrives it waits for the CPU instead of
     preempting whatever runs there.
@@ -279,12 +265,4 @@ def yield_to_the_server() -> None:
     try:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     except (AttributeError, OSError):  # not Linux: the default policy
-        pass
-
-
-def _die_with_parent() -> None:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the workers end with their run anyway
         pass

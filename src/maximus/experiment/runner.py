@@ -81,26 +81,35 @@ def _newest_unfinished(store: ResultsStore):
 def execute(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], workdir: Path, results: Path,
             observer: ExperimentObserver) -> None:
     done = _finished_keys(results, experiment_id)
-    for position, planned in enumerate(runs, start=1):
-        if planned.key in done:
-            continue
-        _hygiene(experiment, observer)
-        options = _options(experiment, planned, workdir, results, experiment_id)
-        live = observer.run_starting(position, len(runs), planned)
-        try:
-            outcome = api.run_benchmark(options, live)
-        except MaximusError as error:  # stored with its reason; the experiment goes on
-            failed_id = _failed(options, str(error))
-            observer.run_finished(planned, failed_id, str(error))
-            continue
-        if outcome.status is RunStatus.INTERRUPTED:
-            raise KeyboardInterrupt
-        observer.run_finished(planned, outcome.run_id, "; ".join(outcome.result.errors) or None)
+    try:
+        for position, planned in enumerate(runs, start=1):
+            if planned.key not in done:
+                _execute_one(experiment_id, experiment, planned, (position, len(runs)), workdir, results, observer)
+    except KeyboardInterrupt:
+        observer.note(f"experiment {experiment_id} stopped: `maximus experiment resume {experiment_id}` runs what "
+                      "is left")
+        raise
     store = ResultsStore(results)
     try:
         store.finish_experiment(experiment_id)
     finally:
         store.close()
+
+
+def _execute_one(experiment_id: int, experiment: Experiment, planned: PlannedRun, position: tuple[int, int],
+                 workdir: Path, results: Path, observer: ExperimentObserver) -> None:
+    """One planned run, stored complete, failed (the experiment goes on) or interrupted (it stops)."""
+    _hygiene(experiment, observer)
+    options = _options(experiment, planned, workdir, results, experiment_id)
+    live = observer.run_starting(*position, planned)
+    try:
+        outcome = api.run_benchmark(options, live)
+    except MaximusError as error:  # stored with its reason; the experiment goes on
+        observer.run_finished(planned, _failed(options, str(error)), str(error))
+        return
+    if outcome.status is RunStatus.INTERRUPTED:
+        raise KeyboardInterrupt
+    observer.run_finished(planned, outcome.run_id, "; ".join(outcome.result.errors) or None)
 
 
 def _finished_keys(results: Path, experiment_id: int) -> set[str]:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 from maximus import __version__
 from maximus.engines.base import Dialect, Engine, Session
 from maximus.errors import EngineError, UserError
+from maximus.workers import ignore_interrupts
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.server_side import procedures_sql
@@ -142,7 +143,22 @@ def _parallel(engine: Engine, session: Session, warehouses: int, seed: int, c_lo
                  for share in shares]
     for process in processes:
         process.start()
-    _write(engine, session, generate.items(seed), tally)
+    try:
+        _write(engine, session, generate.items(seed), tally)
+        failures = _await(processes, reports, tally)
+    except BaseException:  # Ctrl-C (which the workers leave to this process) or a failure here: end them
+        for process in processes:
+            process.terminate()
+        raise
+    finally:
+        for process in processes:
+            process.join()
+    if failures:
+        raise EngineError(f"a loader process failed: {failures[0]}")
+
+
+def _await(processes: list[Any], reports: Any, tally: Progress) -> list[str]:
+    """The workers' progress as it comes, until each is done; their failures."""
     finished, failures = 0, []
     while finished < len(processes):
         kind, *payload = reports.get()
@@ -151,13 +167,11 @@ def _parallel(engine: Engine, session: Session, warehouses: int, seed: int, c_lo
         else:
             finished += 1
             failures += [payload[0]] if payload and payload[0] else []
-    for process in processes:
-        process.join()
-    if failures:
-        raise EngineError(f"a loader process failed: {failures[0]}")
+    return failures
 
 
 def _load_share(engine: Engine, seed: int, c_load: int, since: str, w_ids: list[int], reports: Any) -> None:
+    ignore_interrupts()
     try:
         session = engine.connect()
         try:
