@@ -128,19 +128,9 @@ class PgValue:
     def _spelled(self, value: float | None) -> str | None:
         """``value`` of the GUC's units in the largest unit that keeps it at least 1, as postgresql.conf takes
         it (``128kB``, ``8TB``, ``1d``); None for a GUC without a unit or a negative value."""
-        if not self.unit or value is None or value < 0:
+        if value is None or value < 0:
             return None
-        if value == 0:
-            return "0"
-        table, own = self._units()
-        if own is None:
-            return None
-        in_table = value * own
-        unit = max((u for u in table if in_table >= table[u]), key=table.__getitem__, default=None)
-        if unit is None:
-            return None
-        amount = in_table / table[unit]
-        return (f"{amount:.4g}" if amount < 10_000 else f"{amount:.0f}") + _SPELLING.get(unit, unit)
+        return "0" if value == 0 and self.unit else self._in_largest_unit(value, lambda amount: amount >= 1)
 
     def spelled_exactly(self, raw: str) -> str:
         """``raw`` of the GUC's units in the largest unit that divides it, as postgresql.conf.sample writes a
@@ -150,14 +140,20 @@ class PgValue:
             value = float(raw)
         except ValueError:
             return raw
-        if not self.unit or value <= 0:
-            return raw
+        spelled = self._in_largest_unit(value, float.is_integer) if value > 0 else None
+        return spelled or raw
+
+    def _in_largest_unit(self, value: float, fits: Callable[[float], bool]) -> str | None:
+        """``value`` (positive, of the GUC's units) in the largest unit of its kind whose amount ``fits``."""
         table, own = self._units()
-        whole = [unit for unit in table if own is not None and (value * own / table[unit]).is_integer()]
-        if own is None or not whole:
-            return raw
-        unit = max(whole, key=table.__getitem__)
-        return f"{value * own / table[unit]:.0f}{_SPELLING.get(unit, unit)}"
+        if not self.unit or own is None:
+            return None
+        amounts = {unit: value * own / table[unit] for unit in table}
+        unit = max((u for u in table if fits(amounts[u])), key=table.__getitem__, default=None)
+        if unit is None:
+            return None
+        amount = amounts[unit]
+        return (f"{amount:.4g}" if amount < 10_000 else f"{amount:.0f}") + _SPELLING.get(unit, unit)
 
 
 def _exact(value: float | None) -> str:
@@ -580,9 +576,9 @@ class PostgresEngine(Engine):
         """Every knob's value as pg_settings gives it, in the largest unit that divides it, as the catalogue's
         defaults are (shared_buffers' 16384 pages are ``128MB``); and the server's version."""
         with self._admin() as admin:
-            rows = admin.execute("SELECT name, setting FROM pg_settings").fetchall()
-            self._server_version = _plain_version(admin.execute("SHOW server_version").fetchone()[0])
-        return {name: _written(self.knobs.get(name), setting) for name, setting in rows if name in self.knobs}
+            rows = dict(admin.execute("SELECT name, setting FROM pg_settings").fetchall())
+        self._server_version = _plain_version(rows["server_version"])
+        return {name: _written(self.knobs.get(name), setting) for name, setting in rows.items() if name in self.knobs}
 
     def _start_managed(self) -> None:
         self._initdb()

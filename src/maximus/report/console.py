@@ -114,8 +114,8 @@ def render_bands(console: Console, title: str, bands: Sequence[BandResult]) -> N
         table.add_column(column)
     for band in bands:
         status = band.note or band.status
-        table.add_row(band.name.replace("_", " "), band_value_text(band), f"{band.low:g} – {band.high:g}", f"{band.sample:,}",
-                      f"[{_STATUS_STYLE.get(band.status, '')}]{status}[/]")
+        table.add_row(band.name.replace("_", " "), band_value_text(band), f"{band.low:g} – {band.high:g}",
+                      f"{band.sample:,}", f"[{_STATUS_STYLE.get(band.status, '')}]{status}[/]")
     console.print(table)
 
 

@@ -145,7 +145,7 @@ def _parallel(engine: Engine, session: Session, warehouses: int, seed: int, c_lo
         process.start()
     try:
         _write(engine, session, generate.items(seed), tally)
-        failures = _await(processes, reports, tally)
+        failures = _await(len(processes), reports, tally)
     except BaseException:  # Ctrl-C (which the workers leave to this process) or a failure here: end them
         for process in processes:
             process.terminate()
@@ -157,10 +157,10 @@ def _parallel(engine: Engine, session: Session, warehouses: int, seed: int, c_lo
         raise EngineError(f"a loader process failed: {failures[0]}")
 
 
-def _await(processes: list[Any], reports: Any, tally: Progress) -> list[str]:
+def _await(workers: int, reports: Any, tally: Progress) -> list[str]:
     """The workers' progress as it comes, until each is done; their failures."""
     finished, failures = 0, []
-    while finished < len(processes):
+    while finished < workers:
         kind, *payload = reports.get()
         if kind == "rows":
             tally(*payload)
