@@ -113,7 +113,8 @@ def test_same_seed_gives_the_same_data_as_sqlite(loaded: Path, built_workdir: Pa
     lite = sqlite3.connect(built_workdir / "tpcc-1wh.pristine.sqlite")
     engine = api.make_engine("postgres", loaded, 1, {})
     with api.running(engine):
-        with psycopg.connect(engine._dsn("tpcc-1wh_pristine")) as pg:
+        engine.restore()  # the pristine copy takes no connections: its copy as a run starts from it
+        with psycopg.connect(engine._dsn(engine.database)) as pg:
             for query in queries:
                 assert [int(v) if isinstance(v, (int, float)) or hasattr(v, "as_integer_ratio") else v
                         for v in pg.execute(query).fetchone()] == \
@@ -750,6 +751,37 @@ def test_a_build_renames_the_database_it_loaded_into_the_pristine_copy_without_a
         engine.destroy()
     finally:
         engine.stop()
+
+
+def test_autovacuum_leaves_the_pristine_copy_alone_also_one_kept_by_an_older_maximus(server_workdir: Path) -> None:
+    """Every table of a pristine copy is freshly loaded, which is what autovacuum's insert threshold looks
+    for: it vacuumed the pristine copy during the first run after a build, and the runs after it restored
+    another copy (hint bits and visibility map set) than the first."""
+    knobs = {"autovacuum_naptime": "1", "log_autovacuum_min_duration": "0"}
+    engine = api.make_engine("postgres", server_workdir, 1, knobs, database="autovacuum_probe")
+    log = engine.cluster_dir / "server.log"
+
+    def vacuumed(database: str, table: str = "") -> bool:
+        return f'automatic vacuum of table "{database}.public.{table}' in log.read_text(errors="replace")
+
+    with api.running(engine), psycopg.connect(engine._dsn("postgres"), autocommit=True) as admin:
+        api.load_database(engine, 1, seed=1)
+        admin.execute("DROP TABLE IF EXISTS vacuum_me")  # a table autovacuum must vacuum: it is at work
+        admin.execute("CREATE TABLE vacuum_me AS SELECT g FROM generate_series(1, 5000) AS g")
+        deadline = time.monotonic() + 60
+        while not vacuumed("postgres", "vacuum_me") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert vacuumed("postgres", "vacuum_me")
+        time.sleep(3)  # three more rounds of the launcher over every database
+        assert not vacuumed(engine.pristine)
+
+        admin.execute(f'ALTER DATABASE "{engine.pristine}" WITH ALLOW_CONNECTIONS true')  # as an older Maximus kept it
+        engine.restore()
+        taking = "SELECT datallowconn FROM pg_database WHERE datname = %s"
+        assert admin.execute(taking, (engine.pristine,)).fetchone() == (False,)
+        assert admin.execute(taking, (engine.database,)).fetchone() == (True,)  # the copy a run restores
+        admin.execute("DROP TABLE vacuum_me")
+        engine.destroy()
 
 
 def test_many_keyed_terminals_share_a_few_processes(loaded: Path, tmp_path: Path) -> None:
