@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +33,7 @@ from maximus.experiment import runner
 from maximus.experiment.loader import load_experiment
 from maximus.records import Outcome, RunStatus
 from maximus.report.console import render_header
+from maximus.workloads.tpcc import schema
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
 from maximus.workloads.tpcc.server_side import Call, ServerSide
@@ -698,6 +700,37 @@ def test_ctrl_c_during_a_parallel_build_is_one_line_and_leaves_no_loader_or_serv
     _, stderr = process.communicate(timeout=120)
     assert (process.returncode, stderr) == (130, "error: interrupted\n")
     assert not [pid for pid in loaders if _process.alive(pid)] and _server_pids(server_workdir) == []
+
+
+def test_ctrl_c_during_the_index_phase_cancels_the_index_builds_under_way(server_workdir: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tables not begun were dropped, but leaving the thread pool waited for the index builds under way,
+    each minutes long at 100 warehouses. Here every table's "index build" is a 20-s sleep."""
+    slow = "SELECT pg_sleep(20)"
+    monkeypatch.setattr(schema, "index_statements_by_table", lambda dialect: {t.name: [slow] for t in schema.TABLES})
+    engine = api.make_engine("postgres", server_workdir, 1, {}, database="interrupted_indexes")
+    sleeping = "SELECT count(*) FROM pg_stat_activity WHERE query = %s AND state = 'active'"
+    at_once = min(2, os.cpu_count() or 1)  # the loader's sessions: one per core
+    main, sent = threading.main_thread().ident, []
+
+    def interrupt_once_they_sleep() -> None:
+        with psycopg.connect(engine._dsn("postgres"), autocommit=True) as watcher:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if watcher.execute(sleeping, (slow,)).fetchone()[0] == at_once:
+                    sent.append(time.monotonic())
+                    signal.pthread_kill(main, signal.SIGINT)  # as a terminal's Ctrl-C reaches the main thread
+                    return
+                time.sleep(0.05)
+
+    with api.running(engine), psycopg.connect(engine._dsn("postgres"), autocommit=True) as admin:
+        threading.Thread(target=interrupt_once_they_sleep, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            api.load_database(engine, 1, seed=1)
+        assert sent and time.monotonic() - sent[0] < 5  # not the 20 s of the sleeps under way
+        assert admin.execute(sleeping, (slow,)).fetchone()[0] == 0  # stopped on the server, not left to run
+        assert not [t for t in threading.enumerate() if t.name.startswith("ThreadPoolExecutor")]
+        engine.destroy()
 
 
 def test_load_keeps_the_build_as_the_pristine_copy_and_leaves_a_working_copy_that_check_passes() -> None:

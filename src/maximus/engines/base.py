@@ -106,6 +106,10 @@ class Session(ABC):
         """Whether the connection is lost (the server or the network dropped it): nothing more can run."""
         return False
 
+    def cancel(self) -> None:
+        """From another thread: stop the statement this session is running, which then raises in its own
+        thread. Best effort, and nothing on an engine that cannot (an embedded one)."""
+
     @abstractmethod
     def close(self) -> None: ...
 

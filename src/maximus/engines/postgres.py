@@ -15,6 +15,7 @@ build, and every later run would restore a copy that the first one did not have.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import logging
@@ -322,6 +323,12 @@ class PostgresSession(Session):
         from psycopg import pq
 
         return self._pgconn.status == pq.ConnStatus.BAD
+
+    def cancel(self) -> None:
+        import psycopg
+
+        with contextlib.suppress(psycopg.Error):  # closed in its thread meanwhile: nothing left to stop
+            self.connection.cancel_safe(timeout=5)
 
     def pump_handle(self) -> tuple[int, dict[str, bytes], Any]:
         """What the libpq pump needs to send this session's calls: the PGconn's address, the prepared

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -95,18 +96,38 @@ def _index_and_analyze(engine: Engine, session: Session, rows: dict[str, int]) -
         return
     by_table = schema.index_statements_by_table(engine.dialect)
     tables = sorted(rows, key=rows.get, reverse=True)
+    _side_by_side(engine, [by_table.get(table, []) + [f"ANALYZE {table}"] for table in tables])
+    session.execute(f"ANALYZE {schema.META_TABLE}")
 
-    def finish(table: str) -> None:
+
+def _side_by_side(engine: Engine, scripts: list[list[str]]) -> None:
+    """Each script's statements in turn on a session of its own, one session per core.
+
+    A failure or a Ctrl-C stops the others: pool.map drops the scripts not begun, and the statements under
+    way are cancelled, or leaving the pool would wait for each (an index build takes minutes at 100
+    warehouses)."""
+    stopping = threading.Event()
+    opened: list[Session] = []  # appended to only, so the main thread can copy it while others append
+
+    def run(script: list[str]) -> None:
         own = engine.connect()
+        opened.append(own)
         try:
-            for statement in by_table.get(table, []) + [f"ANALYZE {table}"]:
+            for statement in script:
+                if stopping.is_set():
+                    return
                 own.execute(statement)
         finally:
             own.close()
 
-    with ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, len(tables)))) as pool:
-        list(pool.map(finish, tables))  # list(): the first failure is raised here
-    session.execute(f"ANALYZE {schema.META_TABLE}")
+    with ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, len(scripts)))) as pool:
+        try:
+            list(pool.map(run, scripts))  # list(): the first failure is raised here
+        except BaseException:
+            stopping.set()
+            for other in list(opened):
+                other.cancel()  # a closed one has nothing to stop
+            raise
 
 
 def _tally(rows: dict[str, int], progress: Progress) -> Progress:
