@@ -259,8 +259,10 @@ def yield_to_the_server() -> None:
     in the middle of a transaction, holding locks that other terminals wait for; preempting it
     stretches every lock hold time by a slice of Python. Measured on PostgreSQL with 4 terminals on
     2 cores (bench/postgres_tpcc.py): about 10 % more New-Orders and 10 % less client CPU per
-    transaction. The wait for the CPU is part of the response times the terminal records, as
-    before; only who waits changes.
+    transaction. With 8 terminals, the CPUs saturated, the default policy made no more New-Orders
+    and cost the client 4 % more CPU per transaction (24 alternating rounds, bench/README.md). The
+    wait for the CPU is part of the response times the terminal records, as before; only who waits
+    changes.
     """
     try:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
