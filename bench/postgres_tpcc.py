@@ -327,13 +327,13 @@ def _pgbench_scripts(directory: Path, warehouses: int) -> dict[str, Path]:
              f"\\set c_d_id case when :remote <= {15 if remote else 0} then random(1, 10) else :d_id end\n")
     scripts = {
         "new_order": home + c_id + "\\set ol_cnt random(5, 15)\n" + items +
-        f"SELECT tpcc_new_order(:w_id::int, :d_id::int, :c_id::int, {arrays[0]}, {arrays[1]}, {arrays[2]}, "
+        f"SELECT * FROM tpcc_new_order(:w_id::int, :d_id::int, :c_id::int, {arrays[0]}, {arrays[1]}, {arrays[2]}, "
         "localtimestamp);\n",
         "payment": home + c_id + name + payer + "\\set amount random(100, 500000)\n" +
-        f"SELECT tpcc_payment(:w_id::int, :d_id::int, :c_w_id::int, :c_d_id::int, {customer}, {last}, "
+        f"SELECT * FROM tpcc_payment(:w_id::int, :d_id::int, :c_w_id::int, :c_d_id::int, {customer}, {last}, "
         ":amount::int / 100.0, localtimestamp);\n",
         "order_status": home + c_id + name +
-        f"SELECT tpcc_order_status(:w_id::int, :d_id::int, {customer}, {last});\n",
+        f"SELECT * FROM tpcc_order_status(:w_id::int, :d_id::int, {customer}, {last});\n",
         "delivery": home + "\\set carrier random(1, 10)\n"
         "SELECT tpcc_delivery(:w_id::int, :carrier::int, localtimestamp);\n",
         "stock_level": home + "\\set threshold random(10, 20)\n"

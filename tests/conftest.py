@@ -30,6 +30,15 @@ def server_workdir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def loaded(server_workdir: Path) -> Path:
+    """A pristine 1-warehouse PostgreSQL build (seed 1) in the managed cluster of ``server_workdir``."""
+    engine = api.make_engine("postgres", server_workdir, 1, {})
+    with api.running(engine):
+        api.load_database(engine, 1, seed=1)
+    return server_workdir
+
+
 @pytest.fixture
 def workdir(built_workdir: Path, tmp_path: Path) -> Path:
     """A private copy of the pristine build, so tests can change data freely."""

@@ -22,6 +22,7 @@ from maximus.store import ResultsStore, default_results_path
 from maximus.store.store import RunRecord
 from maximus.workloads import workload as workload_named
 from maximus.workloads.tpcc import loader
+from maximus.workloads.tpcc.constants import TERMINALS_PER_WAREHOUSE
 from maximus.workloads.tpcc.emulator import TpccRunSettings
 from maximus.workloads.tpcc.mix import parse_mix
 from maximus.workloads.tpcc.random import NURandConstants
@@ -146,7 +147,7 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
 def _database_info(engine: Engine) -> loader.DatabaseInfo | None:
     session = engine.connect()
     try:
-        return workload_named("tpcc").database_info(session)
+        return workload_named("tpcc").database_info(session, engine.dialect)
     finally:
         session.close()
 
@@ -210,7 +211,8 @@ def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
         session.close()
     spec = RunSpec(engine.name, dict(engine.settings), "tpcc", options.warehouses, options.terminals,
                    options.warmup_s, options.duration_s, options.seed, options.keying_and_think, options.mix,
-                   engine.database, {"transactions": "server" if settings.server_side else "client"})
+                   engine.database, {"transactions": "server" if settings.server_side else "client",
+                                     "isolation": isolation_text(engine, settings)})
     run_id = store.begin_run(
         spec, effective_knobs=engine.effective_settings, engine_settings=reported,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
@@ -220,10 +222,22 @@ def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
     return run_id, settings
 
 
+def isolation_text(engine: Engine, settings: TpccRunSettings) -> str:
+    """How each transaction is isolated in this run (3.4.0.1): the level it runs at, and what its statements do
+    for the rest; recorded with the run."""
+    transactions = workload_named("tpcc").transactions(engine.dialect, settings).values()
+    return "; ".join(f"{t.name}: {engine.isolation(t.one_snapshot, settings.server_side)}, {t.isolation_means}"
+                     for t in transactions)
+
+
 def _warnings(engine: Engine, options: BenchmarkOptions) -> list[str]:
     warnings = engine.durability_warnings()
     if not options.keying_and_think:
         warnings.append("keying and think times off: a TPC-C-like run, not a TPC-C result (5.2.5)")
+    per_warehouse = options.terminals / options.warehouses
+    if per_warehouse > TERMINALS_PER_WAREHOUSE:
+        warnings.append(f"{per_warehouse:g} terminals per warehouse, more than the {TERMINALS_PER_WAREHOUSE} of 4.2.2: "
+                        "terminals share (warehouse, district) pairs, which 2.8.1.1 gives one each")
     return warnings
 
 
@@ -268,7 +282,7 @@ def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: 
         raise
     store.add_metric_samples(run_id, monitor.samples if monitor else [])
     store.finish_run(run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s,
-                     monitoring_warnings(monitor, result, engine) if monitor else [], result.window)
+                     monitoring_warnings(monitor, result, engine) if monitor else [], result.window, result.deferred)
     return result
 
 
@@ -334,10 +348,11 @@ def _check_running(engine: Engine, fresh: bool | None, announce: Callable[[str],
         raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
     session = engine.connect()
     try:
-        info = workload_named("tpcc").database_info(session)
+        info = workload_named("tpcc").database_info(session, engine.dialect)
         if info is None:
-            raise UserError(f"{engine.database} is not a complete Maximus TPC-C database: load it again")
-        return workload_named("tpcc").check(session, info.fresh if fresh is None else fresh)
+            raise UserError(f"{engine.database} is not a complete Maximus TPC-C database of this version: "
+                            "load it again")
+        return workload_named("tpcc").check(session, info.fresh if fresh is None else fresh, engine.dialect)
     finally:
         session.close()
 
@@ -376,6 +391,7 @@ class RunReport:
     mix: list
     consistency: list
     monitoring: object = None  # analysis.monitoring.RunMonitoring
+    deferred: tuple = ()  # records.DeferredResult: the Delivery result file (2.7.2.3)
 
 
 def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
@@ -386,9 +402,10 @@ def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     record = store.run(run_id)
     samples = store.samples(run_id)
     figures = run_figures(samples, record.window, Tpcc.reported_transactions)
-    validity = validity_report(figures.counts, store.facts(run_id), record.spec.warehouses)
+    deferred = tuple(store.deferred_results(run_id))
+    validity = validity_report(figures.counts, store.facts(run_id), record.spec.warehouses, deferred, record.window)
     return RunReport(record, figures, validity, mix_report(figures.counts), store.consistency(run_id),
-                     analyse_monitoring(store, record, samples, figures))
+                     analyse_monitoring(store, record, samples, figures), deferred)
 
 
 def record_failed_run(options: BenchmarkOptions, reason: str) -> int:

@@ -71,6 +71,7 @@ def _run(run: RunData) -> dict:
         "validity": [plain(b) | {"status": b.status} for b in report.validity],
         "mix": [plain(b) | {"status": b.status} for b in report.mix],
         "consistency": [plain(c) for c in report.consistency],
+        "result_file": [plain(result) for result in report.deferred],
         "monitoring": plain(report.monitoring),
         "series": {"per_second": [{"second": s, "new_orders": n, "transactions": t} for s, n, t in figures.per_second],
                    "metrics": [plain(m) for m in run.metrics]},
@@ -209,6 +210,24 @@ def cells_table(data: ExperimentData) -> tuple[list[str], list[list[Any]]]:
         rows.append(row)
     header = list(rows[0]) if rows else ["step"]
     return header, [[row[name] for name in header] for row in rows]
+
+
+RESULT_FILE_COLUMNS = ["run_id", "terminal", "queued_s", "completed_s", "outcome", "w_id", "carrier_id",
+                       *(f"d{district}" for district in range(1, 11))]
+
+
+def result_file_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[Any]]]:
+    """The Delivery result file of 2.7.2.3, one row per Delivery: when it was queued and completed (seconds from
+    the run's time origin), its outcome, the warehouse and carrier, and each district's order delivered, or
+    ``skipped`` where the district had none (2.7.4.2); a Delivery that failed delivered nothing."""
+    rows = []
+    for run in runs:
+        for result in run.report.deferred:
+            record = result.record or {}
+            orders = ["skipped" if order is None else order for order in record.get("delivered", [""] * 10)]
+            rows.append([run.id, result.terminal, result.queued, result.completed, result.outcome.value,
+                         record.get("w_id"), record.get("carrier_id"), *orders])
+    return RESULT_FILE_COLUMNS, rows
 
 
 SERIES_COLUMNS = ["run_id", "time_s", "source", "name", "labels", "value", "unit"]

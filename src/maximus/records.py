@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Mapping
+from typing import Any, Mapping
 
 
 class Outcome(StrEnum):
@@ -75,6 +75,19 @@ class TxnSample:
     outcome: Outcome
     attempts: int = 1
     error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredResult:
+    """A deferred transaction's entry in its result file (TPC-C 2.7.2.3): when it was queued and when it
+    completed, in seconds from the run's time origin, its outcome, and what it recorded (JSON-able)."""
+
+    terminal: int
+    transaction: str
+    queued: float
+    completed: float
+    outcome: Outcome
+    record: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)

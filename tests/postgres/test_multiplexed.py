@@ -9,14 +9,14 @@ import time
 from collections import Counter
 from itertools import chain
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import pytest
 
 from maximus.driver.clock import SystemClock
 from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import Recorder, expand_runs, from_wire
+from maximus.driver.terminal import Recorder, expand_runs, from_wire, result_from_wire
 from maximus.engines.postgres import PostgresEngine, PostgresSession
 from maximus.engines.pump import Pump
 from maximus.records import Outcome, TxnSample, Window
@@ -42,11 +42,17 @@ END $$;
 """
 
 
+class Returned(NamedTuple):
+    """A deferred flaky call's result record: what the call returned."""
+
+    kind: int
+
+
 class Flaky:
     """A one-statement transaction whose input says how the call ends: terminal 0 goes through the four
     kinds in turn, terminal 1 only commits."""
 
-    name, read_only, deferred = "flaky", False, False
+    name, read_only, deferred, one_snapshot, isolation_means = "flaky", False, False, False, ""
 
     def __init__(self, terminal: int, deferred: bool = False) -> None:
         self.terminal, self.drawn = terminal, 0
@@ -62,6 +68,9 @@ class Flaky:
 
     def summed_facts(self, kinds: list[int]) -> dict[str, int]:
         return {"calls": len(kinds), "kind": sum(kinds)}
+
+    def deferred_result(self, kind: int, value: bytes) -> Returned:
+        return Returned(int(value))
 
 
 class Scripted:
@@ -186,13 +195,23 @@ def test_deferred_transactions_are_retried_rolled_back_and_failed_on_the_queue_e
         engine: PostgresEngine, make_pump: MakePump) -> None:
     """The deferred session runs the queue as the pump fills it: a conflict waits for its backoff and is
     sent again, a failure is recorded and the queue goes on, and every queued one is recorded once."""
-    samples, _, _ = _drive_one(engine, make_pump, 1.0, RetryPolicy(first_backoff_s=0.05), Deferring())
+    outbox = Outbox()
+    samples, _, _ = _drive_one(engine, make_pump, 1.0, RetryPolicy(first_backoff_s=0.05), Deferring(), outbox=outbox)
     queued = sorted(s.start for s in samples if s.transaction == "later")
     completed = [s for s in samples if s.transaction == "deferred_later"]
     assert len(queued) == 64 and sorted(s.start for s in completed) == queued
     outcomes = {(s.outcome, s.attempts, s.error.split(":")[0]) for s in completed}
     assert outcomes == {(Outcome.COMMITTED, 1, ""), (Outcome.COMMITTED, 2, ""), (Outcome.ROLLED_BACK, 1, ""),
                         (Outcome.FAILED, 1, "DivisionByZero")}
+    # 2.7.2.3: each one's result record, in the order queued, with what its committed call returned (its kind)
+    results = [result_from_wire(fields) for message in outbox for fields in message[4]]
+    assert [(r.queued, r.completed) for r in sorted(results, key=lambda r: r.queued)] == \
+           sorted((s.start, s.start + s.latency) for s in completed)
+    by_attempts = {(s.start, s.attempts) for s in completed}
+    kinds = {(r.outcome, r.record and r.record["kind"], attempts) for r in results
+             for start, attempts in by_attempts if start == r.queued}
+    assert kinds == {(Outcome.COMMITTED, 0, 1), (Outcome.COMMITTED, 1, 2), (Outcome.ROLLED_BACK, None, 1),
+                     (Outcome.FAILED, None, 1)}
     assert all(s.latency >= 0.05 for s in completed if s.attempts == 2)  # the backoff came before the retry
     ends = [s.start + s.latency for s in sorted(completed, key=lambda s: s.start)]  # in the order queued
     assert all(a <= b for a, b in zip(ends, ends[1:]))
@@ -236,13 +255,14 @@ class Deferring:
 
 def _drive_one(engine: PostgresEngine, make_pump: MakePump, seconds: float, retry: RetryPolicy, emulator: object,
                during: Callable[[PostgresSession], None] | None = None, deferred_session: bool = False,
-               stop_after: float | None = None) -> tuple[list, float, float]:
+               stop_after: float | None = None, outbox: Outbox | None = None) -> tuple[list, float, float]:
     """One terminal (and the deferred runner): its samples, the run's wall time and the thread's CPU time.
-    ``during`` is given the terminal's session, or the deferred runner's."""
+    ``during`` is given the terminal's session, or the deferred runner's; ``outbox`` gets the recorder's
+    messages."""
     stop = threading.Event()
     if stop_after is not None:
         threading.Timer(stop_after, stop.set).start()
-    origin, outbox = time.monotonic(), Outbox()
+    origin, outbox = time.monotonic(), Outbox() if outbox is None else outbox
     recorder = Recorder(outbox, Window(0.0, seconds), origin)
     sessions = [engine.connect() for _ in range(2)]
     if during is not None:

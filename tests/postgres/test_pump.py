@@ -105,6 +105,9 @@ def test_queued_calls_run_in_order_on_the_queue_slot_and_the_others_go_on(
     assert len(done) == 6 and done == sorted(done) and done[0] >= times[2] and done[3] - done[2] >= 0.1
     assert pump.progress(queue_slot) == [] and pump.in_flight() == 0
     assert _counted(sessions[1]) == before + 5
+    first, slept, third = pump.values(queue_slot)  # what each queued call returned: pg_sleep's void is ''
+    assert first.isdigit() and slept == b"" and third.isdigit() and int(first) < int(third) <= before + 5
+    assert pump.values(queue_slot) == [] and pump.values(slot) == []
     queue_more = [(*COUNT, "fourth")]  # the queue slot takes calls queued after it went idle
     assert _until_event(pump, pump.give(slot, queue_more, 0, time.monotonic() + 60))[0][1] == DONE
     assert _until_idle(pump) == [] and len(pump.progress(queue_slot)) == 2 and len(queue) == 4
@@ -127,6 +130,7 @@ def test_a_failed_queued_call_stops_the_queue_slot_until_it_is_given_the_queue_a
     assert pump.give(queue_slot, queue, 1, float("inf")) == []
     assert _until_idle(pump) == [] and len(pump.progress(queue_slot)) == 4
     assert _counted(sessions[1]) == before + 2
+    assert pump.values(queue_slot) == [str(before + 1).encode(), str(before + 2).encode()]  # none for the failed one
 
 
 def test_a_stop_ends_the_queue_slot_after_its_call_in_flight(pump: Pump, queued: tuple[int, int, list],

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from maximus import api
 from maximus.cli.app import app
 from maximus.errors import UserError
-from maximus.export import RUN_COLUMNS, SERIES_COLUMNS, plain
+from maximus.export import RESULT_FILE_COLUMNS, RUN_COLUMNS, SERIES_COLUMNS, plain
 
 
 def _export(results: Path, *args: str) -> str:
@@ -61,12 +61,15 @@ def test_json_has_every_run_with_figures_latencies_validity_consistency_and_raw_
         assert run["figures"]["tpmc"] == expected[run["run"]["id"]]
         assert [t["name"] for t in run["transactions"]][-2:] == ["deferred_delivery", "stock_level"]
         assert {"count", "p90", "average", "maximum"} <= set(run["transactions"][0]["latency"])
-        assert len(run["validity"]) == 6 and {b["status"] for b in run["validity"]} <= {"ok", "OUT OF BAND", "n/a",
+        assert len(run["validity"]) == 7 and {b["status"] for b in run["validity"]} <= {"ok", "OUT OF BAND", "n/a",
                                                                                          "no data"}
+        assert run["validity"][-1]["name"] == "skipped_delivery_percent"  # 2.7.4.2, from the Delivery result file
         assert len(run["consistency"]) == 12
         assert run["run"]["benchmark"].startswith("TPC-C-like") and run["run"]["planned"]["key"]
         assert run["series"]["per_second"] and run["series"]["metrics"]
         assert run["monitoring"]["figures"]["cpu"]["user"] is not None
+    skipped = [run["validity"][-1] for run in runs]  # 1.5-s windows: a run's Deliveries may all end after its end
+    assert {band["value"] for band in skipped} <= {0.0, None} and sum(band["sample"] for band in skipped) >= 10
 
 
 def test_csv_has_one_row_per_run_with_its_figures(finished_experiment, document) -> None:
@@ -98,6 +101,22 @@ def test_csv_cells_and_series(finished_experiment) -> None:
             ("os", "cpu_seconds_total"), ("sqlite", "commits_total")} <= names
 
 
+def test_the_delivery_result_file_has_a_row_per_delivery_with_its_orders_as_stored(finished_experiment,
+                                                                                    document) -> None:
+    """2.7.2.3: queue and completion times, warehouse, carrier, each district's order (or "skipped")."""
+    results, experiment_id = finished_experiment
+    text = _export(results, str(experiment_id), "--format", "csv", "--result-file")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == RESULT_FILE_COLUMNS
+    stored = [(run["run"]["id"], result) for run in document["runs"] for result in run["result_file"]]
+    assert len(rows) == len(stored) > 8 and len({row["run_id"] for row in rows}) == 8
+    for row, (run_id, result) in zip(rows, stored):
+        assert int(row["run_id"]) == run_id and float(row["queued_s"]) == result["queued"] < result["completed"]
+        assert row["outcome"] == result["outcome"] == "committed" and row["w_id"] == "1"
+        orders = [row[f"d{district}"] for district in range(1, 11)]
+        assert orders == [str(order) for order in result["record"]["delivered"]] and all(map(str.isdigit, orders))
+
+
 def test_a_single_run_exports_alone(finished_experiment, tmp_path: Path) -> None:
     results, experiment_id = finished_experiment
     store = api.open_results(results)
@@ -115,7 +134,8 @@ def test_bad_export_options_are_one_line_errors(finished_experiment) -> None:
     results, _ = finished_experiment
     for args, message in ((["--series"], "add --format csv"),
                           (["--run", "1", "--format", "csv", "--cells"], "--cells needs an experiment"),
-                          (["1", "--run", "1"], "not both")):
+                          (["1", "--run", "1"], "not both"),
+                          (["--format", "csv", "--series", "--result-file"], "choose one CSV table")):
         result = CliRunner().invoke(app, ["export", *args, "--results", str(results)])
         assert isinstance(result.exception, UserError) and message in str(result.exception)
     done = subprocess.run([sys.executable, "-m", "maximus", "export", "--format", "xml", "--results", str(results)],

@@ -31,7 +31,7 @@ def _run(run_id: int, new_orders: int, knobs: dict | None = None, warnings: tupl
                        {"engine": {"name": "sqlite", "version": "3.40.1"}}, warnings, ("boom",) if status is
                        RunStatus.FAILED else (), WINDOW, 60.0)
     counts = dict(figures.counts)
-    validity = validity_report(counts, {"new_order.order_lines": 10 * new_orders}, 1)
+    validity = validity_report(counts, {"new_order.order_lines": 10 * new_orders}, 1, [], WINDOW)
     monitoring = SimpleNamespace(figures=monitoring_figures(list(metrics), WINDOW, figures.tpm / 60))  # all tables read
     report = api.RunReport(record, figures, validity, mix_report(counts), [], monitoring)
     return RunData(report, metrics)

@@ -1,7 +1,8 @@
 """The consistency conditions of clause 3.3.2 on a small hand-built TPC-C database in SQLite.
 
 The population follows 4.3.3.1 with fewer rows: 1 warehouse, 2 districts, 3 customers per district,
-orders 1..2100 delivered (so condition 11's 2100 holds as specified) and 2101..2103 undelivered.
+orders 1..2100 delivered (so condition 11's 2100 holds as specified) and 2101..2103 undelivered. SQLite
+keeps money in integer cents (``Dialect.money_in_cents``), so every amount here is in cents.
 """
 
 from __future__ import annotations
@@ -28,25 +29,25 @@ def _ol_cnt(o_id: int) -> int:
     return 1 + o_id % 3
 
 
-def _undelivered_amount(o_id: int, number: int) -> float:
-    return (o_id * 37 + number * 11) % 999_999 / 100 + 0.01
+def _undelivered_amount(o_id: int, number: int) -> int:
+    return (o_id * 37 + number * 11) % 999_999 + 1
 
 
 def _populate(engine: SQLiteEngine, session: Session) -> None:
     for statement in schema_statements(SQLiteEngine.dialect):
         session.execute(statement)
     session.begin()
-    ytd = 10.00 * CUSTOMERS
+    ytd = 1000 * CUSTOMERS
     engine.bulk_insert(session, "warehouse", ("w_id", "w_ytd"), [(1, ytd * DISTRICTS)])
     engine.bulk_insert(session, "district", ("d_w_id", "d_id", "d_ytd", "d_next_o_id"),
                        [(1, d, ytd, LAST_ORDER + 1) for d in range(1, DISTRICTS + 1)])
     customers = [(d, c) for d in range(1, DISTRICTS + 1) for c in range(1, CUSTOMERS + 1)]
     engine.bulk_insert(session, "customer", ("c_w_id", "c_d_id", "c_id", "c_balance", "c_ytd_payment",
                                              "c_payment_cnt", "c_delivery_cnt"),
-                       [(1, d, c, -10.00, 10.00, 1, 0) for d, c in customers])
+                       [(1, d, c, -1000, 1000, 1, 0) for d, c in customers])
     engine.bulk_insert(session, "history", ("h_c_w_id", "h_c_d_id", "h_c_id", "h_w_id", "h_d_id", "h_date",
                                             "h_amount"),
-                       [(1, d, c, 1, d, LOAD_DATE, 10.00) for d, c in customers])
+                       [(1, d, c, 1, d, LOAD_DATE, 1000) for d, c in customers])
     orders = [(d, o) for d in range(1, DISTRICTS + 1) for o in range(1, LAST_ORDER + 1)]
     engine.bulk_insert(session, "orders", ("o_w_id", "o_d_id", "o_id", "o_c_id", "o_carrier_id", "o_ol_cnt"),
                        [(1, d, o, 1 + o % CUSTOMERS, 1 + o % 10 if o < FIRST_UNDELIVERED_ORDER else None,
@@ -61,7 +62,7 @@ def _populate(engine: SQLiteEngine, session: Session) -> None:
 
 def _order_line(d: int, o: int, n: int) -> tuple:
     if o < FIRST_UNDELIVERED_ORDER:
-        return (1, d, o, n, LOAD_DATE, 0.00)
+        return (1, d, o, n, LOAD_DATE, 0)
     return (1, d, o, n, None, _undelivered_amount(o, n))
 
 
@@ -96,7 +97,7 @@ def _by_number(results: list[CheckResult]) -> dict[int, CheckResult]:
 
 
 def test_all_twelve_hold_on_a_fresh_population(session: Session) -> None:
-    results = check_consistency(session, fresh=True)
+    results = check_consistency(session, fresh=True, money_in_cents=True)
     assert [r.condition for r in results] == list(range(1, 13))
     assert [r.clause for r in results] == [f"3.3.2.{n}" for n in range(1, 13)]
     for result in results:
@@ -106,7 +107,7 @@ def test_all_twelve_hold_on_a_fresh_population(session: Session) -> None:
 
 
 def test_condition_11_is_skipped_unless_fresh(session: Session) -> None:
-    results = _by_number(check_consistency(session, fresh=False))
+    results = _by_number(check_consistency(session, fresh=False, money_in_cents=True))
     assert results[11].passed is None
     assert "fresh" in results[11].detail
     assert all(results[n].passed is True for n in ALL - {11})
@@ -114,14 +115,14 @@ def test_condition_11_is_skipped_unless_fresh(session: Session) -> None:
 
 # condition -> (statements that break it, every condition they break, a piece of the targeted detail)
 CORRUPTIONS: dict[int, tuple[list[str], set[int], str]] = {
-    1: (["UPDATE warehouse SET w_ytd = w_ytd + 10 WHERE w_id = 1"], {1, 8},
+    1: (["UPDATE warehouse SET w_ytd = w_ytd + 1000 WHERE w_id = 1"], {1, 8},
         "1 warehouse violates: w_id=1 w_ytd=70.00 sum(d_ytd)=60.00"),
     2: (["UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_id = 2"], {2},
         "1 district violates: w_id=1 d_id=2 d_next_o_id-1=2104 max(o_id)=2103 max(no_o_id)=2103"),
     3: (["DELETE FROM new_order WHERE no_d_id = 1 AND no_o_id = 2102"], {3, 5, 11},
         "w_id=1 d_id=1 max(no_o_id)-min(no_o_id)+1=3 count(new_order)=2"),
     4: (["INSERT INTO order_line (ol_w_id, ol_d_id, ol_o_id, ol_number, ol_amount) "
-         "VALUES (1, 2, 9999, 1, 5.0)"], {4}, "w_id=1 d_id=2 sum(o_ol_cnt)="),
+         "VALUES (1, 2, 9999, 1, 500)"], {4}, "w_id=1 d_id=2 sum(o_ol_cnt)="),
     5: (["UPDATE orders SET o_carrier_id = 3 WHERE o_d_id = 1 AND o_id = 2103"], {5, 7},
         "w_id=1 d_id=1 o_id=2103 o_carrier_id=3 in_new_order=yes"),
     6: (["UPDATE order_line SET ol_o_id = 2102, ol_number = 99 "
@@ -135,14 +136,14 @@ CORRUPTIONS: dict[int, tuple[list[str], set[int], str]] = {
     9: (["UPDATE history SET h_d_id = 2 WHERE h_d_id = 1 AND h_c_id = 1"], {9},
         "2 districts violate: w_id=1 d_id=1 d_ytd=30.00 sum(h_amount)=20.00; "
         "w_id=1 d_id=2 d_ytd=30.00 sum(h_amount)=40.00"),
-    10: (["UPDATE customer SET c_balance = c_balance + 5, c_ytd_payment = c_ytd_payment - 5 "
+    10: (["UPDATE customer SET c_balance = c_balance + 500, c_ytd_payment = c_ytd_payment - 500 "
           "WHERE c_d_id = 2 AND c_id = 3"], {10},
          "1 customer violates: w_id=1 d_id=2 c_id=3 c_balance=-5.00 sum(delivered ol_amount)=0.00 "
          "sum(h_amount)=10.00"),
     11: (["DELETE FROM order_line WHERE ol_d_id = 1 AND ol_o_id = 5",
           "DELETE FROM orders WHERE o_d_id = 1 AND o_id = 5"], {11},
          "w_id=1 d_id=1 count(orders)=2102 count(new_order)=3"),
-    12: (["UPDATE customer SET c_ytd_payment = c_ytd_payment + 1.5 WHERE c_d_id = 1 AND c_id = 2"], {12},
+    12: (["UPDATE customer SET c_ytd_payment = c_ytd_payment + 150 WHERE c_d_id = 1 AND c_id = 2"], {12},
          "w_id=1 d_id=1 c_id=2 c_balance=-10.00 c_ytd_payment=11.50 sum(delivered ol_amount)=0.00"),
 }
 
@@ -166,7 +167,7 @@ def test_a_targeted_corruption_breaks_its_condition(session: Session, condition:
                                                     broken: set[int], detail: str) -> None:
     for statement in statements:
         assert session.execute(statement) >= 1
-    results = check_consistency(session, fresh=True)
+    results = check_consistency(session, fresh=True, money_in_cents=True)
     assert _failed(results) == broken
     assert all(r.passed is True for r in results if r.condition not in broken)
     assert detail in _by_number(results)[condition].detail
@@ -177,25 +178,26 @@ def test_every_condition_has_a_corruption() -> None:
 
 
 def test_one_cent_is_a_mismatch(session: Session) -> None:
-    session.execute("UPDATE district SET d_ytd = d_ytd + 0.01 WHERE d_id = 1")
-    assert _failed(check_consistency(session, fresh=True)) == {1, 9}
+    session.execute("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_id = 1")
+    assert _failed(check_consistency(session, fresh=True, money_in_cents=True)) == {1, 9}
 
 
-def test_sub_cent_float_drift_is_not_a_mismatch(session: Session) -> None:
+def test_money_is_compared_exactly_without_a_tolerance(session: Session) -> None:
+    """The check had a half-cent tolerance while SQLite kept money as REAL; money is exact now, and so is it."""
     session.execute("UPDATE warehouse SET w_ytd = w_ytd + 0.000001")
-    assert _failed(check_consistency(session, fresh=True)) == set()
+    assert _failed(check_consistency(session, fresh=True, money_in_cents=True)) == {1, 8}
 
 
 def test_a_missing_amount_is_a_mismatch(session: Session) -> None:
     session.execute("UPDATE warehouse SET w_ytd = NULL")
-    results = _by_number(check_consistency(session, fresh=True))
+    results = _by_number(check_consistency(session, fresh=True, money_in_cents=True))
     assert results[1].passed is False and "w_ytd=NULL" in results[1].detail
     assert results[8].passed is False
 
 
 def test_only_the_first_few_violations_are_listed(session: Session) -> None:
     session.execute("UPDATE orders SET o_ol_cnt = o_ol_cnt + 1 WHERE o_d_id = 2")
-    detail = _by_number(check_consistency(session, fresh=True))[6].detail
+    detail = _by_number(check_consistency(session, fresh=True, money_in_cents=True))[6].detail
     assert detail.startswith(f"{LAST_ORDER} orders violate: w_id=1 d_id=2 o_id=1 ")
     assert detail.count("o_id=") == 3
 
@@ -203,7 +205,7 @@ def test_only_the_first_few_violations_are_listed(session: Session) -> None:
 # --- A short run: the conditions keep holding through New-Order, Payment and Delivery ---
 
 
-def _payment(session: Session, d_id: int, c_id: int, amount: float) -> None:
+def _payment(session: Session, d_id: int, c_id: int, amount: int) -> None:
     session.begin()
     session.execute("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = 1", (amount,))
     session.execute("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = 1 AND d_id = ?", (amount, d_id))
@@ -214,7 +216,7 @@ def _payment(session: Session, d_id: int, c_id: int, amount: float) -> None:
     session.commit()
 
 
-def _new_order(session: Session, d_id: int, c_id: int, amounts: list[float]) -> None:
+def _new_order(session: Session, d_id: int, c_id: int, amounts: list[int]) -> None:
     session.begin()
     (o_id,) = session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = ?", (d_id,))
     session.execute("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = 1 AND d_id = ?", (d_id,))
@@ -245,9 +247,9 @@ def _deliver(session: Session, d_id: int, carrier: int) -> None:
 
 
 def _short_run(session: Session) -> None:
-    for amount in (0.10, 0.20, 0.30, 1234.57, 4999.99, 0.01):  # amounts whose float sums are inexact
-        _payment(session, 1 + int(amount * 100) % DISTRICTS, 1 + int(amount * 100) % CUSTOMERS, amount)
-    _new_order(session, 1, 2, [0.10, 0.20, 99.99])
+    for amount in (10, 20, 30, 123457, 499999, 1):  # cents whose sums in binary floating point are inexact
+        _payment(session, 1 + amount % DISTRICTS, 1 + amount % CUSTOMERS, amount)
+    _new_order(session, 1, 2, [10, 20, 9999])
     for _ in range(LAST_ORDER - FIRST_UNDELIVERED_ORDER + 1):  # empties district 2's NEW-ORDER
         _deliver(session, 1, 4)
         _deliver(session, 2, 7)
@@ -256,18 +258,18 @@ def _short_run(session: Session) -> None:
 def test_conditions_hold_after_a_short_run(session: Session) -> None:
     _short_run(session)
     assert session.fetchone("SELECT COUNT(*) FROM new_order WHERE no_d_id = 2") == (0,)
-    results = _by_number(check_consistency(session, fresh=False))
+    results = _by_number(check_consistency(session, fresh=False, money_in_cents=True))
     assert all(results[n].passed is True for n in ALL - {11}), [r.detail for r in results.values()]
     assert results[11].passed is None
 
 
 def test_condition_11_fails_after_a_run_when_claimed_fresh(session: Session) -> None:
     _short_run(session)
-    assert _failed(check_consistency(session, fresh=True)) == {11}
+    assert _failed(check_consistency(session, fresh=True, money_in_cents=True)) == {11}
 
 
 def test_the_empty_new_order_district_still_checks_max_order(session: Session) -> None:
     _short_run(session)
     session.execute("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_id = 2")
-    detail = _by_number(check_consistency(session, fresh=False))[2].detail
+    detail = _by_number(check_consistency(session, fresh=False, money_in_cents=True))[2].detail
     assert detail == "1 district violates: w_id=1 d_id=2 d_next_o_id-1=2104 max(o_id)=2103 max(no_o_id)=NULL"

@@ -12,6 +12,7 @@ from typing import Iterator
 
 import pytest
 
+from maximus.engines.base import rows_of
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.errors import UserError
 from maximus.workloads.tpcc import generate, loader
@@ -82,7 +83,7 @@ def test_load_result_and_metadata(loaded: tuple[SQLiteEngine, loader.LoadResult]
     assert {k: v for k, v in result.rows.items() if k != "order_line"} == TABLE_ROWS
     session = engine.connect()
     try:
-        info = loader.read_info(session)
+        info = loader.read_info(session, engine.dialect)
         (lines,) = session.fetchone("SELECT COUNT(*) FROM order_line")
     finally:
         session.close()
@@ -102,7 +103,7 @@ def test_read_info_is_none_on_a_database_that_is_not_ours(tmp_path: Path) -> Non
     engine.provision()
     session = engine.connect()
     try:
-        assert loader.read_info(session) is None
+        assert loader.read_info(session, engine.dialect) is None
     finally:
         session.close()
 
@@ -118,7 +119,7 @@ def test_all_twelve_consistency_conditions_hold_after_the_load(loaded) -> None:
     engine, _ = loaded
     session = engine.connect()
     try:
-        results = check_consistency(session, fresh=True)
+        results = check_consistency(session, fresh=True, money_in_cents=True)
     finally:
         session.close()
     assert [(r.condition, r.passed, r.detail) for r in results] == [(n, True, "") for n in range(1, 13)]
@@ -127,8 +128,8 @@ def test_all_twelve_consistency_conditions_hold_after_the_load(loaded) -> None:
 # --- initial values (4.3.3.1) ---
 
 def test_warehouse_and_district_initial_values(db: sqlite3.Connection) -> None:
-    assert one(db, "SELECT w_id, w_ytd FROM warehouse") == (1, 300_000)
-    assert rows(db, "SELECT DISTINCT d_ytd, d_next_o_id FROM district") == [(30_000, 3001)]
+    assert one(db, "SELECT w_id, w_ytd FROM warehouse") == (1, 300_000_00)  # money in integer cents
+    assert rows(db, "SELECT DISTINCT d_ytd, d_next_o_id FROM district") == [(30_000_00, 3001)]
     assert rows(db, "SELECT d_id FROM district ORDER BY d_id") == [(d,) for d in range(1, 11)]
     (w_tax,) = one(db, "SELECT w_tax FROM warehouse")
     assert 0 <= w_tax <= 0.2
@@ -137,13 +138,13 @@ def test_warehouse_and_district_initial_values(db: sqlite3.Connection) -> None:
 
 def test_customer_initial_values(db: sqlite3.Connection) -> None:
     assert rows(db, "SELECT DISTINCT c_balance, c_ytd_payment, c_payment_cnt, c_delivery_cnt, c_credit_lim, "
-                    "c_middle FROM customer") == [(-10, 10, 1, 0, 50_000, "OE")]
+                    "c_middle FROM customer") == [(-10_00, 10_00, 1, 0, 50_000_00, "OE")]
     assert one(db, "SELECT MAX(c_discount) <= 0.5 AND MIN(c_discount) >= 0 FROM customer") == (1,)
     assert rows(db, "SELECT DISTINCT c_credit FROM customer ORDER BY 1") == [("BC",), ("GC",)]
 
 
 def test_history_initial_values(db: sqlite3.Connection) -> None:
-    assert rows(db, "SELECT DISTINCT h_amount FROM history") == [(10,)]
+    assert rows(db, "SELECT DISTINCT h_amount FROM history") == [(10_00,)]
     # one history row per customer, made at its own district
     assert one(db, "SELECT COUNT(DISTINCT h_c_w_id || '/' || h_c_d_id || '/' || h_c_id) FROM history") == (30_000,)
     assert one(db, "SELECT COUNT(*) FROM history WHERE h_d_id <> h_c_d_id OR h_w_id <> h_c_w_id") == (0,)
@@ -191,7 +192,7 @@ def test_undelivered_orders_are_exactly_2101_and_up(db: sqlite3.Connection) -> N
     assert one(db, "SELECT COUNT(*) FROM order_line WHERE ol_o_id < 2101 AND ol_amount <> 0") == (0,)
     low, high, zero = one(db, "SELECT MIN(ol_amount), MAX(ol_amount), SUM(ol_amount = 0) FROM order_line "
                               "WHERE ol_o_id >= 2101")
-    assert 0.01 <= low and high <= 9_999.99 and zero == 0
+    assert 1 <= low and high <= 9_999_99 and zero == 0
 
 
 def test_order_and_order_line_values(db: sqlite3.Connection) -> None:
@@ -208,7 +209,7 @@ def test_stock_and_item_values(db: sqlite3.Connection) -> None:
     assert rows(db, "SELECT DISTINCT s_ytd, s_order_cnt, s_remote_cnt FROM stock") == [(0, 0, 0)]
     assert one(db, "SELECT MIN(s_i_id), MAX(s_i_id), COUNT(DISTINCT s_i_id) FROM stock") == (1, 100_000, 100_000)
     assert one(db, "SELECT MIN(i_im_id), MAX(i_im_id) FROM item") == (1, 10_000)
-    assert one(db, "SELECT MIN(i_price), MAX(i_price) FROM item") == (1, 100)
+    assert one(db, "SELECT MIN(i_price), MAX(i_price) FROM item") == (1_00, 100_00)
     assert one(db, "SELECT MIN(i_id), MAX(i_id), COUNT(DISTINCT i_id) FROM item") == (1, 100_000, 100_000)
 
 
@@ -255,16 +256,20 @@ def _since(db: sqlite3.Connection) -> str:
     return since
 
 
+def stored_rows(chunk: generate.Chunk) -> list[tuple]:
+    return rows_of(loader.stored_columns(chunk, SQLiteEngine.dialect))
+
+
 def test_database_matches_the_generator_for_the_seed(db: sqlite3.Connection,
                                                      loaded: tuple[SQLiteEngine, loader.LoadResult]) -> None:
-    """Same seed, same content: the rows in the file are exactly the generator's (the timestamps are the
-    load's wall clock, so they are taken from the file)."""
+    """Same seed, same content: the rows in the file are exactly the generator's, money in cents (the
+    timestamps are the load's wall clock, so they are taken from the file)."""
     _, result = loaded
     since, c_load = _since(db), result.constants.c_last
     expected = {"customer": [], "history": [], "orders": [], "new_order": [], "order_line": []}
     for d_id in (1, 7):
         for chunk in (*generate.customers(SEED, 1, d_id, c_load, since), *generate.orders(SEED, 1, d_id, since)):
-            expected[chunk.table] += [row for row in chunk.rows]
+            expected[chunk.table] += stored_rows(chunk)
     keys = {"customer": ("c_d_id", "c_id"), "history": ("h_c_d_id", "h_c_id"), "orders": ("o_d_id", "o_id"),
             "new_order": ("no_d_id", "no_o_id"), "order_line": ("ol_d_id", "ol_o_id", "ol_number")}
     district = {"customer": "c_d_id", "history": "h_c_d_id", "orders": "o_d_id", "new_order": "no_d_id",
@@ -279,7 +284,7 @@ def test_database_matches_the_generator_for_the_seed(db: sqlite3.Connection,
                                  ("stock", [first_stock_chunk], f"WHERE s_i_id <= {len(first_stock_chunk.rows)}"),
                                  ("district", generate.districts(SEED, 1), ""),
                                  ("warehouse", generate.warehouse(SEED, 1), "")):
-        want = [row for chunk in chunks for row in chunk.rows]
+        want = [row for chunk in chunks for row in stored_rows(chunk)]
         table_ = generate.schema.TABLES_BY_NAME[table]
         columns = ", ".join(table_.column_names)
         got = rows(db, f"SELECT {columns} FROM {table} {where} ORDER BY {', '.join(table_.primary_key)}")

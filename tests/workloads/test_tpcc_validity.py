@@ -1,14 +1,31 @@
-"""The input-data validity bands (5.5.1.5) and the mix minima (5.2.3) computed from a run's counters."""
+"""The input-data validity bands (5.5.1.5), the skipped deliveries (2.7.4.2) and the mix minima (5.2.3)
+computed from a run's counters and its Delivery result file."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
+from maximus.records import DeferredResult, Outcome, Window
 from maximus.workloads.tpcc.constants import TRANSACTIONS, VALIDITY_BANDS
-from maximus.workloads.tpcc.validity import BandResult, mix_report, validity_report
+from maximus.workloads.tpcc.validity import BandResult, mix_report
+from maximus.workloads.tpcc.validity import validity_report as validity_with_deliveries
 
 BAND_NAMES = ["rollback_percent", "average_order_lines", "remote_order_line_percent", "remote_payment_percent",
-              "payment_by_name_percent", "order_status_by_name_percent"]
+              "payment_by_name_percent", "order_status_by_name_percent", "skipped_delivery_percent"]
+WINDOW = Window(10.0, 70.0)
+
+
+def _delivery(queued: float, skipped: int = 0, outcome: Outcome = Outcome.COMMITTED,
+              transaction: str = "delivery") -> DeferredResult:
+    record = {"w_id": 1, "carrier_id": 3, "delivered": [None] * skipped + list(range(3001, 3011 - skipped))} \
+        if outcome is Outcome.COMMITTED else None
+    return DeferredResult(0, transaction, queued, queued + 0.5, outcome, record)
+
+
+DELIVERIES = [_delivery(20.0 + n) for n in range(40)]  # 400 district deliveries, none skipped
+validity_report = partial(validity_with_deliveries, deliveries=DELIVERIES, window=WINDOW)
 
 
 def _counts(new_order: int = 10_000, rolled_back: int = 100, payment: int = 10_000,
@@ -33,6 +50,7 @@ def test_bands_are_the_specs() -> None:
         "rollback_percent": (0.9, 1.1), "average_order_lines": (9.5, 10.5),
         "remote_order_line_percent": (0.95, 1.05), "remote_payment_percent": (14.0, 16.0),
         "payment_by_name_percent": (57.0, 63.0), "order_status_by_name_percent": (57.0, 63.0),
+        "skipped_delivery_percent": (0.0, 1.0),
     }
 
 
@@ -52,6 +70,21 @@ def test_nominal_values_are_all_ok() -> None:
     assert report["remote_order_line_percent"].sample == 100_000
     assert report["remote_payment_percent"].sample == 10_000
     assert report["order_status_by_name_percent"].sample == 1_000
+    assert report["skipped_delivery_percent"].value == 0.0 and report["skipped_delivery_percent"].sample == 400
+    assert report["skipped_delivery_percent"].clause == "2.7.4.2" and report["rollback_percent"].clause == "5.5.1.5"
+
+
+def test_skipped_districts_over_1_percent_of_the_windows_deliveries_are_out_of_band() -> None:
+    """2.7.4.2: only Deliveries that committed wholly inside the window count; a failed one has no record."""
+    outside = [_delivery(5.0, skipped=10), _delivery(69.8, skipped=10)]  # queued before, completed after
+    others = [_delivery(30.0, outcome=Outcome.FAILED), _delivery(31.0, skipped=10, transaction="other")]
+    four = DELIVERIES[:-1] + [_delivery(60.0, skipped=4)] + outside + others  # 4 of 400: 1 %
+    report = _by_name(validity_with_deliveries(_counts(), _facts(), 10, four, WINDOW))
+    assert report["skipped_delivery_percent"].value == pytest.approx(1.0)
+    assert report["skipped_delivery_percent"].status == "ok" and report["skipped_delivery_percent"].sample == 400
+    five = DELIVERIES[:-1] + [_delivery(60.0, skipped=5)]
+    assert _by_name(validity_with_deliveries(_counts(), _facts(), 10, five, WINDOW))[
+        "skipped_delivery_percent"].status == "OUT OF BAND"
 
 
 @pytest.mark.parametrize("name, counts, facts", [
@@ -113,7 +146,7 @@ def test_remote_bands_apply_with_two_warehouses() -> None:
 
 
 def test_no_transactions_is_no_data_not_a_crash() -> None:
-    report = _by_name(validity_report({}, {}, warehouses=10))
+    report = _by_name(validity_report({}, {}, warehouses=10, deliveries=[]))
     assert {n: r.status for n, r in report.items()} == dict.fromkeys(BAND_NAMES, "no data")
     assert all(r.value is None and r.sample == 0 for r in report.values())
 

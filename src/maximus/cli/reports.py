@@ -109,31 +109,36 @@ def export(experiment: Experiment = None, run: Run = None,
                                                 "throughput and every monitoring sample).")] = False,
            cells: Annotated[bool, typer.Option("--cells", help="CSV only: one row per step and client count "
                                                "(estimates, ratios, verdicts) instead.")] = False,
+           result_file: Annotated[bool, typer.Option(
+               "--result-file", help="CSV only: the Delivery result file (2.7.2.3) instead: one row per Delivery, "
+               "each district's order or 'skipped'.")] = False,
            output: Annotated[Optional[Path], typer.Option(
                "--output", "-o", metavar="PATH", help="Write to PATH instead of standard output.")] = None,
            results: Results = None) -> None:
     """Export every figure of an experiment or a run, and the raw time series, as JSON or CSV."""
-    _check_export_options(output_format, series, cells, run)
+    _check_export_options(output_format, series, cells, result_file, run)
     data = _gather(results, experiment, run)
-    text = _export_text(data, output_format, series, cells)
+    text = _export_text(data, output_format, series, cells, result_file)
     if output is None:
         sys.stdout.write(text)
     else:
         _write(output, text)
 
 
-def _check_export_options(output_format: str, series: bool, cells: bool, run: int | None) -> None:
+def _check_export_options(output_format: str, series: bool, cells: bool, result_file: bool, run: int | None) -> None:
     if output_format not in FORMATS:
         raise UserError(f"--format must be json or csv, got {output_format!r}")
-    if (series or cells) and output_format != "csv":
-        raise UserError("--series and --cells choose a CSV table: add --format csv (JSON always has everything)")
-    if series and cells:
-        raise UserError("choose one CSV table: --series or --cells, not both")
+    if (series or cells or result_file) and output_format != "csv":
+        raise UserError("--series, --cells and --result-file choose a CSV table: add --format csv (JSON always has "
+                        "everything)")
+    if series + cells + result_file > 1:
+        raise UserError("choose one CSV table: --series, --cells or --result-file")
     if cells and run is not None:
         raise UserError("--cells needs an experiment: a single run has no steps or repeats")
 
 
-def _export_text(data: ExperimentData | RunData, output_format: str, series: bool, cells: bool) -> str:
+def _export_text(data: ExperimentData | RunData, output_format: str, series: bool, cells: bool,
+                 result_file: bool) -> str:
     from maximus import export as exporting
     from maximus.report.bundle import RunData
 
@@ -145,4 +150,6 @@ def _export_text(data: ExperimentData | RunData, output_format: str, series: boo
         return exporting.to_csv(*exporting.series_table(runs))
     if cells:
         return exporting.to_csv(*exporting.cells_table(data))
+    if result_file:
+        return exporting.to_csv(*exporting.result_file_table(runs))
     return exporting.to_csv(*exporting.runs_table(runs))

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from maximus.driver.retry import RetryPolicy, failed
+from maximus.driver.retry import Result, RetryPolicy, failed
 from maximus.driver.terminal import Recorder, finish, queue_deferred
 from maximus.engines.base import AsyncSession, Engine
 from maximus.records import Outcome
@@ -60,15 +60,15 @@ class AsyncTerminal:
             result = await self._execute(transaction, inputs)
         finish(self, transaction, inputs, started, time.monotonic(), result)
 
-    async def _execute(self, transaction: Any, inputs: Any) -> tuple[Outcome, int, str]:
+    async def _execute(self, transaction: Any, inputs: Any) -> Result:
         sql, params = transaction.statement(inputs)
         for number in range(1, self.retry.max_attempts + 1):
             try:
                 await self.session.execute(sql, params)
-                return Outcome.COMMITTED, number, ""
+                return Result(Outcome.COMMITTED, number)
             except Exception as error:  # classified: a failure is counted, never swallowed
                 if transaction.rolled_back_by_rule(error):
-                    return Outcome.ROLLED_BACK, number, ""
+                    return Result(Outcome.ROLLED_BACK, number)
                 wait = self.retry.backoff(error, number, self.engine.classify)
                 if wait is None:
                     return failed(error, number)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from maximus.driver.clock import Clock
-from maximus.driver.retry import RetryPolicy, failed
+from maximus.driver.retry import Result, RetryPolicy, failed
 from maximus.driver.terminal import BATCH, Recorder, finish, finish_committed, record_deferred
 from maximus.engines.base import Engine, Session
 from maximus.engines.pump import DONE, END, Event, Pump
@@ -72,8 +72,7 @@ class _Caller:
             return self.give(pump, index + 1, end)
         wait = self.retry.backoff(error, attempts, self.engine.classify)
         if wait is None:
-            outcome, _, text = failed(error, attempts)
-            self._over(index, started, attempts, times[-1], outcome, text)
+            self._over(index, started, attempts, times[-1], Outcome.FAILED, failed(error, attempts).error)
             if self.stops_when_broken and self.session.broken():  # and the loop would never wait
                 return self.ended()
             return self.give(pump, index + 1, end)
@@ -144,7 +143,7 @@ class MultiplexedTerminal(_Caller):
             return None
         self.batch = self.emulator.batch(BATCH)
         self.names = [transaction.name for transaction, _ in self.batch]
-        self.calls = [(*transaction.send_args(inputs), (self.index, transaction.name)) if transaction.deferred
+        self.calls = [(*transaction.send_args(inputs), (self.index, transaction.name, inputs)) if transaction.deferred
                       else transaction.send_args(inputs) for transaction, inputs in self.batch]
         return self.give(pump, 0, end)
 
@@ -163,7 +162,7 @@ class MultiplexedTerminal(_Caller):
     def _over(self, n: int, started: float, attempts: int, finished: float, outcome: Outcome = Outcome.COMMITTED,
               error: str = "") -> None:
         transaction, inputs = self.batch[n]
-        self.done.append((transaction, inputs, started, finished, (outcome, attempts, error)))
+        self.done.append((transaction, inputs, started, finished, Result(outcome, attempts, error)))
 
     def record(self) -> None:
         for transaction, inputs, started, finished, result in self.done:
@@ -177,23 +176,30 @@ class DeferredRunner(_Caller):
     this session runs them in order (``Pump.queue_on``), each recorded from its queueing to its
     completion. No queue between processes, no process to wake, no event of its own for each one.
 
-    ``calls`` is the queue, (sql, params, (terminal, name), queued at) as the pump appends them; an entry
-    recorded is set to None, so that a long run keeps a pointer per deferred transaction, not its inputs.
+    ``calls`` is the queue, (sql, params, (terminal, name, inputs), queued at) as the pump appends them; an
+    entry recorded is set to None, so that a long run keeps a pointer per deferred transaction, not its
+    inputs. What a committed call returned (``Pump.values``) makes its result record (2.7.2.3).
     """
 
     stops_when_broken: ClassVar[bool] = False  # each queued call fails at once and is recorded as failed
     transactions: dict = field(default_factory=dict)  # by name, as the terminals queue them
     recorder: Recorder | None = None
     stopped: bool = False
+    values: deque = field(default_factory=deque)  # of the committed calls not recorded yet, in order
 
     def attach(self, pump: Pump) -> list[Event]:
         pump.queue_on(self.slot, self.calls)
         return self.give(pump, len(self.calls), _NO_END)
 
+    def handle(self, pump: Pump, event: Event, end: float, now: float) -> list[Event] | None:
+        self.values.extend(pump.values(self.slot))
+        return super().handle(pump, event, end, now)
+
     def collect(self, pump: Pump) -> None:
         """Record the queued calls completed since the last look."""
         times = pump.progress(self.slot)
         if times:
+            self.values.extend(pump.values(self.slot))
             done = self.given_from + len(times) // 2
             self._committed(self.given_from, done, times)
             self.given_from = done
@@ -213,9 +219,11 @@ class DeferredRunner(_Caller):
 
     def _over(self, n: int, started: float, attempts: int, finished: float, outcome: Outcome = Outcome.COMMITTED,
               error: str = "") -> None:
-        _, _, (terminal, name), queued_at = self.calls[n]
+        _, _, (terminal, name, inputs), queued_at = self.calls[n]
         self.calls[n] = None
-        record_deferred(self.recorder, terminal, name, queued_at, (outcome, attempts, error), finished)
+        output = self.transactions[name].deferred_result(inputs, self.values.popleft()) \
+            if outcome is Outcome.COMMITTED else None
+        record_deferred(self.recorder, terminal, name, queued_at, Result(outcome, attempts, error, output), finished)
 
 
 def run_multiplexed(terminals: list[MultiplexedTerminal], deferred: DeferredRunner, clock: Clock,

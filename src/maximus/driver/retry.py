@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from maximus.records import Outcome, RollbackByRule
+
+
+class Result(NamedTuple):
+    """What became of one business transaction, after any retries."""
+
+    outcome: Outcome
+    attempts: int
+    error: str = ""  # the last error's text, for a failed one
+    output: Any = None  # what its last attempt returned: a deferred transaction's result record (2.7.2.3)
 
 
 @dataclass(frozen=True)
@@ -16,16 +25,15 @@ class RetryPolicy:
     max_attempts: int = 10
     first_backoff_s: float = 0.001
 
-    def run(self, attempt: Callable[[Any], None], inputs: Any, rollback: Callable[[], None],
-            classify: Callable[[BaseException], Outcome]) -> tuple[Outcome, int, str]:
-        """Run ``attempt(inputs)`` until it commits; return (outcome, attempts made, last error text)."""
+    def run(self, attempt: Callable[[Any], Any], inputs: Any, rollback: Callable[[], None],
+            classify: Callable[[BaseException], Outcome]) -> Result:
+        """Run ``attempt(inputs)`` until it commits."""
         for number in range(1, self.max_attempts + 1):
             try:
-                attempt(inputs)
-                return Outcome.COMMITTED, number, ""
+                return Result(Outcome.COMMITTED, number, "", attempt(inputs))
             except RollbackByRule:
                 _quietly(rollback)
-                return Outcome.ROLLED_BACK, number, ""
+                return Result(Outcome.ROLLED_BACK, number)
             except Exception as error:  # classified below: a failure is counted, never swallowed
                 _quietly(rollback)
                 wait = self.backoff(error, number, classify)
@@ -43,9 +51,9 @@ class RetryPolicy:
         return self.first_backoff_s * 2 ** (attempts - 1)
 
 
-def failed(error: BaseException, attempts: int) -> tuple[Outcome, int, str]:
+def failed(error: BaseException, attempts: int) -> Result:
     """The result of a transaction the policy gave up on: counted with its error, never swallowed."""
-    return Outcome.FAILED, attempts, f"{type(error).__name__}: {error}"
+    return Result(Outcome.FAILED, attempts, f"{type(error).__name__}: {error}")
 
 
 def _quietly(action: Callable[[], None]) -> None:

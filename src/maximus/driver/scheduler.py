@@ -24,11 +24,11 @@ from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
 from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire, record_deferred, transaction_runner,
-                                     yield_to_the_server)
+from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire, record_deferred, result_from_wire,
+                                     transaction_runner, yield_to_the_server)
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
-from maximus.records import Outcome, RunStatus, TxnSample, Window
+from maximus.records import DeferredResult, Outcome, RunStatus, TxnSample, Window
 from maximus.workers import ignore_interrupts
 from maximus.workloads import workload as workload_named
 
@@ -65,6 +65,7 @@ class DriveResult:
     status: RunStatus
     errors: list[str]
     elapsed_s: float
+    deferred: list[DeferredResult] = field(default_factory=list)  # the deferred transactions' result file
 
 
 class Observer(Protocol):
@@ -229,6 +230,7 @@ class Run:
         # as they travel: a TxnSample per transaction is built after the run, not on the CPUs the run shares
         self.wire_samples: list[tuple] = []
         self.wire_runs: list[tuple] = []  # runs of committed transactions (Recorder.record_committed)
+        self.wire_results: list[tuple] = []  # deferred transactions' result records (Recorder.record_result)
         self.facts: dict[str, int] = {}
         self.errors: list[str] = []
         self.interrupted = False
@@ -313,6 +315,7 @@ class Run:
         if message[0] == "samples":
             self.wire_samples.extend(message[1])
             self.wire_runs.extend(message[3])
+            self.wire_results.extend(message[4])
             for name, value in message[2].items():
                 self.facts[name] = self.facts.get(name, 0) + value
         elif message[0] == "fatal":
@@ -350,8 +353,9 @@ class Run:
             status = RunStatus.COMPLETE
         wire = chain(self.wire_samples, expand_runs(self.wire_runs, self.channels.origin.value))
         samples = sorted(map(from_wire, wire), key=lambda s: s.start)
-        self.wire_samples, self.wire_runs = [], []
-        return DriveResult(samples, self.facts, window, status, self.errors, elapsed)
+        deferred = sorted(map(result_from_wire, self.wire_results), key=lambda r: r.queued)
+        self.wire_samples, self.wire_runs, self.wire_results = [], [], []
+        return DriveResult(samples, self.facts, window, status, self.errors, elapsed, deferred)
 
     def _measured_window(self) -> Window:
         """The planned window, cut at the stop of an interrupted run: its rates are over the time it measured,

@@ -13,9 +13,9 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from maximus.driver.clock import Clock
-from maximus.driver.retry import RetryPolicy
+from maximus.driver.retry import Result, RetryPolicy
 from maximus.engines.base import Engine, Session
-from maximus.records import Outcome, TxnSample, Window
+from maximus.records import DeferredResult, Outcome, TxnSample, Window
 
 _FLUSH_EVERY_S = 0.5
 _FLUSH_EVERY_SAMPLES = 2000
@@ -37,15 +37,16 @@ class Recorder:
     origin: float
     samples: list[tuple] = field(default_factory=list)
     runs: list[tuple] = field(default_factory=list)  # (terminal, names, times): see record_committed
+    results: list[tuple] = field(default_factory=list)  # deferred transactions' result records: see record_result
     recorded: int = 0  # transactions in samples and runs
     facts: Counter = field(default_factory=Counter)  # by (transaction, fact)
     last_flush: float = 0.0
 
     def record(self, terminal: int, transaction: str, started: float, finished: float,
-               result: tuple[Outcome, int, str], facts: dict[str, int] | None, now: float) -> None:
+               result: Result, facts: dict[str, int] | None, now: float) -> None:
         """One transaction, timed by the monotonic clock; its facts count when it did not fail and its
         whole response time lies in the measured window (5.4)."""
-        outcome, attempts, error = result
+        outcome, attempts, error, _ = result
         start, latency = started - self.origin, finished - started
         self.samples.append((terminal, transaction, start, latency, outcome.value, attempts, error))
         self.recorded += 1
@@ -75,6 +76,12 @@ class Recorder:
                              if self.window.holds(started - self.origin, finished - started)])
         self.flush_if_due(times[-1])
 
+    def record_result(self, terminal: int, transaction: str, queued: float, completed: float, result: Result) -> None:
+        """A deferred transaction's result record (2.7.2.3), its output as a dict (a named tuple's fields)."""
+        record = result.output._asdict() if result.output is not None else None
+        self.results.append((terminal, transaction, queued - self.origin, completed - self.origin,
+                             result.outcome.value, record))
+
     def _add_facts(self, drawn: Iterable[tuple[Any, Any]]) -> None:
         by_transaction = defaultdict(list)
         for transaction, inputs in drawn:
@@ -90,14 +97,19 @@ class Recorder:
     def flush(self, now: float) -> None:
         if self.recorded or self.facts:
             facts = {f"{transaction}.{name}": value for (transaction, name), value in self.facts.items()}
-            self.outbox.put(("samples", self.samples, facts, self.runs))
-            self.samples, self.runs, self.recorded, self.facts = [], [], 0, Counter()
+            self.outbox.put(("samples", self.samples, facts, self.runs, self.results))
+            self.samples, self.runs, self.results, self.recorded, self.facts = [], [], [], 0, Counter()
         self.last_flush = now
 
 
 def from_wire(fields: tuple) -> TxnSample:
     terminal, transaction, start, latency, outcome, attempts, error = fields
     return TxnSample(terminal, transaction, start, latency, Outcome(outcome), attempts, error)
+
+
+def result_from_wire(fields: tuple) -> DeferredResult:
+    terminal, transaction, queued, completed, outcome, record = fields
+    return DeferredResult(terminal, transaction, queued, completed, Outcome(outcome), record)
 
 
 def expand_runs(runs: Iterable[tuple], origin: float) -> Iterator[tuple]:
@@ -109,7 +121,7 @@ def expand_runs(runs: Iterable[tuple], origin: float) -> Iterator[tuple]:
             yield terminal, name, started - origin, finished - started, committed, 1, ""
 
 
-Runner = Callable[[Any], tuple[Outcome, int, str]]  # inputs -> (outcome, attempts, last error)
+Runner = Callable[[Any], Result]  # inputs -> what became of the transaction
 
 
 def transaction_runner(session: Session, engine: Engine, retry: RetryPolicy, transaction: Any,
@@ -131,13 +143,14 @@ def transaction_runner(session: Session, engine: Engine, retry: RetryPolicy, tra
     return run
 
 
-def _in_transaction(session: Session, transaction: Any, inputs: Any) -> None:
-    session.begin(read_only=transaction.read_only)
-    transaction.execute(session, inputs)
+def _in_transaction(session: Session, transaction: Any, inputs: Any) -> Any:
+    session.begin(read_only=transaction.read_only, one_snapshot=transaction.one_snapshot)
+    output = transaction.execute(session, inputs)
     session.commit()
+    return output
 
 
-def _holding(gate: Any, run: Runner, inputs: Any) -> tuple[Outcome, int, str]:
+def _holding(gate: Any, run: Runner, inputs: Any) -> Result:
     with gate:
         return run(inputs)
 
@@ -204,7 +217,7 @@ class Terminal:
         left = self.end - self.clock.now()
         return self.clock.sleep(min(seconds, left)) and seconds < left
 
-    def _run(self, transaction: Any, inputs: Any, started: float) -> tuple[Outcome, int, str]:
+    def _run(self, transaction: Any, inputs: Any, started: float) -> Result:
         if transaction.deferred:
             return queue_deferred(self, transaction, inputs, started)
         return (self.runners.get(transaction) or self._runner(transaction))(inputs)
@@ -215,26 +228,27 @@ class Terminal:
         return runner
 
 
-def queue_deferred(terminal: Any, transaction: Any, inputs: Any, started: float) -> tuple[Outcome, int, str]:
+def queue_deferred(terminal: Any, transaction: Any, inputs: Any, started: float) -> Result:
     """2.7.2: a deferred transaction is queued for a deferred worker; the terminal's part is done."""
     terminal.delivery_queue.put((terminal.index, started, transaction.name, inputs))  # CLOCK_MONOTONIC: system-wide
-    return Outcome.COMMITTED, 1, ""
+    return Result(Outcome.COMMITTED, 1)
 
 
-def record_deferred(recorder: Recorder, terminal: int, name: str, queued_at: float,
-                    result: tuple[Outcome, int, str], now: float) -> None:
-    """2.7.2.2: a deferred transaction's sample, timed from its queueing to its completion."""
+def record_deferred(recorder: Recorder, terminal: int, name: str, queued_at: float, result: Result,
+                    now: float) -> None:
+    """2.7.2.2: a deferred transaction's sample, timed from its queueing to its completion; 2.7.2.3: its
+    entry in the result file."""
     recorder.record(terminal, f"deferred_{name}", queued_at, now, result, None, now)
+    recorder.record_result(terminal, name, queued_at, now, result)
 
 
-def finish(terminal: Any, transaction: Any, inputs: Any, started: float, finished: float,
-           result: tuple[Outcome, int, str]) -> None:
+def finish(terminal: Any, transaction: Any, inputs: Any, started: float, finished: float, result: Result) -> None:
     """Count a terminal's transaction on the live counters and record its sample and facts.
 
     ``terminal`` is a ``Terminal``, a ``MultiplexedTerminal`` or an ``AsyncTerminal``: anything with
     ``index``, ``emulator``, ``counters`` and ``recorder``.
     """
-    if result[0] is not Outcome.FAILED:
+    if result.outcome is not Outcome.FAILED:
         slot = 2 * terminal.index
         terminal.counters[slot + 1] += 1
         if transaction.name == terminal.emulator.headline:  # the live counter shows New-Order

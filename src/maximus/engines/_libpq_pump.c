@@ -40,9 +40,13 @@ typedef struct {
     char *(*error_message)(const PGconn *);
     int (*socket)(const PGconn *);
     int (*flush)(PGconn *);
+    int (*ntuples)(const PGresult *);
+    int (*get_is_null)(const PGresult *, int, int);
+    char *(*get_value)(const PGresult *, int, int);
+    int (*get_length)(const PGresult *, int, int);
 } Libpq;
 
-#define LIBPQ_FUNCTIONS 11
+#define LIBPQ_FUNCTIONS 15
 
 typedef struct {
     PGconn *conn;
@@ -64,6 +68,7 @@ typedef struct {
     Py_ssize_t count, capacity;
     Py_ssize_t queue_slot;  /* the slot that runs the queued calls, or -1 */
     PyObject *queue;        /* its list: (sql, params, request, queued at) */
+    PyObject *values;       /* the first values (bytes or None) of the calls it completed, until asked */
     struct pollfd *fds;
     Py_ssize_t *fd_slots;
 } Pump;
@@ -267,6 +272,20 @@ static int drain(Pump *pump, Slot *slot) {
     return 0;
 }
 
+/* Keep the first value of a queue slot's call, as the session's call() returns it: bytes, or None. */
+static int keep_value(Pump *pump, PGresult *result) {
+    PyObject *value;
+    if (pump->pq.ntuples(result) < 1 || pump->pq.get_is_null(result, 0, 0)) {
+        value = Py_NewRef(Py_None);
+    } else {
+        value = PyBytes_FromStringAndSize(pump->pq.get_value(result, 0, 0), pump->pq.get_length(result, 0, 0));
+        if (value == NULL) return -1;
+    }
+    int failed = PyList_Append(pump->values, value);
+    Py_DECREF(value);
+    return failed;
+}
+
 /* The call in flight on the slot is over: record it and send the next, or report a failure. */
 static int collect(Pump *pump, Py_ssize_t slot_index, PyObject *events) {
     Slot *slot = &pump->slots[slot_index];
@@ -284,6 +303,11 @@ static int collect(Pump *pump, Py_ssize_t slot_index, PyObject *events) {
     }
     int status = result ? pump->pq.result_status(result) : -1;
     if (state == 1 && (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)) {
+        if (slot_index == pump->queue_slot && keep_value(pump, result) < 0) {
+            pump->pq.clear(result);
+            Py_CLEAR(slot->calls);
+            return -1;
+        }
         pump->pq.clear(result);
         slot->next = index + 1;
         return send_next(pump, slot_index, events, 0) < 0 ? -1 : 0;
@@ -333,6 +357,7 @@ static void Pump_dealloc(Pump *self) {
         if (slot->result) self->pq.clear(slot->result);
     }
     Py_XDECREF(self->queue);
+    Py_XDECREF(self->values);
     free(self->slots);
     free(self->fds);
     free(self->fd_slots);
@@ -462,10 +487,25 @@ static PyObject *Pump_queue_on(Pump *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "no such slot, or the pump has a queue slot already");
         return NULL;
     }
+    PyObject *values = PyList_New(0);
+    if (values == NULL) return NULL;
     Py_INCREF(queue);
     self->queue = queue;
+    self->values = values;
     self->queue_slot = slot_index;
     Py_RETURN_NONE;
+}
+
+/* The first values of the calls the queue slot completed since it was last asked (none for another slot). */
+static PyObject *Pump_values(Pump *self, PyObject *args) {
+    Py_ssize_t slot_index;
+    if (not_ready(self) || !PyArg_ParseTuple(args, "n", &slot_index)) return NULL;
+    if (slot_index != self->queue_slot) return PyList_New(0);
+    PyObject *fresh = PyList_New(0);
+    if (fresh == NULL) return NULL;
+    PyObject *values = self->values;
+    self->values = fresh;
+    return values;
 }
 
 /* The times of the calls the slot completed since it was last given calls or asked: its progress
@@ -510,6 +550,8 @@ static PyMethodDef Pump_methods[] = {
     {"queue_on", (PyCFunction)Pump_queue_on, METH_VARARGS,
      "queue_on(slot, queue): the slot runs the queue, once given it"},
     {"progress", (PyCFunction)Pump_progress, METH_VARARGS, "progress(slot) -> times completed since last asked"},
+    {"values", (PyCFunction)Pump_values, METH_VARARGS,
+     "values(slot) -> the queue slot's first values of the calls completed since last asked"},
     {"end_all", (PyCFunction)Pump_end_all, METH_VARARGS, "end_all(end): no slot sends a call after end"},
     {"in_flight", (PyCFunction)Pump_in_flight, METH_NOARGS, "in_flight() -> slots with a call in flight"},
     {NULL, NULL, 0, NULL},

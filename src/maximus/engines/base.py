@@ -53,13 +53,24 @@ class Dialect:
     # How ``Session.call`` takes its parameters. A workload converts them when it draws its inputs, a
     # batch at a time, not between two round trips (PostgreSQL: text, ready for libpq).
     call_parameters: Callable[[Sequence[Any]], Sequence[Any]] = tuple
+    # Money (a NUMERIC with two decimals in the schema) as integer cents: for engines whose NUMERIC is binary
+    # floating point (SQLite stores it as REAL), where sums of cents drift in their last bits.
+    money_in_cents: bool = False
+    # The current UTC date and time as SQL, with sub-second resolution: the one clock a workload's timestamps
+    # come from, whichever side (driver or stored procedure) writes them.
+    utc_now: str = "CURRENT_TIMESTAMP"
+    # How ``Session.call`` returns an array of integers (the first value of a call's result): as a list
+    array_of_ints: Callable[[Any], list[int | None]] = list
 
 
 class Session(ABC):
     """One connection used by one terminal: SQL with ``?`` placeholders, explicit transactions."""
 
     @abstractmethod
-    def begin(self, read_only: bool = False) -> None: ...
+    def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
+        """Start a transaction. ``one_snapshot``: every read of it must see the same committed state (a
+        read-only transaction that reads several tables, TPC-C's Order-Status, 3.4.0.1); an engine whose
+        default level gives each statement its own snapshot raises the level for this transaction."""
 
     @abstractmethod
     def commit(self) -> None: ...
@@ -77,14 +88,17 @@ class Session(ABC):
     @abstractmethod
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
 
-    def call(self, sql: str, params: Sequence[Any]) -> None:
-        """Run one statement whose result nobody reads, many times over (a stored-function call).
+    def call(self, sql: str, params: Sequence[Any]) -> Any:
+        """Run one statement many times over (a stored-function call); return the first value of its
+        first row, or None, in whatever form the engine's path gives it (``dialect.array_of_ints``
+        reads an array of it).
 
         ``params`` come converted by the engine's ``dialect.call_parameters``. Engines with a cheaper
         path for a repeated statement (prepared once, parameters as text) override this; the driver's
         client cost per transaction is mostly spent here.
         """
-        self.fetchone(sql, params)
+        row = self.fetchone(sql, params)
+        return None if row is None else row[0]
 
     # Engines with ``capabilities.split_calls`` also split ``call`` in two, so that one process can keep
     # calls in flight on several sessions and wait for whichever answers first (driver.multiplexed).
@@ -96,6 +110,10 @@ class Session(ABC):
     def call_finished(self) -> bool:
         """Read what has arrived without waiting: True once the call's result is complete, raising the
         call's error as ``call`` would; False while it is still running."""
+        raise NotImplementedError
+
+    def call_value(self) -> Any:
+        """After ``call_finished`` said True: what ``call`` would have returned for that call."""
         raise NotImplementedError
 
     def fileno(self) -> int:
@@ -183,6 +201,11 @@ class Engine(ABC):
 
     def validate_run(self, terminals: int) -> None:
         """Raise UserError when these settings cannot serve ``terminals`` concurrent terminals."""
+
+    def isolation(self, one_snapshot: bool, procedure: bool) -> str:
+        """The isolation level a transaction runs at here: one begun with ``Session.begin(..., one_snapshot)``,
+        or one stored-procedure call (``procedure``) in autocommit mode, which runs at the default level."""
+        return "serializable"
 
     @abstractmethod
     def provision(self) -> None:

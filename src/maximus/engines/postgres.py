@@ -45,6 +45,9 @@ from maximus.samplers.postgres import IO_TIMING, WAL_IO_TIMING, PostgresSampler
 
 _log = logging.getLogger(__name__)  # what a user should know happened to a server (the CLI prints it)
 _RETRYABLE_STATES = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
+UTC_NOW = "(now() AT TIME ZONE 'UTC')"  # the transaction's start, to the microsecond, as TIMESTAMP columns hold it
+_PER_STATEMENT_SNAPSHOTS = {"read committed", "read uncommitted"}
+_SNAPSHOT_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 _CONTEXT = {"postmaster": Applies.RESTART, "sighup": Applies.RELOAD, "superuser": Applies.RELOAD,
             "user": Applies.RELOAD, "superuser-backend": Applies.RELOAD, "backend": Applies.RELOAD}
 _DURABILITY = {"fsync": {"off"}, "synchronous_commit": {"off"}, "full_page_writes": {"off"}}
@@ -253,6 +256,8 @@ class PostgresSession(Session):
         self._prepared: dict[str, bytes] = {}
         self._encoding = connection.info.encoding
         self._succeeded = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
+        self._snapshot_begin: str | None = None  # how a transaction that needs one snapshot begins
+        self._value: bytes | None = None  # the first value of the last split call's result
 
     def _sql(self, sql: str) -> str:
         translated = self._translated.get(sql)
@@ -260,8 +265,16 @@ class PostgresSession(Session):
             translated = self._translated[sql] = placeholders(sql)
         return translated
 
-    def begin(self, read_only: bool = False) -> None:
-        self.connection.execute("BEGIN")
+    def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
+        self.connection.execute(self._one_snapshot_begin() if one_snapshot else "BEGIN")
+
+    def _one_snapshot_begin(self) -> str:
+        """At read committed each statement sees its own snapshot: one that must see one is repeatable read
+        (in PostgreSQL one snapshot for the whole transaction). A stricter default stays as it is."""
+        if self._snapshot_begin is None:
+            (default,) = self.connection.execute("SHOW default_transaction_isolation").fetchone()
+            self._snapshot_begin = _SNAPSHOT_BEGIN if default in _PER_STATEMENT_SNAPSHOTS else "BEGIN"
+        return self._snapshot_begin
 
     def commit(self) -> None:
         self.connection.execute("COMMIT")
@@ -283,8 +296,9 @@ class PostgresSession(Session):
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self._run(sql, params).fetchall()
 
-    def call(self, sql: str, params: Sequence[Any]) -> None:
-        """A prepared statement executed through libpq with text parameters (``_text_parameters``).
+    def call(self, sql: str, params: Sequence[Any]) -> bytes | None:
+        """A prepared statement executed through libpq with text parameters (``_text_parameters``); the
+        first value of its result in PostgreSQL's text form.
 
         psycopg's cursor costs about 100 µs of client CPU per call (parameter adaptation, above all of
         int arrays, and result handling); this path costs about 15 µs, which is what lets one Python
@@ -293,6 +307,7 @@ class PostgresSession(Session):
         result = self._pgconn.exec_prepared(self._prepared.get(sql) or self._prepare(sql), params)
         if result.status not in self._succeeded:
             raise self._error(result)
+        return result.get_value(0, 0) if result.ntuples else None
 
     def send_call(self, sql: str, params: Sequence[Any]) -> None:
         name = self._prepared.get(sql) or self._prepare(sql)  # the first call of a statement waits for it
@@ -310,7 +325,11 @@ class PostgresSession(Session):
             pass
         if result.status not in self._succeeded:
             raise self._error(result)
+        self._value = result.get_value(0, 0) if result.ntuples else None
         return True
+
+    def call_value(self) -> bytes | None:
+        return self._value
 
     def fileno(self) -> int:
         return self._pgconn.socket
@@ -353,6 +372,13 @@ class PostgresSession(Session):
         self.connection.close()
 
 
+def array_of_ints(text: bytes | None) -> list[int | None]:
+    """A one-dimensional integer array in PostgreSQL's text form (``{3001,NULL,3002}``), as a list."""
+    if not text:
+        return []
+    return [None if item == b"NULL" else int(item) for item in text.strip(b"{}").split(b",") if item]
+
+
 def _text_parameters(params: Sequence[Any]) -> list[bytes | None]:
     """The parameters in PostgreSQL's text input form: NULL, a number, a string, or an array literal
     (written out in one loop: a terminal converts a few thousand a second)."""
@@ -375,7 +401,8 @@ except ImportError:  # built without a C compiler
 
 # The libpq functions _libpq_pump.c calls, in the order of its table.
 _PUMP_FUNCTIONS = ("PQsendQueryPrepared", "PQconsumeInput", "PQisBusy", "PQgetResult", "PQresultStatus",
-                   "PQresultErrorField", "PQresultErrorMessage", "PQclear", "PQerrorMessage", "PQsocket", "PQflush")
+                   "PQresultErrorField", "PQresultErrorMessage", "PQclear", "PQerrorMessage", "PQsocket", "PQflush",
+                   "PQntuples", "PQgetisnull", "PQgetvalue", "PQgetlength")
 
 
 def libpq_functions() -> tuple[int, ...] | None:
@@ -404,8 +431,8 @@ class LibpqPump:
     def __init__(self, pump: Any) -> None:
         self._pump = pump
         self._encodings: list[str] = []  # by slot
-        self.end_all, self.in_flight, self.queue_on, self.progress = pump.end_all, pump.in_flight, pump.queue_on, \
-            pump.progress
+        self.end_all, self.in_flight, self.queue_on, self.progress, self.values = \
+            pump.end_all, pump.in_flight, pump.queue_on, pump.progress, pump.values
 
     def add(self, session: Session) -> int:
         self._encodings.append(session.encoding)
@@ -491,7 +518,8 @@ class PostgresEngine(Engine):
     capabilities = Capabilities(single_writer=False, managed_server=True, server_side_procedures=True,
                                 async_sessions=True, split_calls=True)
     dialect = Dialect("postgres", for_update=" FOR UPDATE", primary_keys_after_load=True,
-                      call_parameters=_c_text_parameters or _text_parameters)
+                      call_parameters=_c_text_parameters or _text_parameters, utc_now=UTC_NOW,
+                      array_of_ints=array_of_ints)
 
     def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
                  connection: Mapping[str, str] | None = None) -> None:
@@ -828,6 +856,13 @@ class PostgresEngine(Engine):
 
     def classify(self, error: BaseException) -> Outcome:
         return Outcome.RETRY if getattr(error, "sqlstate", None) in _RETRYABLE_STATES else Outcome.FAILED
+
+    def isolation(self, one_snapshot: bool, procedure: bool) -> str:
+        """The server's default level (``default_transaction_isolation``), or repeatable read for a client-side
+        transaction that must see one snapshot where the default gives each statement its own."""
+        default = self.effective_settings.get("default_transaction_isolation", "read committed")
+        return "repeatable read" if one_snapshot and not procedure and default in _PER_STATEMENT_SNAPSHOTS \
+            else default
 
     def version(self) -> str:
         """The installation's version; a server of the user's is asked (it has been started)."""

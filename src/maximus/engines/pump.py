@@ -21,7 +21,9 @@ queued at)`` is appended to the queue slot's list, the call counts as over at on
 the queue slot sends its calls in order as the list grows: at its end it waits for the next one instead
 of reporting ``DONE``, and ``progress`` hands over the times of the calls it completed since it was last
 asked. It stops on ``FAILED`` and ``END`` like any slot, and queued calls wait in its list until it is
-given them again. So a deferred transaction costs the driver's Python code no event of its own.
+given them again. So a deferred transaction costs the driver's Python code no event of its own. The
+first value of each call the queue slot completes (what ``Session.call`` returns) is kept, in order,
+until ``values`` hands it over: a deferred transaction's result (2.7.2.3).
 
 Between two events the driver's Python code does not run. ``PythonPump`` works on any engine with
 split calls (``Capabilities.split_calls``); an engine can offer a cheaper pump of the same behaviour
@@ -59,6 +61,10 @@ class Pump(Protocol):
     def progress(self, slot: int) -> list[float]:
         """The times of the calls ``slot`` completed since it was last given calls or asked."""
 
+    def values(self, slot: int) -> list[Any]:
+        """The queue slot: the first values of the calls it completed since it was last asked; empty for
+        any other slot."""
+
     def end_all(self, end: float) -> None:
         """From now on no slot sends a call after ``end`` (a stop)."""
 
@@ -86,6 +92,7 @@ class PythonPump:
         self._by_socket: dict[int, int] = {}
         self._poller = select.poll()
         self._queue_slot, self._queue = -1, None
+        self._values: list[Any] = []  # of the queue slot's calls
 
     def add(self, session: Session) -> int:
         self._slots.append(_Slot(session, session.fileno()))
@@ -120,6 +127,12 @@ class PythonPump:
         state = self._slots[slot]
         times, state.times = state.times, []
         return times
+
+    def values(self, slot: int) -> list[Any]:
+        if slot != self._queue_slot:
+            return []
+        values, self._values = self._values, []
+        return values
 
     def end_all(self, end: float) -> None:
         for state in self._slots:
@@ -176,6 +189,8 @@ class PythonPump:
             state.times += (state.started, time.monotonic())
             return self._stop(slot, FAILED, state.current, events, error)
         state.times += (state.started, time.monotonic())
+        if slot == self._queue_slot:
+            self._values.append(state.session.call_value())
         state.next, state.current = state.current + 1, -1
         self._send_next(slot, events)
 

@@ -62,9 +62,10 @@ class SQLiteSession(Session):
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
 
-    def begin(self, read_only: bool = False) -> None:
+    def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
         # Writers take the write lock up front: a deferred upgrade could deadlock against another
-        # writer and end in SQLITE_BUSY without the busy handler ever waiting.
+        # writer and end in SQLITE_BUSY without the busy handler ever waiting. A reader sees one snapshot
+        # anyway (its shared lock, or its WAL read mark, lasts until the end of its transaction).
         self.connection.execute("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     def commit(self) -> None:
@@ -91,7 +92,9 @@ class SQLiteEngine(Engine):
     name = "sqlite"
     knobs = SQLITE_KNOBS
     capabilities = Capabilities(single_writer=True, managed_server=False, server_side_procedures=False)
-    dialect = Dialect("sqlite", clustered_table_suffix=" WITHOUT ROWID")
+    # SQLite's NUMERIC is REAL: money is kept in integer cents. 'now' is read once per statement, to the millisecond.
+    dialect = Dialect("sqlite", clustered_table_suffix=" WITHOUT ROWID", money_in_cents=True,
+                      utc_now="strftime('%Y-%m-%d %H:%M:%f', 'now')")
 
     @property
     def path(self) -> Path:

@@ -38,6 +38,8 @@ def render_header(console: Console, record: RunRecord) -> None:
                   f" · {transactions_text(spec)} transactions · {measured_text(record)} measured"
                   f" after {spec.warmup_s:g} s warm-up · seed {spec.seed} · [bold]{record.status.value}[/]")
     _render_knobs(console, record)
+    if "isolation" in spec.options:
+        console.print(f"Isolation (3.4.0.1): {escape(spec.options['isolation'])}")
     how = "built for this run" if record.loaded_in_run else "pristine copy restored; built earlier"
     if record.load_seconds is not None:
         console.print(f"Load time: [bold]{record.load_seconds:,.1f} s[/] for {spec.warehouses} warehouse(s) ({how})")

@@ -154,16 +154,16 @@ def _stored_warning(text: str, runs: Sequence[RunData]) -> Notice:
 
 
 def validity_notices(runs: Sequence[RunData]) -> list[Notice]:
-    """One notice per input-validity band (5.5.1.5) that some run missed, with each such run's value."""
-    missed: dict[tuple[str, float, float], list[tuple[int, float]]] = {}
+    """One notice per validity band (5.5.1.5, 2.7.4.2) that some run missed, with each such run's value."""
+    missed: dict[tuple[str, float, float, str], list[tuple[int, float]]] = {}
     for run in runs:
         for band in run.report.validity:
             if band.status == "OUT OF BAND":
-                missed.setdefault((band.name, band.low, band.high), []).append((run.id, band.value))
-    return [Notice("validity", f"{name.replace('_', ' ')} outside {low:g}–{high:g} (5.5.1.5) in {len(found)} of "
+                missed.setdefault((band.name, band.low, band.high, band.clause), []).append((run.id, band.value))
+    return [Notice("validity", f"{name.replace('_', ' ')} outside {low:g}–{high:g} ({clause}) in {len(found)} of "
                                f"{len(runs)} run(s): " + ", ".join(f"run {i} {v:.2f}" for i, v in found),
                    )  # the text names the runs already
-            for (name, low, high), found in missed.items()]
+            for (name, low, high, clause), found in missed.items()]
 
 
 # --- summary and steps --------------------------------------------------------------------------------

@@ -45,6 +45,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # version 4: the process that runs a run, so that a run left "running" by a killed one is told apart
         "ALTER TABLE runs ADD COLUMN runner TEXT",
     ),
+    (  # version 5: the result file of deferred transactions (TPC-C 2.7.2.3: each Delivery's orders or skips)
+        """CREATE TABLE deferred_results (
+            run_id INTEGER NOT NULL REFERENCES runs(id), terminal INTEGER NOT NULL, transaction_name TEXT NOT NULL,
+            queued REAL NOT NULL, completed REAL NOT NULL, outcome TEXT NOT NULL, record TEXT)""",
+        "CREATE INDEX deferred_results_by_run ON deferred_results (run_id, queued)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

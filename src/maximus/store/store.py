@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from maximus.errors import UserError
-from maximus.records import Outcome, RunSpec, RunStatus, TxnSample, Window
+from maximus.records import DeferredResult, Outcome, RunSpec, RunStatus, TxnSample, Window
 from maximus.samplers.base import MetricSample
 from maximus.samplers.os_linux import parse_pid_stat
 from maximus.store.schema import migrate
@@ -167,10 +167,15 @@ class ResultsStore:
 
     def finish_run(self, run_id: int, status: RunStatus, samples: Iterable[TxnSample], facts: Mapping[str, int],
                    errors: Iterable[str], elapsed_s: float, warnings: Iterable[str] = (),
-                   window: Window | None = None) -> None:
+                   window: Window | None = None, deferred: Iterable[DeferredResult] = ()) -> None:
         """Store the raw samples and close the run, in one transaction: all of it lands or none. ``window``,
         when given, replaces the planned one: an interrupted run measured less than it planned."""
         with self._db:
+            self._db.executemany(
+                "INSERT INTO deferred_results (run_id, terminal, transaction_name, queued, completed, outcome, record)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((run_id, r.terminal, r.transaction, r.queued, r.completed, r.outcome.value,
+                  None if r.record is None else json.dumps(r.record)) for r in deferred))
             if window is not None:
                 self._db.execute("UPDATE runs SET window_start = ?, window_end = ? WHERE id = ?",
                                  (window.start, window.end, run_id))
@@ -243,6 +248,13 @@ class ResultsStore:
         rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error"
                                 " FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
         return [TxnSample(t, name, s, lat, Outcome(o), a, e) for t, name, s, lat, o, a, e in rows]
+
+    def deferred_results(self, run_id: int) -> list[DeferredResult]:
+        """The run's deferred transactions as its result file records them, in the order they were queued."""
+        rows = self._db.execute("SELECT terminal, transaction_name, queued, completed, outcome, record"
+                                " FROM deferred_results WHERE run_id = ? ORDER BY queued, rowid", (run_id,))
+        return [DeferredResult(t, name, q, c, Outcome(o), None if r is None else json.loads(r))
+                for t, name, q, c, o, r in rows]
 
     def facts(self, run_id: int) -> dict[str, int]:
         return dict(self._db.execute("SELECT name, value FROM run_facts WHERE run_id = ?", (run_id,)))

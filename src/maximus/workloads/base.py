@@ -20,8 +20,9 @@ class Workload(ABC):
     def load(self, engine: Engine, scale: int, seed: int, progress: Callable[[str, int], None]) -> Any: ...
 
     @abstractmethod
-    def database_info(self, session: Session) -> Any | None:
-        """What the loaded database records about itself, or None when it is not a finished load."""
+    def database_info(self, session: Session, dialect: Dialect) -> Any | None:
+        """What the loaded database records about itself, or None when it is not a finished load that this
+        version's transactions can run on in this dialect."""
 
     @abstractmethod
     def expected_rows(self, scale: int) -> Mapping[str, int]: ...
@@ -31,7 +32,7 @@ class Workload(ABC):
         """The transaction objects for this dialect, as the run's settings want them (e.g. server-side)."""
 
     @abstractmethod
-    def check(self, session: Session, fresh: bool) -> list[Any]: ...
+    def check(self, session: Session, fresh: bool, dialect: Dialect) -> list[Any]: ...
 
     @abstractmethod
     def emulator(self, settings: Any, terminal: int, dialect: Dialect) -> Any:

@@ -39,8 +39,8 @@ class Tpcc(Workload):
              progress: Callable[[str, int], None] = lambda table, rows: None) -> loader.LoadResult:
         return loader.load(engine, scale, seed, progress)
 
-    def database_info(self, session: Session) -> loader.DatabaseInfo | None:
-        return loader.read_info(session)
+    def database_info(self, session: Session, dialect: Dialect) -> loader.DatabaseInfo | None:
+        return loader.read_info(session, dialect)
 
     def expected_rows(self, scale: int) -> Mapping[str, int]:
         return generate.expected_rows(scale)
@@ -55,10 +55,10 @@ class Tpcc(Workload):
     def emulator(self, settings: TpccRunSettings, terminal: int, dialect: Dialect) -> TerminalEmulator:
         return TerminalEmulator(settings, terminal, dialect)
 
-    def check(self, session: Session, fresh: bool) -> list:
+    def check(self, session: Session, fresh: bool, dialect: Dialect) -> list:
         from maximus.workloads.tpcc.consistency import check_consistency
 
-        return check_consistency(session, fresh)
+        return check_consistency(session, fresh, dialect.money_in_cents)
 
 
 __all__ = ["Home", "Tpcc", "home_of"]

@@ -64,7 +64,8 @@ THINK_TIME_TRUNCATION = 10  # 5.2.5.4: think time may be truncated at 10 times i
 RESPONSE_TIME_LIMIT = {"new_order": 5.0, "payment": 5.0, "order_status": 5.0, "delivery": 5.0,
                        "stock_level": 20.0, "deferred_delivery": 80.0}
 
-# 5.5.1.5: bands the input data of a valid run must fall in (percent, or lines per order)
+# 5.5.1.5: bands the input data of a valid run must fall in (percent, or lines per order); and 2.7.4.2: a run
+# whose Deliveries skipped more than 1 % of their districts for want of an undelivered order must report it
 VALIDITY_BANDS = {
     "rollback_percent": (0.9, 1.1),
     "average_order_lines": (9.5, 10.5),
@@ -72,7 +73,9 @@ VALIDITY_BANDS = {
     "remote_payment_percent": (14.0, 16.0),
     "payment_by_name_percent": (57.0, 63.0),
     "order_status_by_name_percent": (57.0, 63.0),
+    "skipped_delivery_percent": (0.0, 1.0),
 }
+BAND_CLAUSES = {"skipped_delivery_percent": "2.7.4.2"}  # the others' is 5.5.1.5
 
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
 DEFERRED_DELIVERY = "deferred_delivery"

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
+from maximus.errors import EngineError
 from maximus.workloads.tpcc.constants import CARRIER_RANGE, DISTRICTS_PER_WAREHOUSE
 from maximus.workloads.tpcc.random import TpccRandom
-from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, now_text
+from maximus.workloads.tpcc.screens import DeliveryResult
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, to_sql_money, cents_of
+
+DISTRICTS = range(1, DISTRICTS_PER_WAREHOUSE + 1)
 
 
 class DeliveryInput(NamedTuple):
@@ -16,15 +20,26 @@ class DeliveryInput(NamedTuple):
 
 
 class Delivery:
-    """2.7.2: deferred. The whole business transaction is one database transaction (2.7.4.1 allows 1..10)."""
+    """2.7.2: deferred. The whole business transaction is one database transaction (2.7.4.1 allows 1..10).
+
+    2.7.4.2: each district's oldest undelivered order is locked before it is read (``FOR UPDATE``): a
+    Delivery that finds it locked by another one waits, and takes the next one once the other has
+    delivered it, so a district is skipped only when it has no undelivered order at all."""
 
     name = "delivery"
     read_only = False
     deferred = True
+    one_snapshot = False
+    isolation_means = "each district's oldest new order locked before it is read"
     call_sql = f"SELECT tpcc_delivery(?, ?, {SERVER_UTC_NOW})"
 
     def __init__(self, dialect: Dialect) -> None:
-        self.oldest_sql = "SELECT MIN(no_o_id) FROM new_order WHERE no_w_id = ? AND no_d_id = ?"
+        self.in_cents = dialect.money_in_cents
+        self.array_of_ints = dialect.array_of_ints
+        self.oldest_sql = ("SELECT no_o_id FROM new_order WHERE no_w_id = ? AND no_d_id = ? ORDER BY no_o_id "
+                           f"LIMIT 1{dialect.for_update}")
+        self.lines_sql = (f"UPDATE order_line SET ol_delivery_d = {dialect.utc_now} WHERE ol_w_id = ? "
+                          "AND ol_d_id = ? AND ol_o_id = ?")
 
     def draw(self, rng: TpccRandom, home: Home) -> DeliveryInput:
         return DeliveryInput(home.w_id, rng.uniform(*CARRIER_RANGE))
@@ -35,29 +50,34 @@ class Delivery:
     def summed_facts(self, inputs: Sequence[DeliveryInput]) -> dict[str, int]:
         return {}
 
-    def execute(self, session: Session, inputs: DeliveryInput) -> list[tuple[int, int]]:
-        """Deliver; return the (D_ID, O_ID) pairs delivered (2.7.2.3: the result file's content)."""
-        delivered_at = now_text()
-        delivered = [(d_id, o_id) for d_id in range(1, DISTRICTS_PER_WAREHOUSE + 1)
-                     if (o_id := self._deliver(session, inputs, d_id, delivered_at)) is not None]
-        return delivered
+    def execute(self, session: Session, inputs: DeliveryInput) -> DeliveryResult:
+        """Deliver; return what the result file records of it (2.7.2.3)."""
+        return DeliveryResult(*inputs, tuple(self._deliver(session, inputs, d_id) for d_id in DISTRICTS))
 
-    def _deliver(self, session: Session, inputs: DeliveryInput, d_id: int, delivered_at: str) -> int | None:
+    def _deliver(self, session: Session, inputs: DeliveryInput, d_id: int) -> int | None:
         w_id = inputs.w_id
-        (o_id,) = session.fetchone(self.oldest_sql, (w_id, d_id))
-        if o_id is None:
-            return None  # 2.7.4.2: no outstanding order in this district: skipped, and counted
-        if not session.execute("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ?",
-                               (w_id, d_id, o_id)):
-            return None  # another delivery took it first
+        oldest = session.fetchone(self.oldest_sql, (w_id, d_id))
+        if oldest is None:
+            return None  # 2.7.4.2: no undelivered order in this district: skipped, and recorded as such
+        (o_id,) = oldest
+        if session.execute("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ?",
+                           (w_id, d_id, o_id)) != 1:
+            raise EngineError(f"the new order {o_id} of district {d_id} vanished under its lock")
         (c_id,) = session.fetchone("SELECT o_c_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?",
                                    (w_id, d_id, o_id))
         session.execute("UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?",
                         (inputs.carrier_id, w_id, d_id, o_id))
-        session.execute("UPDATE order_line SET ol_delivery_d = ? WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?",
-                        (delivered_at, w_id, d_id, o_id))
+        session.execute(self.lines_sql, (w_id, d_id, o_id))
         (amount,) = session.fetchone("SELECT SUM(ol_amount) FROM order_line WHERE ol_w_id = ? AND ol_d_id = ? "
                                      "AND ol_o_id = ?", (w_id, d_id, o_id))
         session.execute("UPDATE customer SET c_balance = c_balance + ?, c_delivery_cnt = c_delivery_cnt + 1 "
-                        "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?", (amount, w_id, d_id, c_id))
+                        "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+                        (to_sql_money(cents_of(amount, self.in_cents), self.in_cents), w_id, d_id, c_id))
         return o_id
+
+    def deferred_result(self, inputs: DeliveryInput, value: Any) -> DeliveryResult:
+        """From what ``Session.call`` returned for ``call``: ``tpcc_delivery``'s array of order numbers."""
+        return DeliveryResult(*inputs, tuple(self.array_of_ints(value)))
+
+    def screen(self, inputs: DeliveryInput, row: tuple) -> DeliveryResult:
+        return DeliveryResult(*inputs, tuple(row[0]))

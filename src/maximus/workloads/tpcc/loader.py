@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 from maximus import __version__
 from maximus.engines.base import Dialect, Engine, Session
 from maximus.errors import EngineError, UserError
@@ -32,6 +34,9 @@ class LoadResult:
     constants: NURandConstants
 
 
+MONEY_IN_CENTS, MONEY_AS_DECIMALS = "cents", "decimal"
+
+
 @dataclass(frozen=True)
 class DatabaseInfo:
     """What a loaded database says about itself (the ``maximus_meta`` table)."""
@@ -42,6 +47,11 @@ class DatabaseInfo:
     load_seconds: float
     fresh: bool
     creation_settings: dict[str, str]
+    money_in_cents: bool = False  # a build older than this record kept SQLite's money as REAL
+
+    def fits(self, dialect: Dialect) -> bool:
+        """Whether this Maximus's transactions can run on it: they read and write money as the dialect keeps it."""
+        return self.money_in_cents == dialect.money_in_cents
 
 
 def load(engine: Engine, warehouses: int, seed: int, progress: Progress = lambda table, rows: None) -> LoadResult:
@@ -57,7 +67,8 @@ def load(engine: Engine, warehouses: int, seed: int, progress: Progress = lambda
         _index_and_analyze(engine, session, rows)
         install_procedures(engine.dialect, session)
         seconds = time.perf_counter() - started
-        _write_meta(session, warehouses, seed, constants, seconds, engine.creation_settings())
+        _write_meta(session, warehouses, seed, constants, seconds, engine.creation_settings(),
+                    engine.dialect.money_in_cents)
     finally:
         session.close()
     return LoadResult(warehouses, seed, seconds, rows, constants)
@@ -141,9 +152,19 @@ def _write(engine: Engine, session: Session, chunks: Iterator[generate.Chunk], t
     """One commit per group of chunks (the items, or one warehouse)."""
     session.begin()
     for chunk in chunks:
-        engine.bulk_insert_columns(session, chunk.table, chunk.columns, chunk.values)
+        engine.bulk_insert_columns(session, chunk.table, chunk.columns, stored_columns(chunk, engine.dialect))
         tally(chunk.table, len(chunk))
     session.commit()
+
+
+def stored_columns(chunk: generate.Chunk, dialect: Dialect) -> tuple[np.ndarray, ...]:
+    """The chunk's columns as the dialect stores them: money in integer cents where it keeps money so (the
+    generator draws whole cents, so the conversion is exact)."""
+    if not dialect.money_in_cents:
+        return chunk.values
+    money = schema.money_columns(schema.TABLES_BY_NAME[chunk.table])
+    return tuple(np.rint(np.asarray(values) * 100).astype(np.int64) if name in money else values
+                 for name, values in zip(chunk.columns, chunk.values))
 
 
 def _loader_processes(engine: Engine, warehouses: int) -> int:
@@ -207,11 +228,12 @@ def _load_share(engine: Engine, seed: int, c_load: int, since: str, w_ids: list[
 
 
 def _write_meta(session: Session, warehouses: int, seed: int, constants: NURandConstants, seconds: float,
-                creation_settings: dict[str, str]) -> None:
+                creation_settings: dict[str, str], money_in_cents: bool) -> None:
     meta = {
         "workload": "tpcc", "warehouses": warehouses, "seed": seed, "c_load_c_last": constants.c_last,
         "c_load_c_id": constants.c_id, "c_load_ol_i_id": constants.ol_i_id, "load_seconds": round(seconds, 3),
         "fresh": 1, "creation_settings": json.dumps(creation_settings), "maximus_version": __version__,
+        "money": MONEY_IN_CENTS if money_in_cents else MONEY_AS_DECIMALS,
         "loaded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     session.begin()
@@ -220,8 +242,9 @@ def _write_meta(session: Session, warehouses: int, seed: int, constants: NURandC
     session.commit()
 
 
-def read_info(session: Session) -> DatabaseInfo | None:
-    """The metadata of a loaded database, or None when it is not a complete Maximus TPC-C load."""
+def read_info(session: Session, dialect: Dialect) -> DatabaseInfo | None:
+    """The metadata of a loaded database, or None when it is not a complete Maximus TPC-C load that this
+    Maximus's transactions can run on (an SQLite build that keeps money as REAL is built again)."""
     try:
         meta = dict(session.fetchall(f"SELECT name, value FROM {schema.META_TABLE}"))
     except Exception:  # no such table: not ours, or the load never finished
@@ -230,8 +253,10 @@ def read_info(session: Session) -> DatabaseInfo | None:
     if meta.get("workload") != "tpcc":
         return None
     constants = NURandConstants(int(meta["c_load_c_last"]), int(meta["c_load_c_id"]), int(meta["c_load_ol_i_id"]))
-    return DatabaseInfo(int(meta["warehouses"]), int(meta["seed"]), constants, float(meta["load_seconds"]),
-                        meta["fresh"] == "1", json.loads(meta["creation_settings"]))
+    info = DatabaseInfo(int(meta["warehouses"]), int(meta["seed"]), constants, float(meta["load_seconds"]),
+                        meta["fresh"] == "1", json.loads(meta["creation_settings"]),
+                        meta.get("money") == MONEY_IN_CENTS)
+    return info if info.fits(dialect) else None
 
 
 def mark_used(session: Session) -> None:

@@ -11,7 +11,8 @@ from maximus.workloads.tpcc.constants import (
 )
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.records import RollbackByRule
-from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, now_text
+from maximus.workloads.tpcc.screens import NewOrderLineScreen, NewOrderScreen, money, rate, total_amount
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, cents_of, returning, to_sql_money
 
 try:
     from maximus.workloads.tpcc._draws import order_lines as _c_order_lines
@@ -80,13 +81,18 @@ class NewOrder:
     name = "new_order"
     read_only = False
     deferred = False
-    call_sql = f"SELECT tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})"
+    one_snapshot = False
+    isolation_means = "the district and stock rows locked before they are read"
+    call_sql = f"SELECT * FROM tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})"
 
     def __init__(self, dialect: Dialect) -> None:
         lock = dialect.for_update
+        self.in_cents = dialect.money_in_cents
         self.customer_sql = ("SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse "
                              "WHERE w_id = ? AND c_w_id = w_id AND c_d_id = ? AND c_id = ?")
         self.district_sql = f"SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?{lock}"
+        self.order_sql = ("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, "
+                          f"o_all_local) VALUES (?, ?, ?, ?, {dialect.utc_now}, NULL, ?, ?) RETURNING o_entry_d")
         self.stock_sql = {d: f"SELECT s_quantity, s_data, s_dist_{d:02d} FROM stock "
                              f"WHERE s_i_id = ? AND s_w_id = ?{lock}" for d in range(1, DISTRICTS_PER_WAREHOUSE + 1)}
 
@@ -111,25 +117,28 @@ class NewOrder:
         return {"order_lines": sum(len(order.item_ids) for order in inputs),
                 "remote_order_lines": sum(order.remote_lines for order in inputs)}
 
-    def execute(self, session: Session, inputs: NewOrderInput) -> None:
+    def execute(self, session: Session, inputs: NewOrderInput) -> NewOrderScreen:
+        """2.4.2.2, in its order; the customer and warehouse rows are read in one statement."""
         w_id, d_id = inputs.w_id, inputs.d_id
-        c_discount, _, _, w_tax = session.fetchone(self.customer_sql, (w_id, d_id, inputs.c_id))
+        c_discount, c_last, c_credit, w_tax = session.fetchone(self.customer_sql, (w_id, d_id, inputs.c_id))
         o_id, d_tax = session.fetchone(self.district_sql, (w_id, d_id))
         session.execute("UPDATE district SET d_next_o_id = ? WHERE d_w_id = ? AND d_id = ?", (o_id + 1, w_id, d_id))
-        entry = now_text()
-        session.execute("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, "
-                        "o_all_local) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
-                        (o_id, d_id, w_id, inputs.c_id, entry, len(inputs.lines), int(inputs.all_local)))
+        (entered_at,) = returning(session, self.order_sql, (o_id, d_id, w_id, inputs.c_id, len(inputs.item_ids),
+                                                             int(inputs.all_local)))
         session.execute("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)", (o_id, d_id, w_id))
-        total = sum(self._order_line(session, inputs, o_id, number, line)
-                    for number, line in enumerate(inputs.lines, start=1))
-        _ = total * (1 - c_discount) * (1 + w_tax + d_tax)  # 2.4.2.2: the total shown on the terminal
+        lines = tuple(self._order_line(session, inputs, o_id, number, line)
+                      for number, line in enumerate(inputs.lines, start=1))
+        discount, w_tax, d_tax = rate(c_discount), rate(w_tax), rate(d_tax)
+        total = total_amount(sum(int(line.ol_amount.scaleb(2)) for line in lines), discount, w_tax, d_tax)
+        return NewOrderScreen(w_id, d_id, inputs.c_id, c_last, c_credit, discount, w_tax, d_tax, len(lines), o_id,
+                              entered_at, total, lines)
 
-    def _order_line(self, session: Session, inputs: NewOrderInput, o_id: int, number: int, line: OrderLine) -> float:
+    def _order_line(self, session: Session, inputs: NewOrderInput, o_id: int, number: int,
+                    line: OrderLine) -> NewOrderLineScreen:
         item = session.fetchone("SELECT i_price, i_name, i_data FROM item WHERE i_id = ?", (line.i_id,))
         if item is None:
             raise RollbackByRule("Item number is not valid")  # 2.4.2.3
-        price, _, i_data = item
+        price, i_name, i_data = cents_of(item[0], self.in_cents), item[1], item[2]
         s_quantity, s_data, dist_info = session.fetchone(self.stock_sql[inputs.d_id], (line.i_id, line.supply_w_id))
         # 2.4.2.2: take the quantity, restocking by 91 when fewer than 10 would remain
         quantity = s_quantity - line.quantity if s_quantity >= line.quantity + 10 else s_quantity - line.quantity + 91
@@ -137,10 +146,22 @@ class NewOrder:
         session.execute("UPDATE stock SET s_quantity = ?, s_ytd = s_ytd + ?, s_order_cnt = s_order_cnt + 1, "
                         "s_remote_cnt = s_remote_cnt + ? WHERE s_i_id = ? AND s_w_id = ?",
                         (quantity, line.quantity, remote, line.i_id, line.supply_w_id))
-        amount = round(line.quantity * price, 2)
-        _ = "B" if "ORIGINAL" in i_data and "ORIGINAL" in s_data else "G"  # 2.4.2.2: brand-generic
+        amount = line.quantity * price
         session.execute("INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
                         "ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
                         (o_id, inputs.d_id, inputs.w_id, number, line.i_id, line.supply_w_id, line.quantity,
-                         amount, dist_info))
-        return amount
+                         to_sql_money(amount, self.in_cents), dist_info))
+        brand = "B" if "ORIGINAL" in i_data and "ORIGINAL" in s_data else "G"  # 2.4.2.2: brand-generic
+        return NewOrderLineScreen(line.supply_w_id, line.i_id, i_name, line.quantity, quantity, brand, money(price),
+                                  money(amount))
+
+    def screen(self, inputs: NewOrderInput, row: tuple) -> NewOrderScreen:
+        """From ``tpcc_new_order``'s columns: the order's, then one array per line field."""
+        o_id, c_last, c_credit, c_discount, w_tax, d_tax, entered_at, total, *columns = row
+        names, prices, s_quantities, brands, amounts = columns
+        lines = tuple(NewOrderLineScreen(supply, i_id, name, quantity, s_quantity, brand, price, amount)
+                      for supply, i_id, quantity, name, price, s_quantity, brand, amount
+                      in zip(inputs.supply_w_ids, inputs.item_ids, inputs.quantities, names, prices, s_quantities,
+                             brands, amounts))
+        return NewOrderScreen(inputs.w_id, inputs.d_id, inputs.c_id, c_last, c_credit, rate(c_discount), rate(w_tax),
+                              rate(d_tax), len(lines), o_id, entered_at, total, lines)

@@ -7,7 +7,8 @@ from typing import NamedTuple, Sequence
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import BY_NAME_PERCENT, DISTRICTS_PER_WAREHOUSE
 from maximus.workloads.tpcc.random import TpccRandom
-from maximus.workloads.tpcc.transaction import Home, customer_by_name
+from maximus.workloads.tpcc.screens import OrderStatusLineScreen, OrderStatusScreen, money
+from maximus.workloads.tpcc.transaction import Home, cents_of, customer_by_name
 
 
 class OrderStatusInput(NamedTuple):
@@ -21,10 +22,12 @@ class OrderStatus:
     name = "order_status"
     read_only = True
     deferred = False
-    call_sql = "SELECT tpcc_order_status(?, ?, ?, ?)"
+    one_snapshot = True
+    isolation_means = "one snapshot for all its reads"
+    call_sql = "SELECT * FROM tpcc_order_status(?, ?, ?, ?)"
 
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = dialect
+        self.in_cents = dialect.money_in_cents
 
     def draw(self, rng: TpccRandom, home: Home) -> OrderStatusInput:
         """2.6.1: home warehouse, district uniform, 60 % by last name."""
@@ -39,13 +42,26 @@ class OrderStatus:
     def summed_facts(self, inputs: Sequence[OrderStatusInput]) -> dict[str, int]:
         return {"by_name": sum(status.c_id is None for status in inputs)}
 
-    def execute(self, session: Session, inputs: OrderStatusInput) -> None:
+    def execute(self, session: Session, inputs: OrderStatusInput) -> OrderStatusScreen:
+        """2.6.2.2: the customer, their latest order and its lines."""
         w_id, d_id = inputs.w_id, inputs.d_id
         c_id = inputs.c_id or customer_by_name(session, w_id, d_id, inputs.c_last)
-        session.fetchone("SELECT c_balance, c_first, c_middle, c_last FROM customer "
-                         "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?", (w_id, d_id, c_id))
+        c_first, c_middle, c_last, balance = session.fetchone(
+            "SELECT c_first, c_middle, c_last, c_balance FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+            (w_id, d_id, c_id))
         order = session.fetchone("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? "
-                                 "AND o_c_id = ? ORDER BY o_id DESC LIMIT 1", (w_id, d_id, c_id))
-        if order is not None:
-            session.fetchall("SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
-                             "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?", (w_id, d_id, order[0]))
+                                 "AND o_c_id = ? ORDER BY o_id DESC LIMIT 1", (w_id, d_id, c_id)) or (None,) * 3
+        rows = [] if order[0] is None else session.fetchall(
+            "SELECT ol_supply_w_id, ol_i_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
+            "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ? ORDER BY ol_number", (w_id, d_id, order[0]))
+        lines = tuple(OrderStatusLineScreen(supply, i_id, quantity, money(cents_of(amount, self.in_cents)), delivered)
+                      for supply, i_id, quantity, amount, delivered in rows)
+        return OrderStatusScreen(w_id, d_id, c_id, c_first, c_middle, c_last, money(cents_of(balance, self.in_cents)),
+                                 *order, lines)
+
+    def screen(self, inputs: OrderStatusInput, row: tuple) -> OrderStatusScreen:
+        """From ``tpcc_order_status``'s columns: the customer's, the order's, then one array per line field."""
+        c_id, c_first, c_middle, c_last, balance, o_id, entered_at, carrier, *columns = row
+        lines = tuple(OrderStatusLineScreen(*line) for line in zip(*(column or () for column in columns)))
+        return OrderStatusScreen(inputs.w_id, inputs.d_id, c_id, c_first, c_middle, c_last, balance, o_id,
+                                 entered_at, carrier, lines)

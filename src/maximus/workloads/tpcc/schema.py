@@ -91,8 +91,22 @@ INDEXES = (
 META_TABLE = "maximus_meta"
 
 
+def is_money(kind: str) -> bool:
+    """Money columns are NUMERIC with two decimals (1.3: W_YTD, C_BALANCE, OL_AMOUNT, I_PRICE, ...)."""
+    return kind.startswith("NUMERIC(") and kind.endswith(",2)")
+
+
+def money_columns(table: Table) -> tuple[str, ...]:
+    return tuple(name for name, kind in table.columns if is_money(kind))
+
+
+def column_type(kind: str, dialect: Dialect) -> str:
+    """The column's type in the dialect: money in integer cents where the dialect keeps it so."""
+    return "INTEGER" if dialect.money_in_cents and is_money(kind) else kind
+
+
 def create_table_sql(table: Table, dialect: Dialect) -> str:
-    columns = [f"{name} {kind}" for name, kind in table.columns]
+    columns = [f"{name} {column_type(kind, dialect)}" for name, kind in table.columns]
     if table.primary_key and not dialect.primary_keys_after_load:
         columns.append(f"PRIMARY KEY ({', '.join(table.primary_key)})")
     suffix = dialect.clustered_table_suffix if table.primary_key else ""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from importlib import resources
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.records import RollbackByRule
@@ -40,6 +41,7 @@ class ServerSide:
     def __init__(self, inner: Transaction, dialect: Dialect) -> None:
         self.inner = inner
         self.name, self.read_only, self.deferred = inner.name, inner.read_only, inner.deferred
+        self.one_snapshot, self.isolation_means = inner.one_snapshot, inner.isolation_means
         self.convert = dialect.call_parameters
 
     def draw(self, rng: TpccRandom, home: Home) -> Call:
@@ -64,9 +66,29 @@ class ServerSide:
         pump sends it (engines/pump.py)."""
         return call.sql, call.converted
 
-    def execute(self, session: Session, call: Call) -> None:
+    def execute(self, session: Session, call: Call) -> Any:
+        """Run the call; return the result-file record of a deferred transaction (which the driver keeps,
+        2.7.2.3), None for the others: their screens' data reach the client, and nobody reads them in a run."""
+        with self._rule_kept():
+            value = session.call(call.sql, call.converted)
+        return self.deferred_result(call, value) if self.deferred else None
+
+    def deferred_result(self, call: Call, value: Any) -> Any:
+        """A deferred call's record from the first value of its result, as a pump hands it over."""
+        return self.inner.deferred_result(call.inputs, value)
+
+    def screen(self, session: Session, call: Call) -> Any:
+        """The call's screen, every column of its result read (``Transaction.screen``): what a client-side
+        run of the same inputs returns."""
+        with self._rule_kept():
+            row = session.fetchone(call.sql, call.params)
+        return self.inner.screen(call.inputs, row)
+
+    @contextmanager
+    def _rule_kept(self) -> Iterator[None]:
+        """The procedure's own rollback (2.4.2.3: SQLSTATE MX001) is the transaction's rule, not an error."""
         try:
-            session.call(call.sql, call.converted)
+            yield
         except Exception as error:
             if self.rolled_back_by_rule(error):
                 raise RollbackByRule(str(error)) from error

@@ -7,6 +7,7 @@ from typing import NamedTuple, Sequence
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import STOCK_LEVEL_ORDERS, STOCK_THRESHOLD_RANGE
 from maximus.workloads.tpcc.random import TpccRandom
+from maximus.workloads.tpcc.screens import StockLevelScreen
 from maximus.workloads.tpcc.transaction import Home
 
 
@@ -20,6 +21,8 @@ class StockLevel:
     name = "stock_level"
     read_only = True
     deferred = False
+    one_snapshot = False  # 3.4.0.1: level 1 is enough for Stock-Level
+    isolation_means = "committed reads"
     call_sql = "SELECT tpcc_stock_level(?, ?, ?)"
 
     def __init__(self, dialect: Dialect) -> None:
@@ -35,11 +38,14 @@ class StockLevel:
     def summed_facts(self, inputs: Sequence[StockLevelInput]) -> dict[str, int]:
         return {}
 
-    def execute(self, session: Session, inputs: StockLevelInput) -> int:
+    def execute(self, session: Session, inputs: StockLevelInput) -> StockLevelScreen:
         (next_o_id,) = session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?",
                                         (inputs.w_id, inputs.d_id))
         (low,) = session.fetchone(
             "SELECT COUNT(DISTINCT s_i_id) FROM order_line, stock WHERE ol_w_id = ? AND ol_d_id = ? "
             "AND ol_o_id < ? AND ol_o_id >= ? AND s_w_id = ? AND s_i_id = ol_i_id AND s_quantity < ?",
             (inputs.w_id, inputs.d_id, next_o_id, next_o_id - STOCK_LEVEL_ORDERS, inputs.w_id, inputs.threshold))
-        return low
+        return StockLevelScreen(*inputs, low)
+
+    def screen(self, inputs: StockLevelInput, row: tuple) -> StockLevelScreen:
+        return StockLevelScreen(*inputs, row[0])

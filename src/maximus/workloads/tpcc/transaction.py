@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, ClassVar, Protocol, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.random import TpccRandom
+from maximus.workloads.tpcc.screens import money
 
 
 @dataclass(frozen=True)
@@ -20,22 +21,36 @@ class Home:
 
 
 class Transaction(Protocol):
-    """One TPC-C transaction type: draws its input (clause 2.x.1), executes it (2.x.2).
+    """One TPC-C transaction type: draws its input (clause 2.x.1), executes it (2.x.2) and returns the data
+    of its output screen (2.x.3, ``screens``).
 
     ``deferred`` transactions are queued by the terminal and executed later by a deferred worker
-    (2.7.2); their acknowledgement and their completion are timed separately.
+    (2.7.2); their acknowledgement and their completion are timed separately, and what they return is
+    the record of their result file (2.7.2.3).
+
+    Isolation (3.4.0.1, Table 3-1): New-Order, Payment and Delivery lock every row they read and then
+    change before they read it (``Dialect.for_update``, or an UPDATE that returns what it changed), so
+    at read committed they see no P0-P3 between them; ``one_snapshot`` transactions read several tables
+    and must see one committed state (Order-Status), which the engine gives them (``Session.begin``);
+    ``isolation_means`` says how, for the run's record.
     """
 
     name: ClassVar[str]
     read_only: ClassVar[bool]
     deferred: ClassVar[bool]
+    one_snapshot: ClassVar[bool]
+    isolation_means: ClassVar[str]
     call_sql: ClassVar[str]  # the statement ``call`` gives
 
     def __init__(self, dialect: Dialect) -> None: ...
 
     def draw(self, rng: TpccRandom, home: Home) -> Any: ...
 
-    def execute(self, session: Session, inputs: Any) -> None: ...
+    def execute(self, session: Session, inputs: Any) -> Any:
+        """Run the profile of clause 2 client-side, in the caller's transaction; return the screen."""
+
+    def screen(self, inputs: Any, row: tuple) -> Any:
+        """The screen from the row the stored procedure of ``call`` returns (all its columns)."""
 
     def summed_facts(self, inputs: Sequence[Any]) -> dict[str, int]:
         """Counts the validity bands of 5.5.1.5 need, summed over ``inputs``, e.g. {"remote": 3}: a busy
@@ -47,12 +62,18 @@ class Transaction(Protocol):
 
 SERVER_UTC_NOW = "(now() AT TIME ZONE 'UTC')"
 """The server's current UTC time in a stored-function call: a call can be drawn ahead of its execution
-(``TerminalEmulator``) and still be stamped when it runs (4.3.3.1: current date/time)."""
+(``TerminalEmulator``) and still be stamped when it runs (4.3.3.1: current date/time). The client-side
+statements take the same clock from ``Dialect.utc_now``."""
 
 
-def now_text() -> str:
-    """The current UTC time, in the same form the loader writes dates (4.3.3.1: current date/time)."""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+def to_sql_money(cents: int, in_cents: bool) -> int | Decimal:
+    """An amount as the schema stores it: integer cents where the dialect keeps money so, else a decimal."""
+    return cents if in_cents else money(cents)
+
+
+def cents_of(value: Any, in_cents: bool) -> int:
+    """An amount read from the database, in integer cents."""
+    return int(value) if in_cents else int(Decimal(value).scaleb(2))
 
 
 def customer_by_name(session: Session, w_id: int, d_id: int, c_last: str) -> int:
@@ -62,3 +83,8 @@ def customer_by_name(session: Session, w_id: int, d_id: int, c_last: str) -> int
     if not rows:
         raise LookupError(f"no customer named {c_last} in warehouse {w_id} district {d_id}")
     return rows[(len(rows) - 1) // 2][0]
+
+
+def returning(session: Session, sql: str, params: Sequence[Any]) -> tuple:
+    """The one row a statement's RETURNING gives: fetched to the end, so that SQLite finishes the statement."""
+    return session.fetchall(sql, params)[0]

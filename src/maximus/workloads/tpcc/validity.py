@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
-from maximus.workloads.tpcc.constants import MIX_MINIMA, TRANSACTIONS, VALIDITY_BANDS
+from maximus.records import DeferredResult, Outcome, Window
+from maximus.workloads.tpcc.constants import BAND_CLAUSES, MIX_MINIMA, TRANSACTIONS, VALIDITY_BANDS
+
+DELIVERY = TRANSACTIONS[3]
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,10 @@ class BandResult:
     high: float
     sample: int  # how many draws the value rests on
     note: str = ""
+
+    @property
+    def clause(self) -> str:
+        return BAND_CLAUSES.get(self.name, "5.5.1.5")
 
     @property
     def status(self) -> str:
@@ -30,9 +37,12 @@ def _percent(part: int, whole: int) -> float | None:
     return 100.0 * part / whole if whole else None
 
 
-def validity_report(counts: Mapping[str, int], facts: Mapping[str, int], warehouses: int) -> list[BandResult]:
+def validity_report(counts: Mapping[str, int], facts: Mapping[str, int], warehouses: int,
+                    deliveries: Sequence[DeferredResult], window: Window) -> list[BandResult]:
     """``counts``: completed transactions per type in the window (New-Order split into committed and
-    rolled back); ``facts``: summed per-transaction facts, keyed "transaction.fact"."""
+    rolled back); ``facts``: summed per-transaction facts, keyed "transaction.fact"; ``deliveries``: the
+    run's Delivery result file (2.7.2.3)."""
+    skipped, districts = skipped_districts(deliveries, window)
     new_orders = counts.get("new_order", 0)
     payments = counts.get("payment", 0)
     lines = facts.get("new_order.order_lines", 0)
@@ -46,9 +56,20 @@ def validity_report(counts: Mapping[str, int], facts: Mapping[str, int], warehou
         "payment_by_name_percent": (_percent(facts.get("payment.by_name", 0), payments), payments, ""),
         "order_status_by_name_percent": (_percent(facts.get("order_status.by_name", 0),
                                                   counts.get("order_status", 0)), counts.get("order_status", 0), ""),
+        "skipped_delivery_percent": (_percent(skipped, districts), districts, ""),
     }
     return [BandResult(name, value, *VALIDITY_BANDS[name], sample, note)
             for name, (value, sample, note) in values.items()]
+
+
+def skipped_districts(deliveries: Sequence[DeferredResult], window: Window) -> tuple[int, int]:
+    """2.7.4.2: (districts skipped, districts delivered or skipped) by the Deliveries that committed wholly in
+    the measured window, from their result-file records."""
+    delivered = [order for result in deliveries
+                 if result.transaction == DELIVERY and result.outcome is Outcome.COMMITTED and result.record
+                 and window.holds(result.queued, result.completed - result.queued)
+                 for order in result.record["delivered"]]
+    return sum(order is None for order in delivered), len(delivered)
 
 
 def mix_report(counts: Mapping[str, int]) -> list[BandResult]:
