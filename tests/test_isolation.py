@@ -44,12 +44,26 @@ def engine(request: pytest.FixtureRequest, built_workdir: Path, tmp_path: Path) 
 
 
 
+class Open:
+    """A session whose transaction stays open after its last batch: the engine's COMMIT waits for ``commit()``
+    (PostgreSQL sends it with the last batch otherwise, ``Session.batch``)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def batch(self, statements: list, last: bool = False) -> list:
+        return self.session.batch(statements)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+
 def _begun(engine: Engine, session: Session, mode: str, kind: type, inputs: Any) -> Any:
     """Run a transaction in ``mode`` inside a transaction left open: its screen (the caller commits)."""
     transaction = kind(engine.dialect)
     session.begin(read_only=transaction.read_only, one_snapshot=transaction.one_snapshot)
     if mode == "client":
-        return transaction.execute(session, inputs)
+        return transaction.execute(Open(session), inputs)
     sql, params = transaction.call(inputs)
     return ServerSide(transaction, engine.dialect).screen(session, Call(inputs, sql, params, params))
 

@@ -88,6 +88,16 @@ class Session(ABC):
     @abstractmethod
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
 
+    def batch(self, statements: Sequence[tuple[str, Sequence[Any]]], last: bool = False) -> list[list[tuple]]:
+        """Run statements that do not wait for each other's results, in order, in the caller's transaction;
+        return each one's rows (RETURNING's, for a change). A server engine sends them at once (PostgreSQL:
+        one pipeline, one round trip), so a client-side transaction costs a round trip per batch, not per
+        statement. The first error is raised once all have been sent; those after it did nothing.
+
+        ``last``: the transaction's last statements. An engine may send its COMMIT with them, when all of them
+        succeed; the ``commit()`` that follows then has nothing left to do."""
+        return [self.fetchall(sql, params) for sql, params in statements]
+
     def call(self, sql: str, params: Sequence[Any]) -> Any:
         """Run one statement many times over (a stored-function call); return the first value of its
         first row, or None, in whatever form the engine's path gives it (``dialect.array_of_ints``

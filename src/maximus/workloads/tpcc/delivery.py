@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.errors import EngineError
@@ -12,6 +12,11 @@ from maximus.workloads.tpcc.screens import DeliveryResult
 from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, to_sql_money, cents_of
 
 DISTRICTS = range(1, DISTRICTS_PER_WAREHOUSE + 1)
+
+
+def _fours(rows: list) -> Iterator[tuple]:
+    """A batch's results four by four: those of one district's ``Delivery._order``."""
+    return zip(*[iter(rows)] * 4)
 
 
 class DeliveryInput(NamedTuple):
@@ -51,29 +56,31 @@ class Delivery:
         return {}
 
     def execute(self, session: Session, inputs: DeliveryInput) -> DeliveryResult:
-        """Deliver; return what the result file records of it (2.7.2.3)."""
-        return DeliveryResult(*inputs, tuple(self._deliver(session, inputs, d_id) for d_id in DISTRICTS))
-
-    def _deliver(self, session: Session, inputs: DeliveryInput, d_id: int) -> int | None:
+        """Deliver, in three batches over the ten districts: their oldest new orders, locked; each one's
+        order, lines and amount; its customer. Return what the result file records of it (2.7.2.3)."""
         w_id = inputs.w_id
-        oldest = session.fetchone(self.oldest_sql, (w_id, d_id))
-        if oldest is None:
-            return None  # 2.7.4.2: no undelivered order in this district: skipped, and recorded as such
-        (o_id,) = oldest
-        if session.execute("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ?",
-                           (w_id, d_id, o_id)) != 1:
-            raise EngineError(f"the new order {o_id} of district {d_id} vanished under its lock")
-        (c_id,) = session.fetchone("SELECT o_c_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?",
-                                   (w_id, d_id, o_id))
-        session.execute("UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?",
-                        (inputs.carrier_id, w_id, d_id, o_id))
-        session.execute(self.lines_sql, (w_id, d_id, o_id))
-        (amount,) = session.fetchone("SELECT SUM(ol_amount) FROM order_line WHERE ol_w_id = ? AND ol_d_id = ? "
-                                     "AND ol_o_id = ?", (w_id, d_id, o_id))
-        session.execute("UPDATE customer SET c_balance = c_balance + ?, c_delivery_cnt = c_delivery_cnt + 1 "
-                        "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
-                        (to_sql_money(cents_of(amount, self.in_cents), self.in_cents), w_id, d_id, c_id))
-        return o_id
+        oldest = session.batch([(self.oldest_sql, (w_id, d_id)) for d_id in DISTRICTS])
+        found = [(d_id, rows[0][0]) for d_id, rows in zip(DISTRICTS, oldest) if rows]  # 2.7.4.2: else skipped
+        done = session.batch([statement for d_id, o_id in found for statement in self._order(inputs, d_id, o_id)])
+        payments = []
+        for (d_id, o_id), (deleted, carried, _, ((amount,),)) in zip(found, _fours(done)):
+            if not deleted:
+                raise EngineError(f"the new order {o_id} of district {d_id} vanished under its lock")
+            payments.append(("UPDATE customer SET c_balance = c_balance + ?, c_delivery_cnt = c_delivery_cnt + 1 "
+                             "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+                             (to_sql_money(cents_of(amount, self.in_cents), self.in_cents), w_id, d_id, carried[0][0])))
+        session.batch(payments, last=True)
+        delivered = dict(found)
+        return DeliveryResult(*inputs, tuple(delivered.get(d_id) for d_id in DISTRICTS))
+
+    def _order(self, inputs: DeliveryInput, d_id: int, o_id: int) -> list[tuple[str, tuple]]:
+        """Its new order deleted, its carrier set (and customer read), its lines delivered and summed."""
+        key = (inputs.w_id, d_id, o_id)
+        return [("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ? RETURNING no_o_id", key),
+                ("UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND o_d_id = ? AND o_id = ? RETURNING o_c_id",
+                 (inputs.carrier_id, *key)),
+                (self.lines_sql, key),
+                ("SELECT SUM(ol_amount) FROM order_line WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?", key)]
 
     def deferred_result(self, inputs: DeliveryInput, value: Any) -> DeliveryResult:
         """From what ``Session.call`` returned for ``call``: ``tpcc_delivery``'s array of order numbers."""

@@ -12,7 +12,7 @@ from maximus.workloads.tpcc.constants import (
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.records import RollbackByRule
 from maximus.workloads.tpcc.screens import NewOrderLineScreen, NewOrderScreen, money, rate, total_amount
-from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, cents_of, returning, to_sql_money
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, cents_of, to_sql_money
 
 try:
     from maximus.workloads.tpcc._draws import order_lines as _c_order_lines
@@ -77,6 +77,27 @@ def order_lines(rng: TpccRandom, count: int, rollback: bool, home: Home) -> tupl
     return items, supplies, quantities
 
 
+def _values(count: int, width: int) -> str:
+    """``count`` rows of ``width`` integer parameters, as a VALUES list (typed: PostgreSQL cannot infer them)."""
+    row = "(" + ", ".join(["CAST(? AS INTEGER)"] * width) + ")"
+    return ", ".join([row] * count)
+
+
+_SETS = {  # the SQL of a New-Order's sets of rows, by kind: (rows, district, the dialect's lock) -> statement
+    "items": lambda count, _, __: f"SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN "
+                                  f"({', '.join(['?'] * count)})",
+    "stock": lambda count, d_id, lock: f"SELECT s_i_id, s_w_id, s_quantity, s_data, s_dist_{d_id:02d} FROM stock "
+                                       f"WHERE (s_i_id, s_w_id) IN (VALUES {_values(count, 2)}){lock}",
+    "restock": lambda count, _, __: (
+        "UPDATE stock SET s_quantity = l.column3, s_ytd = s_ytd + l.column4, s_order_cnt = s_order_cnt + l.column5, "
+        f"s_remote_cnt = s_remote_cnt + l.column6 FROM (VALUES {_values(count, 6)}) AS l "
+        "WHERE s_i_id = l.column1 AND s_w_id = l.column2"),
+    "lines": lambda count, _, __: (
+        "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d, "
+        "ol_quantity, ol_amount, ol_dist_info) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)"] * count)),
+}
+
+
 class NewOrder:
     name = "new_order"
     read_only = False
@@ -86,15 +107,13 @@ class NewOrder:
     call_sql = f"SELECT * FROM tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})"
 
     def __init__(self, dialect: Dialect) -> None:
-        lock = dialect.for_update
-        self.in_cents = dialect.money_in_cents
+        self.in_cents, self.lock = dialect.money_in_cents, dialect.for_update
         self.customer_sql = ("SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse "
                              "WHERE w_id = ? AND c_w_id = w_id AND c_d_id = ? AND c_id = ?")
-        self.district_sql = f"SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?{lock}"
+        self.district_sql = f"SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?{self.lock}"
         self.order_sql = ("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, "
                           f"o_all_local) VALUES (?, ?, ?, ?, {dialect.utc_now}, NULL, ?, ?) RETURNING o_entry_d")
-        self.stock_sql = {d: f"SELECT s_quantity, s_data, s_dist_{d:02d} FROM stock "
-                             f"WHERE s_i_id = ? AND s_w_id = ?{lock}" for d in range(1, DISTRICTS_PER_WAREHOUSE + 1)}
+        self._statements: dict[tuple, str] = {}  # by (kind, district, rows): the SQL of a batch's set of rows
 
     def draw(self, rng: TpccRandom, home: Home) -> NewOrderInput:
         """2.4.1: district uniform, customer NURand, 5..15 lines, 1 % remote supply, 1 % rollback."""
@@ -118,42 +137,56 @@ class NewOrder:
                 "remote_order_lines": sum(order.remote_lines for order in inputs)}
 
     def execute(self, session: Session, inputs: NewOrderInput) -> NewOrderScreen:
-        """2.4.2.2, in its order; the customer and warehouse rows are read in one statement."""
+        """2.4.2.2 in two batches (a round trip each on a server): what it reads, the rows it will change locked
+        first (the district before the stock, as 2.4.2.2 orders them), then what it writes. Each line's item
+        and stock are read and written a set at a time: one statement for the items, one for the stock rows."""
         w_id, d_id = inputs.w_id, inputs.d_id
-        c_discount, c_last, c_credit, w_tax = session.fetchone(self.customer_sql, (w_id, d_id, inputs.c_id))
-        o_id, d_tax = session.fetchone(self.district_sql, (w_id, d_id))
-        session.execute("UPDATE district SET d_next_o_id = ? WHERE d_w_id = ? AND d_id = ?", (o_id + 1, w_id, d_id))
-        (entered_at,) = returning(session, self.order_sql, (o_id, d_id, w_id, inputs.c_id, len(inputs.item_ids),
-                                                             int(inputs.all_local)))
-        session.execute("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)", (o_id, d_id, w_id))
-        lines = tuple(self._order_line(session, inputs, o_id, number, line)
-                      for number, line in enumerate(inputs.lines, start=1))
+        items, stocks = sorted(set(inputs.item_ids)), sorted(set(zip(inputs.item_ids, inputs.supply_w_ids)))
+        customer, district, found, stocked = session.batch([
+            (self.customer_sql, (w_id, d_id, inputs.c_id)), (self.district_sql, (w_id, d_id)),
+            (self._sql("items", 0, len(items)), items),
+            (self._sql("stock", d_id, len(stocks)), [key for pair in stocks for key in pair])])
+        catalogue = {i_id: (cents_of(price, self.in_cents), name, data) for i_id, price, name, data in found}
+        if len(catalogue) < len(items):
+            raise RollbackByRule("Item number is not valid")  # 2.4.2.3
+        (c_discount, c_last, c_credit, w_tax), (o_id, d_tax) = customer[0], district[0]
+        lines, rows, changes = self._lines(inputs, o_id, catalogue, {(i, w): rest for i, w, *rest in stocked})
+        written = session.batch([
+            ("UPDATE district SET d_next_o_id = ? WHERE d_w_id = ? AND d_id = ?", (o_id + 1, w_id, d_id)),
+            (self.order_sql, (o_id, d_id, w_id, inputs.c_id, len(lines), int(inputs.all_local))),
+            ("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)", (o_id, d_id, w_id)),
+            (self._sql("restock", 0, len(changes)), [value for change in changes for value in change]),
+            (self._sql("lines", 0, len(lines)), [value for row in rows for value in row])], last=True)
         discount, w_tax, d_tax = rate(c_discount), rate(w_tax), rate(d_tax)
         total = total_amount(sum(int(line.ol_amount.scaleb(2)) for line in lines), discount, w_tax, d_tax)
         return NewOrderScreen(w_id, d_id, inputs.c_id, c_last, c_credit, discount, w_tax, d_tax, len(lines), o_id,
-                              entered_at, total, lines)
+                              written[1][0][0], total, tuple(lines))
 
-    def _order_line(self, session: Session, inputs: NewOrderInput, o_id: int, number: int,
-                    line: OrderLine) -> NewOrderLineScreen:
-        item = session.fetchone("SELECT i_price, i_name, i_data FROM item WHERE i_id = ?", (line.i_id,))
-        if item is None:
-            raise RollbackByRule("Item number is not valid")  # 2.4.2.3
-        price, i_name, i_data = cents_of(item[0], self.in_cents), item[1], item[2]
-        s_quantity, s_data, dist_info = session.fetchone(self.stock_sql[inputs.d_id], (line.i_id, line.supply_w_id))
-        # 2.4.2.2: take the quantity, restocking by 91 when fewer than 10 would remain
-        quantity = s_quantity - line.quantity if s_quantity >= line.quantity + 10 else s_quantity - line.quantity + 91
-        remote = int(line.supply_w_id != inputs.w_id)
-        session.execute("UPDATE stock SET s_quantity = ?, s_ytd = s_ytd + ?, s_order_cnt = s_order_cnt + 1, "
-                        "s_remote_cnt = s_remote_cnt + ? WHERE s_i_id = ? AND s_w_id = ?",
-                        (quantity, line.quantity, remote, line.i_id, line.supply_w_id))
-        amount = line.quantity * price
-        session.execute("INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
-                        "ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
-                        (o_id, inputs.d_id, inputs.w_id, number, line.i_id, line.supply_w_id, line.quantity,
-                         to_sql_money(amount, self.in_cents), dist_info))
-        brand = "B" if "ORIGINAL" in i_data and "ORIGINAL" in s_data else "G"  # 2.4.2.2: brand-generic
-        return NewOrderLineScreen(line.supply_w_id, line.i_id, i_name, line.quantity, quantity, brand, money(price),
-                                  money(amount))
+    def _lines(self, inputs: NewOrderInput, o_id: int, catalogue: dict, stock: dict) -> tuple[list, list, list]:
+        """Each line's screen and ORDER-LINE row, in line order, and each stock row's change: its quantity taken
+        line after line (2.4.2.2: restocked by 91 when fewer than 10 would remain), so an item ordered twice
+        from one warehouse counts twice."""
+        lines, rows, changed = [], [], {}
+        for number, (i_id, supply, ordered) in enumerate(zip(*inputs[3:]), start=1):
+            price, name, i_data = catalogue[i_id]
+            left, s_data, dist_info = stock[i_id, supply]
+            left = left - ordered if left >= ordered + 10 else left - ordered + 91
+            stock[i_id, supply] = (left, s_data, dist_info)
+            _, ytd, count, remote = changed.get((i_id, supply), (0, 0, 0, 0))
+            changed[i_id, supply] = (left, ytd + ordered, count + 1, remote + (supply != inputs.w_id))
+            brand = "B" if "ORIGINAL" in i_data and "ORIGINAL" in s_data else "G"  # 2.4.2.2: brand-generic
+            lines.append(NewOrderLineScreen(supply, i_id, name, ordered, left, brand, money(price),
+                                            money(ordered * price)))
+            rows.append((o_id, inputs.d_id, inputs.w_id, number, i_id, supply, ordered,
+                         to_sql_money(ordered * price, self.in_cents), dist_info))
+        return lines, rows, [(i_id, supply, *change) for (i_id, supply), change in changed.items()]
+
+    def _sql(self, kind: str, district: int, count: int) -> str:
+        """A statement over ``count`` rows (items, stock rows, order lines), made once per count."""
+        key = (kind, district, count)
+        if key not in self._statements:
+            self._statements[key] = _SETS[kind](count, district, self.lock)
+        return self._statements[key]
 
     def screen(self, inputs: NewOrderInput, row: tuple) -> NewOrderScreen:
         """From ``tpcc_new_order``'s columns: the order's, then one array per line field."""

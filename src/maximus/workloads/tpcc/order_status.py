@@ -8,7 +8,7 @@ from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import BY_NAME_PERCENT, DISTRICTS_PER_WAREHOUSE
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.screens import OrderStatusLineScreen, OrderStatusScreen, money
-from maximus.workloads.tpcc.transaction import Home, cents_of, customer_by_name
+from maximus.workloads.tpcc.transaction import Home, by_name, cents_of, middle
 
 
 class OrderStatusInput(NamedTuple):
@@ -16,6 +16,14 @@ class OrderStatusInput(NamedTuple):
     d_id: int
     c_id: int | None
     c_last: str | None
+
+
+_CUSTOMER = "c_id, c_first, c_middle, c_last, c_balance"
+_LATEST_ORDER = ("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? "
+                 "ORDER BY o_id DESC LIMIT 1")
+_LATEST_LINES = ("SELECT ol_supply_w_id, ol_i_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
+                 "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = (SELECT MAX(o_id) FROM orders "
+                 "WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ?) ORDER BY ol_number")
 
 
 class OrderStatus:
@@ -43,21 +51,23 @@ class OrderStatus:
         return {"by_name": sum(status.c_id is None for status in inputs)}
 
     def execute(self, session: Session, inputs: OrderStatusInput) -> OrderStatusScreen:
-        """2.6.2.2: the customer, their latest order and its lines."""
+        """2.6.2.2: the customer, their latest order and its lines, in one batch; a customer chosen by name is
+        found first, with the columns the screen shows."""
         w_id, d_id = inputs.w_id, inputs.d_id
-        c_id = inputs.c_id or customer_by_name(session, w_id, d_id, inputs.c_last)
-        c_first, c_middle, c_last, balance = session.fetchone(
-            "SELECT c_first, c_middle, c_last, c_balance FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
-            (w_id, d_id, c_id))
-        order = session.fetchone("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? "
-                                 "AND o_c_id = ? ORDER BY o_id DESC LIMIT 1", (w_id, d_id, c_id)) or (None,) * 3
-        rows = [] if order[0] is None else session.fetchall(
-            "SELECT ol_supply_w_id, ol_i_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
-            "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ? ORDER BY ol_number", (w_id, d_id, order[0]))
+        if inputs.c_id is None:
+            customer = middle(session.fetchall(by_name(_CUSTOMER), (w_id, d_id, inputs.c_last)), w_id, d_id,
+                              inputs.c_last)
+        key = (w_id, d_id, inputs.c_id or customer[0])
+        statements = [(_LATEST_ORDER, key), (_LATEST_LINES, (w_id, d_id, *key))]
+        if inputs.c_id is not None:
+            statements.insert(0, (f"SELECT {_CUSTOMER} FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+                                  key))
+        *found, order, rows = session.batch(statements, last=True)
+        c_id, c_first, c_middle, c_last, balance = found[0][0] if found else customer
         lines = tuple(OrderStatusLineScreen(supply, i_id, quantity, money(cents_of(amount, self.in_cents)), delivered)
                       for supply, i_id, quantity, amount, delivered in rows)
         return OrderStatusScreen(w_id, d_id, c_id, c_first, c_middle, c_last, money(cents_of(balance, self.in_cents)),
-                                 *order, lines)
+                                 *(order[0] if order else (None,) * 3), lines)
 
     def screen(self, inputs: OrderStatusInput, row: tuple) -> OrderStatusScreen:
         """From ``tpcc_order_status``'s columns: the customer's, the order's, then one array per line field."""

@@ -10,8 +10,7 @@ from maximus.workloads.tpcc.constants import (
 )
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.screens import Address, PaymentScreen, money, rate
-from maximus.workloads.tpcc.transaction import (SERVER_UTC_NOW, Home, cents_of, customer_by_name, returning,
-                                                to_sql_money)
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, by_name, cents_of, middle, to_sql_money
 
 
 class PaymentInput(NamedTuple):
@@ -71,42 +70,41 @@ class Payment:
                 "by_name": sum(payment.c_id is None for payment in inputs)}
 
     def execute(self, session: Session, inputs: PaymentInput) -> PaymentScreen:
-        """2.5.2.2, in its order: warehouse, district, customer (by number or by name), history."""
+        """2.5.2.2 in its order (warehouse, district, customer, history), in two batches, three for a customer
+        chosen by name: the warehouse's and the district's rows are read as they are changed (RETURNING)."""
         w_id, d_id, amount = inputs.w_id, inputs.d_id, inputs.amount_cents
-        paid = to_sql_money(amount, self.in_cents)
-        session.execute("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?", (paid, w_id))
-        w_name, *warehouse = session.fetchone(f"SELECT w_name, {_ADDRESS.format('w')} FROM warehouse WHERE w_id = ?",
-                                              (w_id,))
-        session.execute("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?", (paid, w_id, d_id))
-        d_name, *district = session.fetchone(f"SELECT d_name, {_ADDRESS.format('d')} FROM district "
-                                             "WHERE d_w_id = ? AND d_id = ?", (w_id, d_id))
-        c_id = inputs.c_id or customer_by_name(session, inputs.c_w_id, inputs.c_d_id, inputs.c_last)
-        customer = session.fetchone(self.customer_sql, (inputs.c_w_id, inputs.c_d_id, c_id))
-        c_data = self._pay(session, inputs, c_id, customer[10] == "BC")
-        (h_date,) = returning(session, self.history_sql, (c_id, inputs.c_d_id, inputs.c_w_id, d_id, w_id, paid,
-                                                          f"{w_name}    {d_name}"))
-        balance = cents_of(customer[13], self.in_cents) - amount
-        return PaymentScreen(w_id, d_id, c_id, inputs.c_d_id, inputs.c_w_id, money(amount), h_date,
-                             Address(*warehouse), Address(*district), *customer[:3], Address(*customer[3:8]),
-                             *customer[8:11], money(cents_of(customer[11], self.in_cents)), rate(customer[12]),
-                             money(balance), c_data)
+        paid, customer = to_sql_money(amount, self.in_cents), (inputs.c_w_id, inputs.c_d_id)
+        warehouse, district, found = session.batch([
+            (f"UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ? RETURNING w_name, {_ADDRESS.format('w')}",
+             (paid, w_id)),
+            (f"UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ? RETURNING d_name, "
+             f"{_ADDRESS.format('d')}", (paid, w_id, d_id)),
+            (self.customer_sql, (*customer, inputs.c_id)) if inputs.c_id else
+            (by_name("c_id"), (*customer, inputs.c_last))])
+        c_id = inputs.c_id or middle(found, *customer, inputs.c_last)[0]
+        row = found[0] if inputs.c_id else session.fetchone(self.customer_sql, (*customer, c_id))
+        paying, history = session.batch([
+            self._pay(inputs, c_id, row[10] == "BC"),
+            (self.history_sql, (c_id, inputs.c_d_id, inputs.c_w_id, d_id, w_id, paid,
+                                f"{warehouse[0][0]}    {district[0][0]}"))], last=True)
+        return PaymentScreen(w_id, d_id, c_id, inputs.c_d_id, inputs.c_w_id, money(amount), history[0][0],
+                             Address(*warehouse[0][1:]), Address(*district[0][1:]), *row[:3], Address(*row[3:8]),
+                             *row[8:11], money(cents_of(row[11], self.in_cents)), rate(row[12]),
+                             money(cents_of(row[13], self.in_cents) - amount), paying[0][0])
 
-    def _pay(self, session: Session, inputs: PaymentInput, c_id: int, bad_credit: bool) -> str | None:
-        """Take the payment from the customer; one with bad credit also keeps a history of payments in
-        C_DATA (2.5.2.2), of which the screen shows the start."""
+    def _pay(self, inputs: PaymentInput, c_id: int, bad_credit: bool) -> tuple[str, tuple]:
+        """Take the payment from the customer; one with bad credit also keeps a history of payments at the
+        head of C_DATA (2.5.2.2), of which the screen shows the start."""
         paid, key = to_sql_money(inputs.amount_cents, self.in_cents), (inputs.c_w_id, inputs.c_d_id, c_id)
         if not bad_credit:
-            session.execute("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
-                            "c_payment_cnt = c_payment_cnt + 1 WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
-                            (paid, paid, *key))
-            return None
-        (c_data,) = session.fetchone("SELECT c_data FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?", key)
+            return ("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
+                    "c_payment_cnt = c_payment_cnt + 1 WHERE c_w_id = ? AND c_d_id = ? AND c_id = ? RETURNING NULL",
+                    (paid, paid, *key))
         entry = f"{c_id} {inputs.c_d_id} {inputs.c_w_id} {inputs.d_id} {inputs.w_id} {inputs.amount:.2f} "
-        c_data = (entry + c_data)[:C_DATA_MAX]
-        session.execute("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
-                        "c_payment_cnt = c_payment_cnt + 1, c_data = ? WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
-                        (paid, paid, c_data, *key))
-        return c_data[:BAD_CREDIT_SHOWN]
+        return ("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
+                f"c_payment_cnt = c_payment_cnt + 1, c_data = substr(? || c_data, 1, {C_DATA_MAX}) "
+                f"WHERE c_w_id = ? AND c_d_id = ? AND c_id = ? RETURNING substr(c_data, 1, {BAD_CREDIT_SHOWN})",
+                (paid, paid, entry, *key))
 
     def screen(self, inputs: PaymentInput, row: tuple) -> PaymentScreen:
         """From ``tpcc_payment``'s columns, in the screen's order after its inputs."""

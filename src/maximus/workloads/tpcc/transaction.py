@@ -76,15 +76,13 @@ def cents_of(value: Any, in_cents: bool) -> int:
     return int(value) if in_cents else int(Decimal(value).scaleb(2))
 
 
-def customer_by_name(session: Session, w_id: int, d_id: int, c_last: str) -> int:
+def by_name(columns: str) -> str:
+    """The customers of a district with a last name, in C_FIRST order (2.5.2.2, 2.6.2.2): ``columns`` of each."""
+    return f"SELECT {columns} FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? ORDER BY c_first"
+
+
+def middle(rows: Sequence[tuple], w_id: int, d_id: int, c_last: str) -> tuple:
     """2.5.2.2 / 2.6.2.2: of the customers with this last name sorted by C_FIRST, the one at ⌈n/2⌉."""
-    rows = session.fetchall("SELECT c_id FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? "
-                            "ORDER BY c_first", (w_id, d_id, c_last))
     if not rows:
         raise LookupError(f"no customer named {c_last} in warehouse {w_id} district {d_id}")
-    return rows[(len(rows) - 1) // 2][0]
-
-
-def returning(session: Session, sql: str, params: Sequence[Any]) -> tuple:
-    """The one row a statement's RETURNING gives: fetched to the end, so that SQLite finishes the statement."""
-    return session.fetchall(sql, params)[0]
+    return rows[(len(rows) - 1) // 2]
