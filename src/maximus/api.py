@@ -8,7 +8,7 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Protocol, Sequence
 
-from maximus import environment
+from maximus import environment, locks
 from maximus.analysis import monitoring
 from maximus.analysis.monitoring import RunColumn, RunMonitoring, cross_checks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
@@ -133,14 +133,21 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
     if restore or loaded_now or not engine.exists():
         engine.restore()
     info = _database_info(engine)
-    if (info is None or info.warehouses != warehouses) and not loaded_now:
+    if not _built_as_asked(info, engine, warehouses) and not loaded_now:
         return prepare_database(engine, warehouses, seed, progress, rebuild=True)  # an unfinished or foreign copy
-    if info is None or info.warehouses != warehouses:
+    if not _built_as_asked(info, engine, warehouses):
         raise EngineError(f"the database just built in {engine.workdir} does not read back as {warehouses} "
                           "warehouse(s)")
     if not loaded_now and engine.capabilities.server_side_procedures:
         _install_procedures(engine)  # so that a copy built by an older Maximus runs this version's functions
     return PreparedDatabase(info, loaded_now)
+
+
+def _built_as_asked(info: loader.DatabaseInfo | None, engine: Engine, warehouses: int) -> bool:
+    """A complete build of this scale with the knobs fixed at creation that the run asks for. A database
+    name does not promise it: two experiments of one name share their steps' names, and the second one's
+    build of a step with another page size would be taken, and labelled, for the first one's."""
+    return info is not None and info.warehouses == warehouses and info.creation_settings == engine.creation_settings()
 
 
 def _database_info(engine: Engine) -> loader.DatabaseInfo | None:
@@ -168,19 +175,20 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
     engine.validate_run(options.terminals)
     if options.transactions == "server" and not engine.capabilities.server_side_procedures:
         raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
-    store = ResultsStore(options.results)
-    run_id = None
-    try:
-        engine.start()  # a fresh server for every run: restarted between runs, like the seeds did
-        prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild,
-                                    options.restore)
-        run_id, settings = _begin(store, engine, options, prepared)
-        result = _drive_and_store(store, run_id, engine, options, settings, observer)
-        consistency = _check_after(store, run_id, engine, result, options.check)
-        return RunOutcome(run_id, result.status, result, consistency)
-    finally:
-        store.close()
-        _stop_after(engine, run_id)
+    with locked(engine):
+        store = ResultsStore(options.results)
+        run_id = None
+        try:
+            engine.start()  # a fresh server for every run: restarted between runs, like the seeds did
+            prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild,
+                                        options.restore)
+            run_id, settings = _begin(store, engine, options, prepared)
+            result = _drive_and_store(store, run_id, engine, options, settings, observer)
+            consistency = _check_after(store, run_id, engine, result, options.check)
+            return RunOutcome(run_id, result.status, result, consistency)
+        finally:
+            store.close()
+            _stop_after(engine, run_id)
 
 
 def _stop_after(engine: Engine, run_id: int | None) -> None:
@@ -344,12 +352,28 @@ def _check_running(engine: Engine, fresh: bool | None, announce: Callable[[str],
 
 @contextmanager
 def running(engine: Engine) -> Iterator[Engine]:
-    """The engine's server up for the duration (a no-op for embedded engines), stopped even on Ctrl-C."""
-    engine.start()
-    try:
-        yield engine
-    finally:
-        engine.stop()
+    """The engine's server up for the duration (a no-op for embedded engines), stopped even on Ctrl-C; its
+    data locked against another Maximus meanwhile."""
+    with locked(engine):
+        engine.start()
+        try:
+            yield engine
+        finally:
+            engine.stop()
+
+
+@contextmanager
+def locked(engine: Engine) -> Iterator[None]:
+    """The engine's data (a work directory's database, a managed cluster) kept from other Maximus processes:
+    a second one gets ``locks.Busy`` naming this one's pid, instead of restoring a copy or stopping a server
+    under it."""
+    target = engine.lock_target()
+    if target is None:
+        yield
+        return
+    path, what = target
+    with locks.held(path, what, "wait for it to finish, or use another --workdir"):
+        yield
 
 
 def report_of_run(results: Path, run_id: int) -> RunReport:

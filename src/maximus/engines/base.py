@@ -264,6 +264,11 @@ class Engine(ABC):
         """
         return []
 
+    def lock_target(self) -> tuple[Path, str] | None:
+        """The file whose lock keeps a second Maximus off this engine's data while one uses it
+        (``maximus.locks``), and what it guards, in words; None where the data is not Maximus's to guard."""
+        return self.workdir / f"{self.database}.lock", f"the database {self.database} in {self.workdir}"
+
     def creation_settings(self) -> dict[str, str]:
         """The effective values of knobs that are fixed when the database is built."""
         return {k.name: self.effective_settings[k.name] for k in self.knobs if k.applies == "creation"}

@@ -551,6 +551,13 @@ class PostgresEngine(Engine):
     def cluster_dir(self) -> Path:
         return self.workdir / f"postgres-{_major(self.bin_dir)}"
 
+    def lock_target(self) -> tuple[Path, str] | None:
+        """Every database of a managed cluster shares its one server: the cluster is locked as a whole (beside
+        it, so that the lock is taken before initdb makes it). A server of the user's is not Maximus's."""
+        if self.external:
+            return None
+        return self.workdir / f"{self.cluster_dir.name}.lock", f"the PostgreSQL cluster {self.cluster_dir}"
+
     @property
     def data_dir(self) -> Path:
         return self.cluster_dir / "data"
