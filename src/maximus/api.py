@@ -8,7 +8,7 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Protocol, Sequence
 
-from maximus import environment, locks
+from maximus import environment, limits, locks
 from maximus.analysis import monitoring
 from maximus.analysis.monitoring import RunColumn, RunMonitoring, cross_checks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
@@ -59,14 +59,22 @@ class BenchmarkOptions:
     plan_key: str | None = None
 
     def validate(self) -> None:
-        for name, value, low in (("warehouses", self.warehouses, 1), ("terminals", self.terminals, 1)):
-            if value < low:
-                raise UserError(f"--{name} must be at least {low}, got {value}")
-        if self.duration_s <= 0 or self.warmup_s < 0:
-            raise UserError("--duration must be positive and --warmup not negative")
+        """Every number within its documented range (``maximus.limits``), the mix and the mode, before anything
+        runs."""
+        for option, value, limit in (("--warehouses", self.warehouses, limits.WAREHOUSES),
+                                     ("--terminals", self.terminals, limits.TERMINALS),
+                                     ("--warmup", self.warmup_s, limits.WARMUP_S),
+                                     ("--duration", self.duration_s, limits.DURATION_S),
+                                     ("--seed", self.seed, limits.SEED)):
+            limits.check(option, value, limit)
         parse_mix(self.mix)
         if self.transactions not in ("auto", "client", "server"):
             raise UserError(f"--transactions must be auto, client or server, got {self.transactions!r}")
+
+
+    def estimate(self) -> limits.Estimate:
+        """How long the run takes, a build of its database included (which a pristine copy spares)."""
+        return limits.estimate(1, 1, self.warmup_s, self.duration_s, self.warehouses)
 
 
 class LoadProgress(Protocol):

@@ -18,7 +18,7 @@ from maximus.driver.scheduler import Observer
 from maximus.errors import MaximusError, UserError
 from maximus.experiment.loader import load_experiment, parse_experiment
 from maximus.experiment.model import Experiment
-from maximus.experiment.plan import PlannedRun, from_data, plan, to_data
+from maximus.experiment.plan import PlannedRun, estimate, from_data, plan, to_data
 from maximus.records import RunStatus
 from maximus.store import ResultsStore
 
@@ -36,11 +36,15 @@ class ExperimentObserver(Protocol):
 
 
 def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver,
-          overrides: Callable[[Experiment], Experiment] | None = None) -> int:
-    """Validate the file, store the experiment and its plan, and run it. Returns the experiment's id."""
+          overrides: Callable[[Experiment], Experiment] | None = None, yes: bool = False) -> int:
+    """Validate the file, store the experiment and its plan, and run it. Returns the experiment's id. A plan
+    estimated to take more than a day (``limits.CONFIRM_ABOVE_S``) runs only when ``yes``."""
     experiment = load_experiment(path)
     if overrides:
         experiment = overrides(experiment)
+    planned = estimate(experiment)
+    planned.confirm(yes, f"experiment {experiment.name!r}")
+    observer.note(f"estimated time: {planned.text()}")
     runs = plan(experiment)
     store = ResultsStore(results)
     try:
@@ -67,7 +71,10 @@ def resume(experiment_id: int | None, workdir: Path, results: Path, observer: Ex
             observer.note(f"{stale} run(s) left running by a stopped runner were marked interrupted and will run "
                           "again")
         experiment = stored_experiment(record)
-        execute(record.id, experiment, from_data(record.plan["runs"]), workdir, results, observer)
+        runs = from_data(record.plan["runs"])
+        left = [run for run in runs if run.key not in _finished_keys(results, record.id)]
+        observer.note(f"estimated time of what is left: {estimate(experiment, left).text()}")
+        execute(record.id, experiment, runs, workdir, results, observer)
     return record.id
 
 

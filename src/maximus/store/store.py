@@ -7,6 +7,7 @@ raw samples; an interrupted run keeps everything measured up to the interruption
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -15,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from maximus import limits
 from maximus.errors import UserError
 from maximus.records import Outcome, RunSpec, RunStatus, TxnSample, Window
 from maximus.samplers.base import MetricSample
@@ -31,6 +33,7 @@ def default_results_path() -> Path:
 
 
 ORPHANED = "the Maximus that ran it ended without finishing it (killed, or the machine restarted)"
+NOT_FINITE = "stored with a warm-up or duration that is not a finite number of seconds: nothing in it is counted"
 
 
 def _process_start(pid: int) -> int | None:
@@ -65,6 +68,11 @@ def _runner_alive(runner: str) -> bool | None:
     if known.get("host") != socket.gethostname() or boot is None:
         return None
     return known.get("boot") == boot and _process_start(int(known["pid"])) == known.get("start")
+
+
+def _storable(number: int) -> bool:
+    """Whether a run or experiment number can be in the store at all: SQLite's integers end at 2^63 - 1."""
+    return 0 < number <= limits.LARGEST_INTEGER
 
 
 def _now() -> str:
@@ -216,7 +224,8 @@ class ResultsStore:
         return [self._experiment(row) for row in self._db.execute(f"{_SELECT_EXPERIMENT} ORDER BY id")]
 
     def experiment(self, experiment_id: int) -> ExperimentRecord:
-        row = self._db.execute(f"{_SELECT_EXPERIMENT} WHERE id = ?", (experiment_id,)).fetchone()
+        row = self._db.execute(f"{_SELECT_EXPERIMENT} WHERE id = ?", (experiment_id,)).fetchone() \
+            if _storable(experiment_id) else None
         if row is None:
             raise UserError(f"no experiment {experiment_id} in {self.path} (see `maximus experiment list`)")
         return self._experiment(row)
@@ -234,7 +243,7 @@ class ResultsStore:
         return cursor.rowcount + found.fetchone()[0]
 
     def run(self, run_id: int) -> RunRecord:
-        row = self._db.execute(f"{_SELECT_RUN} WHERE id = ?", (run_id,)).fetchone()
+        row = self._db.execute(f"{_SELECT_RUN} WHERE id = ?", (run_id,)).fetchone() if _storable(run_id) else None
         if row is None:
             raise UserError(f"no run {run_id} in {self.path} (see `maximus runs`)")
         return self._record(row)
@@ -264,10 +273,12 @@ class ResultsStore:
          errors, w_start, w_end, elapsed, experiment_id, plan_key, options) = row
         spec = RunSpec(engine, json.loads(knobs), workload, warehouses, terminals, warmup, duration, seed,
                        bool(keyed), mix, database, json.loads(options))
+        finite = all(isinstance(v, (int, float)) and math.isfinite(v) for v in (w_start, w_end))
         return RunRecord(run_id, started, finished, RunStatus(status), spec, json.loads(effective),
                          json.loads(settings), load_s, bool(loaded), load_seed, json.loads(constants),
-                         json.loads(environment), tuple(json.loads(warnings)), tuple(json.loads(errors)),
-                         Window(w_start, w_end), elapsed, experiment_id, plan_key)
+                         json.loads(environment), tuple(json.loads(warnings)),
+                         tuple(json.loads(errors)) + (() if finite else (NOT_FINITE,)),
+                         Window(w_start, w_end) if finite else Window(0.0, 0.0), elapsed, experiment_id, plan_key)
 
     def add_metric_samples(self, run_id: int, samples: Iterable[MetricSample]) -> None:
         """Store a run's raw monitoring samples (labels as JSON), in one transaction."""
