@@ -232,7 +232,8 @@ def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
         constants={"c_load": asdict(prepared.info.constants), "c_run": asdict(constants)},
         environment=environment.fingerprint(engine.data_path(), engine.name, engine.version()),
-        warnings=_warnings(engine, options), experiment_id=options.experiment_id, plan_key=options.plan_key)
+        warnings=[*_warnings(engine, options), *engine.reported_otherwise(reported)],
+        experiment_id=options.experiment_id, plan_key=options.plan_key)
     return run_id, settings
 
 

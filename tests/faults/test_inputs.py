@@ -14,8 +14,8 @@ import pytest
 from maximus.records import RunStatus
 from maximus.store import ResultsStore
 
-from .inputs_helpers import (EXPERIMENT, experiment_file, maximus, one_line_error, start, statuses, stop, stored,
-                             wait_for)
+from .inputs_helpers import (EXPERIMENT, COMPLETE, experiment_file, maximus, one_line_error, start, statuses, stop,
+                             stored, wait_for)
 
 BIG = "9223372036854775808"  # 2^63: one past SQLite's largest integer
 SECONDS = r"number of seconds, at most 2,592,000 \(30 days\)"
@@ -36,6 +36,12 @@ SECONDS = r"number of seconds, at most 2,592,000 \(30 days\)"
     (["demo", "-d", "0"], rf"--duration must be a positive {SECONDS}, got 0"),
     (["run", "-d", "100000"], r"this run would take about 28 h \(1 build of about 3 s\), more than a day: add --yes "
                               r"to run it all the same"),
+    # SQLite keeps these in a C int: beyond it, busy_timeout=2147483648 was stored as given and SQLite used 0
+    (["run", "-k", "busy_timeout=2147483648"], r"knob busy_timeout: expected an integer in \[0\.\.2147483647\]"),
+    (["run", "-k", "wal_autocheckpoint=2147483648"], r"knob wal_autocheckpoint: expected an integer in "
+                                                     r"\[0\.\.2147483647\]"),
+    (["run", "-k", "cache_size=-2147483649"], r"knob cache_size: .*within SQLite's -2147483648\.\.2147483647"),
+    (["run", "-k", "mmap_size=4GB"], r"knob mmap_size: expected a size of at most \d+ bytes"),
 ])
 def test_a_number_out_of_range_is_one_line_and_nothing_is_built_or_stored(args: list[str], pattern: str,
                                                                           tmp_path: Path) -> None:
@@ -142,3 +148,14 @@ def test_a_stored_experiment_with_an_infinite_warmup_resumes_to_one_line(tmp_pat
     listed = maximus("experiment", "list", "--results", str(results))
     assert listed.returncode == 0 and "limits" in listed.stdout
 
+
+def test_a_setting_the_engine_reports_otherwise_is_a_warning_of_the_run(server_workdir: Path, tmp_path: Path) -> None:
+    """PostgreSQL rounds effective_cache_size to its 8-kB pages: asked 12345kB, it runs with 12344kB."""
+    results = tmp_path / "r.db"
+    result = maximus("run", "-e", "postgres", "-k", "effective_cache_size=12345kB", "--workdir", str(server_workdir),
+                     "--results", str(results), "--warmup", "0", "-d", "1", "--no-check")
+    assert result.returncode == 0, result.stderr
+    (run,) = stored(results)
+    assert run.status is COMPLETE
+    assert "effective_cache_size=12345kB was asked, but postgres reports 12344kB" in run.warnings
+    assert "was asked" not in " ".join(w for w in run.warnings if "effective_cache_size" not in w)

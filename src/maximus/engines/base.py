@@ -255,6 +255,13 @@ class Engine(ABC):
         """The settings as the engine itself reports them on a live session: proof the knobs took effect."""
         return {}
 
+    def reported_otherwise(self, reported: Mapping[str, str]) -> list[str]:
+        """A warning for each setting asked of the engine, the run's knobs and those fixed when the database was
+        built, that ``reported_settings`` gives with another value: the engine did not take it as asked."""
+        asked = {**self.creation_settings(), **self.settings}
+        return [f"{name}={value} was asked, but {self.name} reports {reported[name]}" for name, value in asked.items()
+                if name in reported and not self.knobs.get(name).means(value, reported[name])]
+
     def samplers(self) -> list[Sampler]:
         """Fresh samplers of the engine's own statistics for one run (none by default).
 

@@ -19,6 +19,7 @@ import contextlib
 import glob
 import json
 import logging
+import math
 import os
 import pwd
 import re
@@ -90,12 +91,30 @@ class PgValue:
         return text
 
     def _check_number(self, text: str) -> None:
+        value = self._amount(text)
+        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
+            raise ValueError(f"expected {self.describe()}")
+
+    def _amount(self, text: str) -> float:
+        """``text`` (``2GB``, ``15min``, ``0.9``) in the GUC's own units."""
         match = _NUMBER.match(text)
         if not match:
             raise ValueError(f"expected a number{self._unit_hint()}")
-        value = float(match.group(1)) * self._scale(match.group(2))
-        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
-            raise ValueError(f"expected {self.describe()}")
+        return float(match.group(1)) * self._scale(match.group(2))
+
+    def same(self, asked: str, reported: str) -> bool:
+        """Whether ``SHOW``'s ``reported`` value is the ``asked`` one: numbers in the GUC's units (``2048MB`` is
+        ``2GB``), where a negative one asks the server to compute it (``wal_buffers = -1``); the server's
+        spelling of a string is not a change (``utc`` is shown ``UTC``)."""
+        try:
+            if self.vartype in ("integer", "real"):
+                wanted = self._amount(asked)
+                return wanted < 0 or math.isclose(wanted, self._amount(reported), rel_tol=1e-9)
+            if self.vartype in ("bool", "enum"):
+                return self.parse(asked) == self.parse(reported)
+        except ValueError:
+            pass
+        return asked.strip().lower() == reported.strip().lower()
 
     def _scale(self, given: str) -> float:
         """How many of the GUC's own units one ``given`` unit is."""
