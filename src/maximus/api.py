@@ -19,6 +19,7 @@ from maximus.samplers.base import Sampler
 from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler
 from maximus.store import ResultsStore, default_results_path
+from maximus.store.failures import ResultsUnavailable
 from maximus.store.store import RunRecord
 from maximus.workloads import workload as workload_named
 from maximus.workloads.tpcc import loader
@@ -187,11 +188,12 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
         store = ResultsStore(options.results)
         run_id = None
         try:
+            store.check_writable()  # before a build that may take an hour
             engine.start()  # a fresh server for every run: restarted between runs, like the seeds did
             prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild,
                                         options.restore)
-            run_id, settings = _begin(store, engine, options, prepared)
-            result = _drive_and_store(store, run_id, engine, options, settings, observer)
+            run_id, settings, started = _begin(store, engine, options, prepared)
+            result = _drive_and_store(store, (run_id, started), engine, options, settings, observer)
             consistency = _check_after(store, run_id, engine, result, options.check)
             return RunOutcome(run_id, result.status, result, consistency)
         finally:
@@ -210,7 +212,8 @@ def _stop_after(engine: Engine, run_id: int | None) -> None:
 
 
 def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
-           prepared: PreparedDatabase) -> tuple[int, TpccRunSettings]:
+           prepared: PreparedDatabase) -> tuple[int, TpccRunSettings, dict]:
+    """The run's row, stored as it starts; with what it was begun with, which ``_store_end`` needs again."""
     constants = NURandConstants.for_run(prepared.info.constants.c_last, options.seed)
     server_side = options.transactions == "server" or (
         options.transactions == "auto" and engine.capabilities.server_side_procedures)
@@ -227,14 +230,14 @@ def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
     spec = RunSpec(engine.name, dict(engine.settings), "tpcc", options.warehouses, options.terminals,
                    options.warmup_s, options.duration_s, options.seed, options.keying_and_think, options.mix,
                    engine.database, {"transactions": "server" if settings.server_side else "client"})
-    run_id = store.begin_run(
-        spec, effective_knobs=engine.effective_settings, engine_settings=reported,
+    started = dict(
+        spec=spec, effective_knobs=engine.effective_settings, engine_settings=reported,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
         constants={"c_load": asdict(prepared.info.constants), "c_run": asdict(constants)},
         environment=environment.fingerprint(engine.data_path(), engine.name, engine.version()),
         warnings=[*_warnings(engine, options), *engine.reported_otherwise(reported)],
         experiment_id=options.experiment_id, plan_key=options.plan_key)
-    return run_id, settings
+    return store.begin_run(**started), settings, started
 
 
 def _warnings(engine: Engine, options: BenchmarkOptions) -> list[str]:
@@ -267,7 +270,7 @@ def terminal_hosting(engine: Engine, settings: TpccRunSettings, terminals: int) 
     return "process", 1
 
 
-def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: BenchmarkOptions,
+def _drive_and_store(store: ResultsStore, run: tuple[int, dict], engine: Engine, options: BenchmarkOptions,
                      settings: TpccRunSettings, observer: Observer | None) -> DriveResult:
     hosting, per_process = terminal_hosting(engine, settings, options.terminals)
     spec = DriveSpec(engine, "tpcc", settings, options.terminals, options.warmup_s, options.duration_s,
@@ -279,14 +282,39 @@ def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: 
         result = drive(spec, observer, monitor)
     except BaseException as error:  # the run row must not stay "running": record why it ended
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
-        store.add_metric_samples(run_id, monitor.samples if monitor else [])
-        store.finish_run(run_id, status, [], {}, [f"{type(error).__name__}: {error}"], 0.0,
-                         monitor.warnings if monitor else [])
+        reason, warnings = f"{type(error).__name__}: {error}", monitor.warnings if monitor else []
+        _store_end(store, run, monitor, lambda target, run_id: target.finish_run(
+            run_id, status, [], {}, [reason], 0.0, warnings))
         raise
-    store.add_metric_samples(run_id, monitor.samples if monitor else [])
-    store.finish_run(run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s,
-                     monitoring_warnings(monitor, result, engine) if monitor else [], result.window)
+    warnings = monitoring_warnings(monitor, result, engine) if monitor else []
+    _store_end(store, run, monitor, lambda target, run_id: target.finish_run(
+        run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s, warnings, result.window))
     return result
+
+
+def _store_end(store: ResultsStore, run: tuple[int, dict], monitor: Monitor | None,
+               finish: Callable[[ResultsStore, int], None]) -> None:
+    """Store the run's monitoring samples and ``finish`` it in the results database; if that fails, say because
+    another process kept it locked for all of $MAXIMUS_RESULTS_TIMEOUT, in a results database of its own beside
+    it instead, and say where: what was measured is not lost, whatever holds the lock."""
+    run_id, started = run
+
+    def write(target: ResultsStore, target_id: int) -> None:
+        target.add_metric_samples(target_id, monitor.samples if monitor else [])
+        finish(target, target_id)
+
+    try:
+        write(store, run_id)
+    except ResultsUnavailable as error:
+        kept = store.path.with_name(f"{store.path.stem}.run-{run_id}{store.path.suffix}")
+        spare = ResultsStore(kept)
+        try:
+            spare_id = spare.begin_run(**started)
+            write(spare, spare_id)
+        finally:
+            spare.close()
+        raise ResultsUnavailable(f"{error}; run {run_id} is kept in {kept} instead: `maximus show {spare_id} "
+                                 f"--results {kept}`", error.exit_code) from None
 
 
 def run_samplers(engine: Engine) -> list[Sampler]:

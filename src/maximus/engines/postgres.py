@@ -515,6 +515,9 @@ class PostgresEngine(Engine):
     def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
                  connection: Mapping[str, str] | None = None) -> None:
         super().__init__(workdir, database, settings, connection)
+        if self.external and "port" in self.settings:
+            raise UserError("port is not a knob of a server given by --dsn: Maximus connects to the port the DSN "
+                            "names, and your server would move away from it at its restart")
         self.port: int | None = None
         self.socket_dir: Path | None = None  # managed mode: where the server's Unix-domain socket is, if anywhere
         self._server_settings: dict[str, str] | None = None  # pg_settings as the started server reported them
@@ -636,7 +639,7 @@ class PostgresEngine(Engine):
     def _start_managed(self) -> None:
         self._initdb()
         self.stop_leftover()
-        self.port = _process.free_port()
+        self.port = int(self._server_knobs().get("port") or _process.free_port())  # -k port=N: the user's choice
         users_sockets = "unix_socket_directories" in self.settings  # a knob of the user's: connect over TCP
         self.socket_dir = None if users_sockets else _socket_directory(self.cluster_dir, self.port)
         self._write_config()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sqlite3
@@ -15,6 +16,7 @@ from maximus.knobs.registry import parse_size
 from maximus.records import Outcome
 from maximus.samplers.sqlite import SQLiteSampler
 
+_log = logging.getLogger(__name__)  # what a user should know happened to a database (the CLI prints it)
 _SIDE_FILES = ("-journal", "-wal", "-shm")
 _RETRYABLE = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 # SQLite keeps busy_timeout, wal_autocheckpoint and cache_size in a C int: a value beyond it is silently
@@ -171,7 +173,14 @@ class SQLiteEngine(Engine):
         self._copy_checkpointed(self.path, self.snapshot_path)
 
     def has_snapshot(self) -> bool:
-        return self.snapshot_path.exists()
+        """A pristine copy SQLite can open: one cut short (a full disk, a copy by hand) would restore a database
+        that fails in the middle of the run, so it is built again instead, with a note."""
+        if not self.snapshot_path.exists():
+            return False
+        damage = _damage(self.snapshot_path)
+        if damage:
+            _log.info("the pristine copy %s is damaged (%s): building it again", self.snapshot_path, damage)
+        return not damage
 
     def restore(self) -> None:
         _remove_database_files(self.path)
@@ -198,6 +207,22 @@ class SQLiteEngine(Engine):
         partial = target.with_name(target.name + ".partial")
         shutil.copyfile(source, partial)
         os.replace(partial, target)  # a copy cut short (crash, kill) never passes for a pristine one
+
+
+def _damage(path: Path) -> str:
+    """What is wrong with the database file at ``path`` as SQLite opens it ('' when nothing): one whose header
+    counts more pages than the file holds is cut short, and SQLite says so at its first read."""
+    try:
+        connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        return str(error)
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return ""
+    except sqlite3.DatabaseError as error:
+        return str(error)
+    finally:
+        connection.close()
 
 
 def _remove_database_files(path: Path) -> None:

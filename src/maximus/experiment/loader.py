@@ -66,9 +66,14 @@ def _dotted(where: tuple) -> str:
 def load_experiment(path: Path) -> Experiment:
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as error:
         raise UserError(f"cannot read experiment file {path}: {error.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:  # TOML is UTF-8
+        raise UserError(f"{path}: not UTF-8 text (byte {error.start}: {data[error.start:error.end]!r}): save the "
+                        "file as UTF-8") from None
     return parse_experiment(text, path)
 
 

@@ -21,10 +21,11 @@ from maximus.experiment.model import Experiment
 from maximus.experiment.plan import PlannedRun, estimate, from_data, plan, to_data
 from maximus.records import RunStatus
 from maximus.store import ResultsStore
+from maximus.store.failures import ResultsUnavailable
 
 FINISHED = (RunStatus.COMPLETE, RunStatus.FAILED)
 # Errors that are not the run's own: the experiment stops (it can be resumed) instead of storing a failed run
-NOT_THE_RUNS = (locks.Busy,)
+NOT_THE_RUNS = (locks.Busy, ResultsUnavailable)
 
 
 class ExperimentObserver(Protocol):
