@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from maximus.records import RunStatus
 from maximus.store import ResultsStore
@@ -131,17 +128,6 @@ def locks_in(*directories: Path) -> list[Path]:
 COMPLETE = RunStatus.COMPLETE
 
 
-@contextmanager
-def server_directory() -> Iterator[Path]:
-    """A work directory the managed server's user can traverse (pytest's own is private), removed after."""
-    path = Path(tempfile.mkdtemp(prefix="maximus-test-inputs-", dir="/var/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 EXPERIMENT = """name = "{name}"
 clients = [1]
 repeats = {repeats}
@@ -163,6 +149,6 @@ set = {{ journal_mode = "wal" }}
 
 def experiment_file(directory: Path, name: str = "shared", repeats: int = 2, duration: float = 1.0,
                     baseline: str = "") -> Path:
-    path = directory / f"{name}-{repeats}-{abs(hash(baseline))}.toml"
+    path = directory / f"{name}-{repeats}{'-' + baseline.split()[0] if baseline else ''}.toml"
     path.write_text(EXPERIMENT.format(name=name, repeats=repeats, duration=duration, baseline=baseline))
     return path
