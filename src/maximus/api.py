@@ -8,7 +8,7 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Protocol, Sequence
 
-from maximus import environment
+from maximus import environment, limits, locks
 from maximus.analysis import monitoring
 from maximus.analysis.monitoring import RunColumn, RunMonitoring, cross_checks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
@@ -19,6 +19,7 @@ from maximus.samplers.base import Sampler
 from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler
 from maximus.store import ResultsStore, default_results_path
+from maximus.store.failures import ResultsUnavailable
 from maximus.store.store import RunRecord
 from maximus.workloads import workload as workload_named
 from maximus.workloads.tpcc import loader
@@ -60,14 +61,22 @@ class BenchmarkOptions:
     plan_key: str | None = None
 
     def validate(self) -> None:
-        for name, value, low in (("warehouses", self.warehouses, 1), ("terminals", self.terminals, 1)):
-            if value < low:
-                raise UserError(f"--{name} must be at least {low}, got {value}")
-        if self.duration_s <= 0 or self.warmup_s < 0:
-            raise UserError("--duration must be positive and --warmup not negative")
+        """Every number within its documented range (``maximus.limits``), the mix and the mode, before anything
+        runs."""
+        for option, value, limit in (("--warehouses", self.warehouses, limits.WAREHOUSES),
+                                     ("--terminals", self.terminals, limits.TERMINALS),
+                                     ("--warmup", self.warmup_s, limits.WARMUP_S),
+                                     ("--duration", self.duration_s, limits.DURATION_S),
+                                     ("--seed", self.seed, limits.SEED)):
+            limits.check(option, value, limit)
         parse_mix(self.mix)
         if self.transactions not in ("auto", "client", "server"):
             raise UserError(f"--transactions must be auto, client or server, got {self.transactions!r}")
+
+
+    def estimate(self) -> limits.Estimate:
+        """How long the run takes, a build of its database included (which a pristine copy spares)."""
+        return limits.estimate(1, 1, self.warmup_s, self.duration_s, self.warehouses)
 
 
 class LoadProgress(Protocol):
@@ -134,14 +143,21 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
     if restore or loaded_now or not engine.exists():
         engine.restore()
     info = _database_info(engine)
-    if (info is None or info.warehouses != warehouses) and not loaded_now:
+    if not _built_as_asked(info, engine, warehouses) and not loaded_now:
         return prepare_database(engine, warehouses, seed, progress, rebuild=True)  # an unfinished or foreign copy
-    if info is None or info.warehouses != warehouses:
+    if not _built_as_asked(info, engine, warehouses):
         raise EngineError(f"the database just built in {engine.workdir} does not read back as {warehouses} "
                           "warehouse(s)")
     if not loaded_now and engine.capabilities.server_side_procedures:
         _install_procedures(engine)  # so that a copy built by an older Maximus runs this version's functions
     return PreparedDatabase(info, loaded_now)
+
+
+def _built_as_asked(info: loader.DatabaseInfo | None, engine: Engine, warehouses: int) -> bool:
+    """A complete build of this scale with the knobs fixed at creation that the run asks for. A database
+    name does not promise it: two experiments of one name share their steps' names, and the second one's
+    build of a step with another page size would be taken, and labelled, for the first one's."""
+    return info is not None and info.warehouses == warehouses and info.creation_settings == engine.creation_settings()
 
 
 def _database_info(engine: Engine) -> loader.DatabaseInfo | None:
@@ -169,19 +185,21 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
     engine.validate_run(options.terminals)
     if options.transactions == "server" and not engine.capabilities.server_side_procedures:
         raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
-    store = ResultsStore(options.results)
-    run_id = None
-    try:
-        engine.start()  # a fresh server for every run: restarted between runs, like the seeds did
-        prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild,
-                                    options.restore)
-        run_id, settings = _begin(store, engine, options, prepared)
-        result = _drive_and_store(store, run_id, engine, options, settings, observer)
-        consistency = _check_after(store, run_id, engine, result, options.check)
-        return RunOutcome(run_id, result.status, result, consistency)
-    finally:
-        store.close()
-        _stop_after(engine, run_id)
+    with locked(engine):
+        store = ResultsStore(options.results)
+        run_id = None
+        try:
+            store.check_writable()  # before a build that may take an hour
+            engine.start()  # a fresh server for every run: restarted between runs, like the seeds did
+            prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild,
+                                        options.restore)
+            run_id, settings, started = _begin(store, engine, options, prepared)
+            result = _drive_and_store(store, (run_id, started), engine, options, settings, observer)
+            consistency = _check_after(store, run_id, engine, result, options.check)
+            return RunOutcome(run_id, result.status, result, consistency)
+        finally:
+            store.close()
+            _stop_after(engine, run_id)
 
 
 def _stop_after(engine: Engine, run_id: int | None) -> None:
@@ -195,7 +213,8 @@ def _stop_after(engine: Engine, run_id: int | None) -> None:
 
 
 def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
-           prepared: PreparedDatabase) -> tuple[int, TpccRunSettings]:
+           prepared: PreparedDatabase) -> tuple[int, TpccRunSettings, dict]:
+    """The run's row, stored as it starts; with what it was begun with, which ``_store_end`` needs again."""
     constants = NURandConstants.for_run(prepared.info.constants.c_last, options.seed)
     server_side = options.transactions == "server" or (
         options.transactions == "auto" and engine.capabilities.server_side_procedures)
@@ -213,13 +232,14 @@ def _begin(store: ResultsStore, engine: Engine, options: BenchmarkOptions,
                    options.warmup_s, options.duration_s, options.seed, options.keying_and_think, options.mix,
                    engine.database, {"transactions": "server" if settings.server_side else "client",
                                      "isolation": isolation_text(engine, settings)})
-    run_id = store.begin_run(
-        spec, effective_knobs=engine.effective_settings, engine_settings=reported,
+    started = dict(
+        spec=spec, effective_knobs=engine.effective_settings, engine_settings=reported,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
         constants={"c_load": asdict(prepared.info.constants), "c_run": asdict(constants)},
         environment=environment.fingerprint(engine.data_path(), engine.name, engine.version()),
-        warnings=_warnings(engine, options), experiment_id=options.experiment_id, plan_key=options.plan_key)
-    return run_id, settings
+        warnings=[*_warnings(engine, options), *engine.reported_otherwise(reported)],
+        experiment_id=options.experiment_id, plan_key=options.plan_key)
+    return store.begin_run(**started), settings, started
 
 
 def isolation_text(engine: Engine, settings: TpccRunSettings) -> str:
@@ -264,7 +284,7 @@ def terminal_hosting(engine: Engine, settings: TpccRunSettings, terminals: int) 
     return "process", 1
 
 
-def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: BenchmarkOptions,
+def _drive_and_store(store: ResultsStore, run: tuple[int, dict], engine: Engine, options: BenchmarkOptions,
                      settings: TpccRunSettings, observer: Observer | None) -> DriveResult:
     hosting, per_process = terminal_hosting(engine, settings, options.terminals)
     spec = DriveSpec(engine, "tpcc", settings, options.terminals, options.warmup_s, options.duration_s,
@@ -276,14 +296,40 @@ def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: 
         result = drive(spec, observer, monitor)
     except BaseException as error:  # the run row must not stay "running": record why it ended
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
-        store.add_metric_samples(run_id, monitor.samples if monitor else [])
-        store.finish_run(run_id, status, [], {}, [f"{type(error).__name__}: {error}"], 0.0,
-                         monitor.warnings if monitor else [])
+        reason, warnings = f"{type(error).__name__}: {error}", monitor.warnings if monitor else []
+        _store_end(store, run, monitor, lambda target, run_id: target.finish_run(
+            run_id, status, [], {}, [reason], 0.0, warnings))
         raise
-    store.add_metric_samples(run_id, monitor.samples if monitor else [])
-    store.finish_run(run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s,
-                     monitoring_warnings(monitor, result, engine) if monitor else [], result.window, result.deferred)
+    warnings = monitoring_warnings(monitor, result, engine) if monitor else []
+    _store_end(store, run, monitor, lambda target, run_id: target.finish_run(
+        run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s, warnings, result.window,
+        result.deferred))
     return result
+
+
+def _store_end(store: ResultsStore, run: tuple[int, dict], monitor: Monitor | None,
+               finish: Callable[[ResultsStore, int], None]) -> None:
+    """Store the run's monitoring samples and ``finish`` it in the results database; if that fails, say because
+    another process kept it locked for all of $MAXIMUS_RESULTS_TIMEOUT, in a results database of its own beside
+    it instead, and say where: what was measured is not lost, whatever holds the lock."""
+    run_id, started = run
+
+    def write(target: ResultsStore, target_id: int) -> None:
+        target.add_metric_samples(target_id, monitor.samples if monitor else [])
+        finish(target, target_id)
+
+    try:
+        write(store, run_id)
+    except ResultsUnavailable as error:
+        kept = store.path.with_name(f"{store.path.stem}.run-{run_id}{store.path.suffix}")
+        spare = ResultsStore(kept)
+        try:
+            spare_id = spare.begin_run(**started)
+            write(spare, spare_id)
+        finally:
+            spare.close()
+        raise ResultsUnavailable(f"{error}; run {run_id} is kept in {kept} instead: `maximus show {spare_id} "
+                                 f"--results {kept}`", error.exit_code) from None
 
 
 def run_samplers(engine: Engine) -> list[Sampler]:
@@ -359,12 +405,28 @@ def _check_running(engine: Engine, fresh: bool | None, announce: Callable[[str],
 
 @contextmanager
 def running(engine: Engine) -> Iterator[Engine]:
-    """The engine's server up for the duration (a no-op for embedded engines), stopped even on Ctrl-C."""
-    engine.start()
-    try:
-        yield engine
-    finally:
-        engine.stop()
+    """The engine's server up for the duration (a no-op for embedded engines), stopped even on Ctrl-C; its
+    data locked against another Maximus meanwhile."""
+    with locked(engine):
+        engine.start()
+        try:
+            yield engine
+        finally:
+            engine.stop()
+
+
+@contextmanager
+def locked(engine: Engine) -> Iterator[None]:
+    """The engine's data (a work directory's database, a managed cluster) kept from other Maximus processes:
+    a second one gets ``locks.Busy`` naming this one's pid, instead of restoring a copy or stopping a server
+    under it."""
+    target = engine.lock_target()
+    if target is None:
+        yield
+        return
+    path, what = target
+    with locks.held(path, what, "wait for it to finish, or use another --workdir"):
+        yield
 
 
 def report_of_run(results: Path, run_id: int) -> RunReport:

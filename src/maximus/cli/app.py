@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
-from maximus import api
+from maximus import api, limits
 from maximus.errors import ConsistencyError, MaximusError
 from maximus.knobs.registry import parse_assignments
 from maximus.records import RunStatus
@@ -51,6 +51,8 @@ Results = Annotated[Optional[Path], typer.Option(
 Terminals = Annotated[int, typer.Option("--terminals", "-t", help="Concurrent terminals (virtual users).")]
 Warmup = Annotated[float, typer.Option("--warmup", help="Seconds of warm-up, excluded from results.")]
 Duration = Annotated[float, typer.Option("--duration", "-d", help="Seconds of the measured window.")]
+Yes = Annotated[bool, typer.Option("--yes", help="Run a plan estimated to take more than a day (asked for "
+                                   "otherwise).")]
 
 
 def _options(engine: str, knobs: list[str] | None, warehouses: int, workdir: Path | None, results: Path | None,
@@ -70,19 +72,20 @@ def _connection(dsn: str | None, bin_dir: Path | None, allow_changes: bool, allo
 
 @app.command()
 def demo(workdir: Workdir = None, results: Results = None,
-         duration: Duration = 10.0) -> None:
+         duration: Duration = 10.0, yes: Yes = False) -> None:
     """Run a small experiment on SQLite (baseline, page size 8K, WAL; 2 repeats; about two minutes)."""
     from importlib import resources
 
     from maximus.cli.experiments import ConsoleProgress, finish_experiment
     from maximus.experiment import runner
 
+    limits.check("--duration", duration, limits.DURATION_S)
     workdir, results = workdir or api.default_workdir(), results or default_results_path()
     out.print(f"[bold]Maximus demo[/]: TPC-C on SQLite, 1 warehouse, 2 terminals; baseline and two steps, "
               f"2 repeats of {duration:g} s each (databases in {workdir}, results in {results})")
     with resources.as_file(resources.files("maximus.experiment") / "demo.toml") as path:
         experiment_id = runner.start(path, workdir, results, ConsoleProgress(out),
-                                     overrides=lambda e: _with_duration(e, duration))
+                                     overrides=lambda e: _with_duration(e, duration), yes=yes)
     store = api.open_results(results)
     try:
         last = [r.id for r in store.runs(experiment_id) if r.status is RunStatus.COMPLETE][-1]
@@ -135,13 +138,22 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 
                                                   "server (one stored-function call each), or auto: server "
                                                   "where the engine has stored functions.")] = "auto",
         workdir: Workdir = None, results: Results = None, dsn: Dsn = None, bin_dir: BinDir = None,
-        allow_changes: AllowChanges = False, allow_restart: AllowRestart = False) -> None:
+        allow_changes: AllowChanges = False, allow_restart: AllowRestart = False, yes: Yes = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
     options = _options(engine, knob, warehouses, workdir, results, dsn, bin_dir, allow_changes, allow_restart,
                        terminals=terminals,
                        warmup_s=warmup, duration_s=duration, seed=seed, keying_and_think=keying, mix=mix,
                        check=check, rebuild=rebuild, monitor=monitor, transactions=transactions)
+    options.validate()
+    _announce(options.estimate(), yes)
     _run_and_show(options)
+
+
+def _announce(estimate: limits.Estimate, yes: bool) -> None:
+    """The run's estimated time, before it starts; one estimated to take more than a day needs ``--yes``."""
+    estimate.confirm(yes, "this run")
+    out.print(f"Estimated time: about {limits.spoken(estimate.run_s)}, and about {limits.spoken(estimate.build_s)} "
+              "more if the database must be built first")
 
 
 @app.command("check")
@@ -149,6 +161,7 @@ def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: War
                   workdir: Workdir = None, dsn: Dsn = None, bin_dir: BinDir = None) -> None:
     """Check the twelve consistency conditions of 3.3.2 on the database of the last run."""
     options = _options(engine, knob, warehouses, workdir, None, dsn, bin_dir)
+    options.validate()
     target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs, None, options.connection)
     results = api.check_database(target, announce=out.print)
     view.render_consistency(out, results)

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from maximus import api
+from maximus import api, limits
 from maximus.cli.reports import write_experiment_report
 from maximus.errors import MaximusError
 from maximus.experiment import runner
@@ -85,12 +85,14 @@ def finish_experiment(console: Console, experiment_id: int, results: Path) -> No
 
 @experiment_app.command("run")
 def run_command(file: Annotated[Path, typer.Argument(metavar="FILE", help="Experiment file (TOML).")],
-                workdir: Workdir = None, results: Results = None) -> None:
+                workdir: Workdir = None, results: Results = None,
+                yes: Annotated[bool, typer.Option("--yes", help="Run a plan estimated to take more than a day "
+                                                  "(asked for otherwise).")] = False) -> None:
     """Validate FILE, then run every planned run, storing each as it ends; print the step tables."""
     from maximus.cli.app import out
 
     workdir, results = _paths(workdir, results)
-    finish_experiment(out, runner.start(file, workdir, results, ConsoleProgress(out)), results)
+    finish_experiment(out, runner.start(file, workdir, results, ConsoleProgress(out), yes=yes), results)
 
 
 @experiment_app.command("resume")
@@ -139,6 +141,8 @@ def compare(a: Annotated[str, typer.Argument(metavar="A", help="Run number, or s
     """Compare tpmC of two runs or two steps: ratio B/A with its 95 % interval and a verdict."""
     from maximus.cli.app import out
 
+    if fail_if_slower is not None:
+        limits.check("--fail-if-slower", fail_if_slower, limits.PERCENT)
     store = api.open_results(results or default_results_path())
     try:
         comparison = api.compare_targets(store, a, b, experiment, clients)

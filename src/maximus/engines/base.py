@@ -288,6 +288,13 @@ class Engine(ABC):
         """The settings as the engine itself reports them on a live session: proof the knobs took effect."""
         return {}
 
+    def reported_otherwise(self, reported: Mapping[str, str]) -> list[str]:
+        """A warning for each setting asked of the engine, the run's knobs and those fixed when the database was
+        built, that ``reported_settings`` gives with another value: the engine did not take it as asked."""
+        asked = {**self.creation_settings(), **self.settings}
+        return [f"{name}={value} was asked, but {self.name} reports {reported[name]}" for name, value in asked.items()
+                if name in reported and not self.knobs.get(name).means(value, reported[name])]
+
     def samplers(self) -> list[Sampler]:
         """Fresh samplers of the engine's own statistics for one run (none by default).
 
@@ -296,6 +303,11 @@ class Engine(ABC):
         (``process_*{group=server}``), so the server's CPU is told from the client's.
         """
         return []
+
+    def lock_target(self) -> tuple[Path, str] | None:
+        """The file whose lock keeps a second Maximus off this engine's data while one uses it
+        (``maximus.locks``), and what it guards, in words; None where the data is not Maximus's to guard."""
+        return self.workdir / f"{self.database}.lock", f"the database {self.database} in {self.workdir}"
 
     def creation_settings(self) -> dict[str, str]:
         """The effective values of knobs that are fixed when the database is built."""

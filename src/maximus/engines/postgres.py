@@ -19,6 +19,7 @@ import contextlib
 import glob
 import json
 import logging
+import math
 import os
 import pwd
 import re
@@ -93,12 +94,30 @@ class PgValue:
         return text
 
     def _check_number(self, text: str) -> None:
+        value = self._amount(text)
+        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
+            raise ValueError(f"expected {self.describe()}")
+
+    def _amount(self, text: str) -> float:
+        """``text`` (``2GB``, ``15min``, ``0.9``) in the GUC's own units."""
         match = _NUMBER.match(text)
         if not match:
             raise ValueError(f"expected a number{self._unit_hint()}")
-        value = float(match.group(1)) * self._scale(match.group(2))
-        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
-            raise ValueError(f"expected {self.describe()}")
+        return float(match.group(1)) * self._scale(match.group(2))
+
+    def same(self, asked: str, reported: str) -> bool:
+        """Whether ``SHOW``'s ``reported`` value is the ``asked`` one: numbers in the GUC's units (``2048MB`` is
+        ``2GB``), where a negative one asks the server to compute it (``wal_buffers = -1``); the server's
+        spelling of a string is not a change (``utc`` is shown ``UTC``)."""
+        try:
+            if self.vartype in ("integer", "real"):
+                wanted = self._amount(asked)
+                return wanted < 0 or math.isclose(wanted, self._amount(reported), rel_tol=1e-9)
+            if self.vartype in ("bool", "enum"):
+                return self.parse(asked) == self.parse(reported)
+        except ValueError:
+            pass
+        return asked.strip().lower() == reported.strip().lower()
 
     def _scale(self, given: str) -> float:
         """How many of the GUC's own units one ``given`` unit is."""
@@ -594,6 +613,9 @@ class PostgresEngine(Engine):
     def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
                  connection: Mapping[str, str] | None = None) -> None:
         super().__init__(workdir, database, settings, connection)
+        if self.external and "port" in self.settings:
+            raise UserError("port is not a knob of a server given by --dsn: Maximus connects to the port the DSN "
+                            "names, and your server would move away from it at its restart")
         self.port: int | None = None
         self.socket_dir: Path | None = None  # managed mode: where the server's Unix-domain socket is, if anywhere
         self._server_settings: dict[str, str] | None = None  # pg_settings as the started server reported them
@@ -648,6 +670,13 @@ class PostgresEngine(Engine):
     @property
     def cluster_dir(self) -> Path:
         return self.workdir / f"postgres-{_major(self.bin_dir)}"
+
+    def lock_target(self) -> tuple[Path, str] | None:
+        """Every database of a managed cluster shares its one server: the cluster is locked as a whole (beside
+        it, so that the lock is taken before initdb makes it). A server of the user's is not Maximus's."""
+        if self.external:
+            return None
+        return self.workdir / f"{self.cluster_dir.name}.lock", f"the PostgreSQL cluster {self.cluster_dir}"
 
     @property
     def data_dir(self) -> Path:
@@ -708,7 +737,7 @@ class PostgresEngine(Engine):
     def _start_managed(self) -> None:
         self._initdb()
         self.stop_leftover()
-        self.port = _process.free_port()
+        self.port = int(self._server_knobs().get("port") or _process.free_port())  # -k port=N: the user's choice
         users_sockets = "unix_socket_directories" in self.settings  # a knob of the user's: connect over TCP
         self.socket_dir = None if users_sockets else _socket_directory(self.cluster_dir, self.port)
         self._write_config()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sqlite3
@@ -15,17 +16,34 @@ from maximus.knobs.registry import parse_size
 from maximus.records import Outcome
 from maximus.samplers.sqlite import SQLiteSampler
 
+_log = logging.getLogger(__name__)  # what a user should know happened to a database (the CLI prints it)
 _SIDE_FILES = ("-journal", "-wal", "-shm")
 _RETRYABLE = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+# SQLite keeps busy_timeout, wal_autocheckpoint and cache_size in a C int: a value beyond it is silently
+# taken as 0 (busy_timeout=2147483648 waits for no lock at all), so it is refused instead.
+_INT_MAX = 2**31 - 1
+
+
+def _largest_mmap() -> int:
+    """This SQLite's SQLITE_MAX_MMAP_SIZE: a larger mmap_size is silently cut down to it."""
+    connection = sqlite3.connect(":memory:")
+    try:
+        options = [row[0] for row in connection.execute("PRAGMA compile_options")]
+    finally:
+        connection.close()
+    given = [option.split("=", 1)[1] for option in options if option.startswith("MAX_MMAP_SIZE=")]
+    return int(given[0], 0) if given else 0x7FFF0000  # SQLite's own default on 64-bit Linux
+
 
 class CacheSize:
     """SQLite's cache_size: a page count, a negative KiB count, or a size with a unit (stored as -KiB)."""
 
     def parse(self, raw: str) -> str:
         text = raw.strip()
-        if text.lstrip("-").isdigit():
-            return str(int(text))
-        return str(-(parse_size(text) // 1024))
+        value = int(text) if text.lstrip("-").isdigit() else -(parse_size(text) // 1024)
+        if not -_INT_MAX - 1 <= value <= _INT_MAX:
+            raise ValueError(f"expected {self.describe()}, within SQLite's {-_INT_MAX - 1}..{_INT_MAX}")
+        return str(value)
 
     def describe(self) -> str:
         return "pages (2000), -KiB (-64000) or a size (64MB)"
@@ -44,14 +62,15 @@ SQLITE_KNOBS = KnobCatalogue("sqlite", [
                                {"0": "off", "1": "normal", "2": "full", "3": "extra"}), "full",
          Applies.CONNECTION, "How hard commits are flushed to disk (fsync).",
          weakens_durability_when=frozenset({"off"})),
-    Knob("wal_autocheckpoint", Integer(0), "1000", Applies.CONNECTION,
+    Knob("wal_autocheckpoint", Integer(0, _INT_MAX), "1000", Applies.CONNECTION,
          "WAL pages after which a commit checkpoints (0 disables).", unit="pages"),
-    Knob("mmap_size", Size(), "0", Applies.CONNECTION, "Bytes of the file read through mmap.", unit="bytes"),
+    Knob("mmap_size", Size(_largest_mmap()), "0", Applies.CONNECTION, "Bytes of the file read through mmap.",
+         unit="bytes"),
     Knob("locking_mode", Choice(("normal", "exclusive")), "normal", Applies.CONNECTION,
          "exclusive keeps the file lock for the whole connection (one terminal only)."),
     Knob("temp_store", Choice(("default", "file", "memory"), {"0": "default", "1": "file", "2": "memory"}),
          "default", Applies.CONNECTION, "Where temporary tables and indexes live."),
-    Knob("busy_timeout", Integer(0), "10000", Applies.CONNECTION,
+    Knob("busy_timeout", Integer(0, _INT_MAX), "10000", Applies.CONNECTION,
          "How long a connection waits for a lock before a busy error.", unit="ms"),
 ])
 
@@ -157,7 +176,14 @@ class SQLiteEngine(Engine):
         self._copy_checkpointed(self.path, self.snapshot_path)
 
     def has_snapshot(self) -> bool:
-        return self.snapshot_path.exists()
+        """A pristine copy SQLite can open: one cut short (a full disk, a copy by hand) would restore a database
+        that fails in the middle of the run, so it is built again instead, with a note."""
+        if not self.snapshot_path.exists():
+            return False
+        damage = _damage(self.snapshot_path)
+        if damage:
+            _log.info("the pristine copy %s is damaged (%s): building it again", self.snapshot_path, damage)
+        return not damage
 
     def restore(self) -> None:
         _remove_database_files(self.path)
@@ -184,6 +210,22 @@ class SQLiteEngine(Engine):
         partial = target.with_name(target.name + ".partial")
         shutil.copyfile(source, partial)
         os.replace(partial, target)  # a copy cut short (crash, kill) never passes for a pristine one
+
+
+def _damage(path: Path) -> str:
+    """What is wrong with the database file at ``path`` as SQLite opens it ('' when nothing): one whose header
+    counts more pages than the file holds is cut short, and SQLite says so at its first read."""
+    try:
+        connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        return str(error)
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return ""
+    except sqlite3.DatabaseError as error:
+        return str(error)
+    finally:
+        connection.close()
 
 
 def _remove_database_files(path: Path) -> None:

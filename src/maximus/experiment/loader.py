@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Mapping
 
+from maximus import limits
 from maximus.engines import engine_class
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
@@ -65,9 +66,14 @@ def _dotted(where: tuple) -> str:
 def load_experiment(path: Path) -> Experiment:
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as error:
         raise UserError(f"cannot read experiment file {path}: {error.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:  # TOML is UTF-8
+        raise UserError(f"{path}: not UTF-8 text (byte {error.start}: {data[error.start:error.end]!r}): save the "
+                        "file as UTF-8") from None
     return parse_experiment(text, path)
 
 
@@ -81,18 +87,32 @@ def parse_experiment(text: str, path: Path = Path("<experiment>")) -> Experiment
     engine = _engine_name(source, data)
     steps, clients = _steps(source, data, engine), _clients(source, data)
     _servable(source, engine, steps, clients)
-    return Experiment(
+    experiment = Experiment(
         name=_text(source, data, ("name",), required=True),
         description=_text(source, data, ("description",)),
         engine=engine,
         steps=steps,
         clients=clients,
-        repeats=_integer(source, data, ("repeats",), 2, minimum=1),
+        repeats=_integer(source, data, ("repeats",), 2, limits.REPEATS),
         order=_choice(source, data, ("order",), Order, Order.INTERLEAVED),
-        seed=_integer(source, data, ("seed",), 1, minimum=0),
+        seed=_integer(source, data, ("seed",), 1, limits.SEED),
         workload=_workload(source, data.get("workload", {})),
         hygiene=_hygiene(source, data.get("hygiene", {})),
     )
+    _plannable(source, experiment)
+    return experiment
+
+
+def _plannable(source: _Source, experiment: Experiment) -> None:
+    """A plan of a size a results database holds, with seeds it can store (repeat r uses seed + r - 1)."""
+    size = len(experiment.steps) * len(experiment.clients) * experiment.repeats
+    if size > limits.LARGEST_PLAN:
+        raise source.error(("repeats",), f"{len(experiment.steps)} configuration(s) × {len(experiment.clients)} "
+                           f"client count(s) × {experiment.repeats} repeats make {size:,} runs, more than the "
+                           f"{limits.LARGEST_PLAN:,} an experiment may plan")
+    if experiment.seed + experiment.repeats - 1 > limits.LARGEST_INTEGER:
+        raise source.error(("seed",), f"the last repeat's seed, seed + repeats - 1, would pass "
+                           f"{limits.LARGEST_INTEGER:,}")
 
 
 def _known_keys(source: _Source, where: tuple, table: Any, known: set[str]) -> None:
@@ -123,22 +143,23 @@ def _text(source: _Source, data: Mapping, where: tuple, default: str = "", requi
     return value
 
 
-def _integer(source: _Source, data: Mapping, where: tuple, default: int, minimum: int) -> int:
+def _integer(source: _Source, data: Mapping, where: tuple, default: int, limit: limits.Limit) -> int:
+    return int(_within(source, data, where, default, limit))
+
+
+def _number(source: _Source, data: Mapping, where: tuple, default: float, limit: limits.Limit) -> float:
+    return float(_within(source, data, where, default, limit))
+
+
+def _within(source: _Source, data: Mapping, where: tuple, default: float, limit: limits.Limit) -> float:
+    """The number at ``where``, or ``default``; TOML's nan and inf are numbers too, and refused like any other
+    outside the documented range."""
     value = _get(data, where)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise source.error(where, f"expected an integer of at least {minimum}, got {value!r}")
+    if not limit.allows(value):
+        raise source.error(where, f"expected {limit.describe()}, got {value!r}")
     return value
-
-
-def _number(source: _Source, data: Mapping, where: tuple, default: float, positive: bool) -> float:
-    value = _get(data, where)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (positive and value == 0):
-        raise source.error(where, f"expected a {'positive' if positive else 'non-negative'} number of seconds")
-    return float(value)
 
 
 def _boolean(source: _Source, data: Mapping, where: tuple, default: bool) -> bool:
@@ -173,9 +194,9 @@ def _clients(source: _Source, data: Mapping) -> tuple[int, ...]:
     value = data.get("clients", [2])
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
-    if (not isinstance(value, list) or not value
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)):
-        raise source.error(("clients",), "expected a list of client counts such as [20, 40, 60], each at least 1")
+    if not isinstance(value, list) or not value or not all(limits.TERMINALS.allows(v) for v in value):
+        raise source.error(("clients",), "expected a list of client counts such as [20, 40, 60], each "
+                           f"{limits.TERMINALS.describe()}")
     if len(set(value)) != len(value):
         raise source.error(("clients",), "a client count appears twice")
     return tuple(value)
@@ -192,9 +213,9 @@ def _workload(source: _Source, table: Any) -> Workload:
     except UserError as error:
         raise source.error(("workload", "mix"), str(error)) from None
     wrapped = {"workload": table}
-    return Workload(name, _integer(source, wrapped, ("workload", "warehouses"), 1, minimum=1),
-                    _number(source, wrapped, ("workload", "warmup"), 5.0, positive=False),
-                    _number(source, wrapped, ("workload", "duration"), 30.0, positive=True),
+    return Workload(name, _integer(source, wrapped, ("workload", "warehouses"), 1, limits.WAREHOUSES),
+                    _number(source, wrapped, ("workload", "warmup"), 5.0, limits.WARMUP_S),
+                    _number(source, wrapped, ("workload", "duration"), 30.0, limits.DURATION_S),
                     _boolean(source, wrapped, ("workload", "keying"), False), mix)
 
 

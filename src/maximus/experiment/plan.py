@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+from maximus import limits
 from maximus.experiment.model import Experiment, LoadPolicy, Order
 
 
@@ -24,6 +25,18 @@ class PlannedRun:
 def plan(experiment: Experiment) -> list[PlannedRun]:
     runs = [_planned(experiment, step, clients, repeat) for step, clients, repeat in _order(experiment)]
     return _mark_builds(runs)
+
+
+def estimate(experiment: Experiment, runs: Sequence[PlannedRun] | None = None) -> limits.Estimate:
+    """How long the whole plan takes, found without expanding it; or the planned ``runs`` (what is left)."""
+    if runs is None:
+        builds = len(experiment.steps) * (experiment.repeats if experiment.hygiene.load is LoadPolicy.PER_REPEAT
+                                          else 1)
+        count = len(experiment.steps) * len(experiment.clients) * experiment.repeats
+    else:
+        builds, count = sum(run.build for run in runs), len(runs)
+    workload = experiment.workload
+    return limits.estimate(count, builds, workload.warmup_s, workload.duration_s, workload.warehouses)
 
 
 def _order(experiment: Experiment) -> list[tuple[int, int, int]]:

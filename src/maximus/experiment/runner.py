@@ -8,20 +8,24 @@ goes on.
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, ContextManager, Protocol
 
-from maximus import api
+from maximus import api, locks
 from maximus.driver.scheduler import Observer
 from maximus.errors import MaximusError, UserError
 from maximus.experiment.loader import load_experiment, parse_experiment
 from maximus.experiment.model import Experiment
-from maximus.experiment.plan import PlannedRun, from_data, plan, to_data
+from maximus.experiment.plan import PlannedRun, estimate, from_data, plan, to_data
 from maximus.records import RunStatus
 from maximus.store import ResultsStore
+from maximus.store.failures import ResultsUnavailable
 
 FINISHED = (RunStatus.COMPLETE, RunStatus.FAILED)
+# Errors that are not the run's own: the experiment stops (it can be resumed) instead of storing a failed run
+NOT_THE_RUNS = (locks.Busy, ResultsUnavailable)
 
 
 class ExperimentObserver(Protocol):
@@ -33,11 +37,15 @@ class ExperimentObserver(Protocol):
 
 
 def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver,
-          overrides: Callable[[Experiment], Experiment] | None = None) -> int:
-    """Validate the file, store the experiment and its plan, and run it. Returns the experiment's id."""
+          overrides: Callable[[Experiment], Experiment] | None = None, yes: bool = False) -> int:
+    """Validate the file, store the experiment and its plan, and run it. Returns the experiment's id. A plan
+    estimated to take more than a day (``limits.CONFIRM_ABOVE_S``) runs only when ``yes``."""
     experiment = load_experiment(path)
     if overrides:
         experiment = overrides(experiment)
+    planned = estimate(experiment)
+    planned.confirm(yes, f"experiment {experiment.name!r}")
+    observer.note(f"estimated time: {planned.text()}")
     runs = plan(experiment)
     store = ResultsStore(results)
     try:
@@ -45,23 +53,38 @@ def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver
                                                 {"runs": to_data(runs), "experiment": _as_data(experiment)})
     finally:
         store.close()
-    execute(experiment_id, experiment, runs, workdir, results, observer)
+    with running_experiment(results, experiment_id):
+        execute(experiment_id, experiment, runs, workdir, results, observer)
     return experiment_id
 
 
 def resume(experiment_id: int | None, workdir: Path, results: Path, observer: ExperimentObserver) -> int:
     """Run what is left of a stopped experiment (the newest unfinished one by default)."""
-    store = ResultsStore(results)
-    try:
-        record = store.experiment(experiment_id) if experiment_id else _newest_unfinished(store)
-        stale = store.abandon_stale_runs(record.id)
-    finally:
-        store.close()
-    if stale:
-        observer.note(f"{stale} run(s) left running by a stopped runner were marked interrupted and will run again")
-    experiment = stored_experiment(record)
-    execute(record.id, experiment, from_data(record.plan["runs"]), workdir, results, observer)
+    with ExitStack() as held:
+        store = ResultsStore(results)
+        try:
+            record = store.experiment(experiment_id) if experiment_id else _newest_unfinished(store)
+            held.enter_context(running_experiment(results, record.id))  # before its "running" runs are abandoned
+            stale = store.abandon_stale_runs(record.id)
+        finally:
+            store.close()
+        if stale:
+            observer.note(f"{stale} run(s) left running by a stopped runner were marked interrupted and will run "
+                          "again")
+        experiment = stored_experiment(record)
+        runs = from_data(record.plan["runs"])
+        left = [run for run in runs if run.key not in _finished_keys(results, record.id)]
+        observer.note(f"estimated time of what is left: {estimate(experiment, left).text()}")
+        execute(record.id, experiment, runs, workdir, results, observer)
     return record.id
+
+
+def running_experiment(results: Path, experiment_id: int) -> ContextManager[None]:
+    """The experiment's lock, beside its results database, for as long as this process runs its plan: a
+    second runner (``experiment resume`` while it runs) would run the same plan again beside it."""
+    return locks.held(results.with_name(f"{results.name}.experiment-{experiment_id}.lock"),
+                      f"experiment {experiment_id}", f"wait for it to finish, or stop it and run `maximus "
+                      f"experiment resume {experiment_id}` then")
 
 
 def stored_experiment(record) -> Experiment:
@@ -85,7 +108,7 @@ def execute(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], 
         for position, planned in enumerate(runs, start=1):
             if planned.key not in done:
                 _execute_one(experiment_id, experiment, planned, (position, len(runs)), workdir, results, observer)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, *NOT_THE_RUNS):
         observer.note(f"experiment {experiment_id} stopped: `maximus experiment resume {experiment_id}` runs what "
                       "is left")
         raise
@@ -104,6 +127,8 @@ def _execute_one(experiment_id: int, experiment: Experiment, planned: PlannedRun
     live = observer.run_starting(*position, planned)
     try:
         outcome = api.run_benchmark(options, live)
+    except NOT_THE_RUNS:
+        raise
     except MaximusError as error:  # stored with its reason; the experiment goes on
         observer.run_finished(planned, _failed(options, str(error)), str(error))
         return

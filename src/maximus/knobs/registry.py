@@ -120,6 +120,17 @@ class Knob:
         except ValueError as error:
             raise UserError(f"bad value {raw!r} for knob {self.name}: {error}") from None
 
+    def means(self, asked: str, reported: str) -> bool:
+        """Whether the value the engine reports is the one asked, each read as the knob reads a value (SQLite
+        reports ``synchronous=full`` as 2); where the type cannot read one, the texts are compared."""
+        same = getattr(self.type, "same", None)
+        if same is not None:
+            return same(asked, reported)
+        try:
+            return self.type.parse(str(asked)) == self.type.parse(str(reported))
+        except ValueError:
+            return str(asked).strip().lower() == str(reported).strip().lower()
+
     def weakens_durability(self, value: str) -> bool:
         return value in self.weakens_durability_when
 

@@ -7,6 +7,7 @@ raw samples; an interrupted run keeps everything measured up to the interruption
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -15,11 +16,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from maximus import limits
 from maximus.errors import UserError
+from maximus.locks import unusable_directory
 from maximus.records import DeferredResult, Outcome, RunSpec, RunStatus, TxnSample, Window
 from maximus.samplers.base import MetricSample
 from maximus.samplers.os_linux import parse_pid_stat
-from maximus.store.schema import migrate
+from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
+from maximus.store.schema import SCHEMA_VERSION, migrate
 
 
 def default_results_path() -> Path:
@@ -31,8 +35,7 @@ def default_results_path() -> Path:
 
 
 ORPHANED = "the Maximus that ran it ended without finishing it (killed, or the machine restarted)"
-
-
+NOT_FINITE = "stored with a warm-up or duration that is not a finite number of seconds: nothing in it is counted"
 def _process_start(pid: int) -> int | None:
     """The process's start time in clock ticks since boot; None when it is gone."""
     try:
@@ -65,6 +68,11 @@ def _runner_alive(runner: str) -> bool | None:
     if known.get("host") != socket.gethostname() or boot is None:
         return None
     return known.get("boot") == boot and _process_start(int(known["pid"])) == known.get("start")
+
+
+def _storable(number: int) -> bool:
+    """Whether a run or experiment number can be in the store at all: SQLite's integers end at 2^63 - 1."""
+    return 0 < number <= limits.LARGEST_INTEGER
 
 
 def _now() -> str:
@@ -117,13 +125,46 @@ class ConsistencyRecord:
 class ResultsStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        timeout = results_timeout()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30)
-        except (OSError, sqlite3.Error) as error:
+        except OSError as error:
+            raise UserError(f"cannot open the results database {self.path}: "
+                            f"{unusable_directory(self.path.parent, error)}") from None
+        if self.path.is_dir():
+            raise UserError(f"cannot open the results database {self.path}: it is a directory")
+        try:
+            self._db = sqlite3.connect(self.path, timeout=timeout)
+        except sqlite3.Error as error:
             raise UserError(f"cannot open the results database {self.path}: {error}") from None
-        migrate(self._db)
+        try:
+            self._open()
+        except BaseException:
+            self._db.close()
+            raise
+
+    @guarded
+    def _open(self) -> None:
+        self._recognise()
+        if self._version() != SCHEMA_VERSION:  # a store up to date is not written to: it may be read-only
+            migrate(self._db)
         self._close_orphans()
+
+    def _recognise(self) -> None:
+        """Maximus's own results database, or an empty file, and never another application's SQLite file: that
+        would get Maximus's tables written into it."""
+        tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables - {"schema_version"} and not {"schema_version", "runs"} <= tables:
+            listed = ", ".join(sorted(tables)[:4]) + (", ..." if len(tables) > 4 else "")
+            raise ResultsUnavailable(f"{self.path} is not a Maximus results database (it has the tables {listed}): "
+                                     "choose another --results", 2)
+
+    def _version(self) -> int | None:
+        try:
+            row = self._db.execute("SELECT version FROM schema_version").fetchone()
+        except sqlite3.OperationalError:  # no such table: a new store
+            return None
+        return row[0] if row else None
 
     def _close_orphans(self) -> None:
         """Runs left ``running`` by a Maximus of this machine that is gone (killed, or the machine restarted)
@@ -145,6 +186,17 @@ class ResultsStore:
     def close(self) -> None:
         self._db.close()
 
+    @guarded
+    def check_writable(self) -> None:
+        """Fail now, not after a build and a run, when this store cannot take a run: read-only, or kept locked by
+        another process. The write is rolled back: the file does not change."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("UPDATE schema_version SET version = version")
+        finally:
+            self._db.rollback()
+
+    @guarded
     def begin_run(self, spec: RunSpec, *, effective_knobs: Mapping[str, str], engine_settings: Mapping[str, str],
                   load_seconds: float | None, loaded_in_run: bool, load_seed: int | None,
                   constants: Mapping[str, Any], environment: Mapping[str, Any], warnings: Iterable[str],
@@ -165,6 +217,7 @@ class ResultsStore:
                  plan_key, json.dumps(dict(spec.options)), _this_runner()))
         return int(cursor.lastrowid)
 
+    @guarded
     def finish_run(self, run_id: int, status: RunStatus, samples: Iterable[TxnSample], facts: Mapping[str, int],
                    errors: Iterable[str], elapsed_s: float, warnings: Iterable[str] = (),
                    window: Window | None = None, deferred: Iterable[DeferredResult] = ()) -> None:
@@ -191,6 +244,7 @@ class ResultsStore:
                              " WHERE id = ?", (status.value, _now(), json.dumps(list(errors)), elapsed_s,
                                                json.dumps(old + list(warnings)), run_id))
 
+    @guarded
     def add_consistency(self, run_id: int, results: Iterable[Any]) -> None:
         with self._db:
             self._db.executemany(
@@ -199,12 +253,14 @@ class ResultsStore:
                 ((run_id, r.condition, r.clause, r.description, None if r.passed is None else int(r.passed),
                   r.detail) for r in results))
 
+    @guarded
     def runs(self, experiment_id: int | None = None) -> list[RunRecord]:
         if experiment_id is None:
             return [self._record(row) for row in self._db.execute(f"{_SELECT_RUN} ORDER BY id")]
         rows = self._db.execute(f"{_SELECT_RUN} WHERE experiment_id = ? ORDER BY id", (experiment_id,))
         return [self._record(row) for row in rows]
 
+    @guarded
     def create_experiment(self, name: str, source_path: str, source_text: str, plan: Any) -> int:
         with self._db:
             cursor = self._db.execute(
@@ -212,20 +268,25 @@ class ResultsStore:
                 " VALUES (?, ?, ?, ?, ?, 'running')", (name, _now(), source_path, source_text, json.dumps(plan)))
         return int(cursor.lastrowid)
 
+    @guarded
     def finish_experiment(self, experiment_id: int) -> None:
         with self._db:
             self._db.execute("UPDATE experiments SET status = 'complete', finished_at = ? WHERE id = ?",
                              (_now(), experiment_id))
 
+    @guarded
     def experiments(self) -> list[ExperimentRecord]:
         return [self._experiment(row) for row in self._db.execute(f"{_SELECT_EXPERIMENT} ORDER BY id")]
 
+    @guarded
     def experiment(self, experiment_id: int) -> ExperimentRecord:
-        row = self._db.execute(f"{_SELECT_EXPERIMENT} WHERE id = ?", (experiment_id,)).fetchone()
+        row = self._db.execute(f"{_SELECT_EXPERIMENT} WHERE id = ?", (experiment_id,)).fetchone() \
+            if _storable(experiment_id) else None
         if row is None:
             raise UserError(f"no experiment {experiment_id} in {self.path} (see `maximus experiment list`)")
         return self._experiment(row)
 
+    @guarded
     def abandon_stale_runs(self, experiment_id: int) -> int:
         """Runs left ``running`` by a runner that died: mark them interrupted so they are run again. The count
         includes those the opening of this store found orphaned already."""
@@ -238,17 +299,20 @@ class ResultsStore:
                                  f"({', '.join('?' * len(self.orphaned))})", (experiment_id, *self.orphaned))
         return cursor.rowcount + found.fetchone()[0]
 
+    @guarded
     def run(self, run_id: int) -> RunRecord:
-        row = self._db.execute(f"{_SELECT_RUN} WHERE id = ?", (run_id,)).fetchone()
+        row = self._db.execute(f"{_SELECT_RUN} WHERE id = ?", (run_id,)).fetchone() if _storable(run_id) else None
         if row is None:
             raise UserError(f"no run {run_id} in {self.path} (see `maximus runs`)")
         return self._record(row)
 
+    @guarded
     def samples(self, run_id: int) -> list[TxnSample]:
         rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error"
                                 " FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
         return [TxnSample(t, name, s, lat, Outcome(o), a, e) for t, name, s, lat, o, a, e in rows]
 
+    @guarded
     def deferred_results(self, run_id: int) -> list[DeferredResult]:
         """The run's deferred transactions as its result file records them, in the order they were queued."""
         rows = self._db.execute("SELECT terminal, transaction_name, queued, completed, outcome, record"
@@ -256,9 +320,11 @@ class ResultsStore:
         return [DeferredResult(t, name, q, c, Outcome(o), None if r is None else json.loads(r))
                 for t, name, q, c, o, r in rows]
 
+    @guarded
     def facts(self, run_id: int) -> dict[str, int]:
         return dict(self._db.execute("SELECT name, value FROM run_facts WHERE run_id = ?", (run_id,)))
 
+    @guarded
     def consistency(self, run_id: int) -> list[ConsistencyRecord]:
         rows = self._db.execute("SELECT condition, clause, description, passed, detail FROM consistency"
                                 " WHERE run_id = ? ORDER BY condition", (run_id,))
@@ -276,11 +342,14 @@ class ResultsStore:
          errors, w_start, w_end, elapsed, experiment_id, plan_key, options) = row
         spec = RunSpec(engine, json.loads(knobs), workload, warehouses, terminals, warmup, duration, seed,
                        bool(keyed), mix, database, json.loads(options))
+        finite = all(isinstance(v, (int, float)) and math.isfinite(v) for v in (w_start, w_end))
         return RunRecord(run_id, started, finished, RunStatus(status), spec, json.loads(effective),
                          json.loads(settings), load_s, bool(loaded), load_seed, json.loads(constants),
-                         json.loads(environment), tuple(json.loads(warnings)), tuple(json.loads(errors)),
-                         Window(w_start, w_end), elapsed, experiment_id, plan_key)
+                         json.loads(environment), tuple(json.loads(warnings)),
+                         tuple(json.loads(errors)) + (() if finite else (NOT_FINITE,)),
+                         Window(w_start, w_end) if finite else Window(0.0, 0.0), elapsed, experiment_id, plan_key)
 
+    @guarded
     def add_metric_samples(self, run_id: int, samples: Iterable[MetricSample]) -> None:
         """Store a run's raw monitoring samples (labels as JSON), in one transaction."""
         with self._db:
@@ -289,6 +358,7 @@ class ResultsStore:
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 ((run_id, s.time, s.source, s.name, s.value, s.unit, s.labels_text()) for s in samples))
 
+    @guarded
     def metric_samples(self, run_id: int) -> list[MetricSample]:
         """A run's monitoring samples in time order; empty for an unmonitored run."""
         rows = self._db.execute("SELECT time, source, name, value, unit, labels FROM metric_samples"
