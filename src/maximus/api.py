@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +29,8 @@ from maximus.workloads.tpcc.random import NURandConstants
 
 if TYPE_CHECKING:
     from maximus.analysis.metrics import RunFigures
+
+_log = logging.getLogger(__name__)  # what the user should know besides the error (the CLI prints it as a note)
 
 
 def default_workdir() -> Path:
@@ -177,10 +180,22 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
         run_id, settings = _begin(store, engine, options, prepared)
         result = _drive_and_store(store, run_id, engine, options, settings, observer)
         consistency = _check_after(store, run_id, engine, result, options.check)
-        return RunOutcome(run_id, result.status, result, consistency)
-    finally:
+        outcome = RunOutcome(run_id, result.status, result, consistency)
+    except BaseException:
         store.close()
-        _stop_after(engine, run_id)
+        _quietly(engine.stop, f"stopping {engine.name}")  # the error on its way is the cause
+        raise
+    store.close()
+    _stop_after(engine, run_id)
+    return outcome
+
+
+def _quietly(action: Callable[[], None], what: str) -> None:
+    """Clean-up while another error is on its way: a failure of its own is noted, never put in that error's place."""
+    try:
+        action()
+    except Exception as error:
+        _log.warning("%s failed too: %s", what, " ".join(str(error).split()))
 
 
 def _stop_after(engine: Engine, run_id: int | None) -> None:
@@ -344,12 +359,15 @@ def _check_running(engine: Engine, fresh: bool | None, announce: Callable[[str],
 
 @contextmanager
 def running(engine: Engine) -> Iterator[Engine]:
-    """The engine's server up for the duration (a no-op for embedded engines), stopped even on Ctrl-C."""
+    """The engine's server up for the duration (a no-op for embedded engines), stopped even on Ctrl-C; a stop
+    that fails after another error leaves that error in place."""
     engine.start()
     try:
         yield engine
-    finally:
-        engine.stop()
+    except BaseException:
+        _quietly(engine.stop, f"stopping {engine.name}")
+        raise
+    engine.stop()
 
 
 def report_of_run(results: Path, run_id: int) -> RunReport:

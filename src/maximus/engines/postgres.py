@@ -54,6 +54,7 @@ _MEMORY_KB = {"b": 1 / 1024, "kb": 1, "mb": 1024, "gb": 1024 ** 2, "tb": 1024 **
 _SPELLING = {"b": "B", "kb": "kB", "mb": "MB", "gb": "GB", "tb": "TB"}  # postgresql.conf's
 _TIME_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a line of postgresql.conf ends at a newline; the others are mangled
 BIN_DIR = "bin_dir"  # a knob of Maximus's, not a GUC: which installation runs a managed server
 _SERVER_BINARIES = ("initdb", "pg_ctl", "postgres")
 _REPORTED = ("server_version", "shared_buffers", "wal_buffers", "max_wal_size", "checkpoint_timeout",
@@ -75,6 +76,9 @@ class PgValue:
     enumvals: tuple[str, ...] = ()
 
     def parse(self, raw: str) -> str:
+        if _CONTROL.search(raw):
+            raise ValueError("expected a value without a newline or other control character, which postgresql.conf "
+                             "cannot hold")
         text = raw.strip()
         if self.vartype == "bool":
             if text.lower() not in _BOOLEANS:
@@ -501,6 +505,7 @@ class PostgresEngine(Engine):
         self._server_settings: dict[str, str] | None = None  # pg_settings as the started server reported them
         self._altered: dict[str, str | None] = {}  # external mode: what ALTER SYSTEM had set before our knobs
         self._server_version: str | None = None  # as the started server reported it
+        self._log_start = 0  # managed mode: where this start's part of server.log begins
 
     # -- knobs ---------------------------------------------------------------------------------------
 
@@ -614,28 +619,41 @@ class PostgresEngine(Engine):
         users_sockets = "unix_socket_directories" in self.settings  # a knob of the user's: connect over TCP
         self.socket_dir = None if users_sockets else _socket_directory(self.cluster_dir, self.port)
         self._write_config()
-        log = self.cluster_dir / "server.log"
+        log = self.server_log
+        self._log_start = _size(log)  # the log accumulates over runs: what this start says begins here
         try:
             _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-l",
                                                   str(log), "-w", "-t", "120", "start"]), "starting PostgreSQL")
         except EngineError:
-            raise EngineError(f"PostgreSQL would not start: {_last_error(log)} (log: {log})") from None
+            raise EngineError(f"PostgreSQL would not start: {_first_error(log, self._log_start)} (log: {log})") \
+                from None
 
     def stop(self) -> None:
         if self.external:
             self._restore_external_knobs()
             return
-        if not (self.data_dir / "postmaster.pid").exists():
-            return
+        pid = self._postmaster_pid()
+        if pid is None or not _process.alive(pid):  # not started, or already gone (killed, crashed): nothing to
+            return  # stop; its stale postmaster.pid stays, for the next start's own check of its shared memory
         _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast",
                                               "-w", "-t", "120", "stop"]), "stopping PostgreSQL")
 
+    def _postmaster_pid(self) -> int | None:
+        """The pid in our data directory's ``postmaster.pid``; None without one."""
+        try:
+            return int((self.data_dir / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    @property
+    def server_log(self) -> Path:
+        return self.cluster_dir / "server.log"
+
     def stop_leftover(self) -> None:
         """A server of ours left running by a Maximus that was killed: stop it (by its pid, ours only)."""
-        pid_file = self.data_dir / "postmaster.pid"
-        if not pid_file.exists():
+        pid = self._postmaster_pid()
+        if pid is None:
             return
-        pid = int(pid_file.read_text().split()[0])
         if _process.alive(pid) and str(self.data_dir) in _process.command_line(pid):
             _log.info("stopping the PostgreSQL server %d that a Maximus which did not finish left running in %s",
                       pid, self.data_dir)
@@ -661,7 +679,7 @@ class PostgresEngine(Engine):
     def _write_config(self) -> None:
         sockets = {"unix_socket_directories": str(self.socket_dir or "")}
         lines = [f"port = {self.port}", "listen_addresses = '127.0.0.1'"]
-        lines += [f"{name} = {_quoted(value)}"
+        lines += [f"{name} = {_conf_quoted(value)}"
                   for name, value in {**sockets, **self._monitoring_settings(), **self._server_knobs()}.items()]
         path = self.data_dir / "maximus.conf"
         path.write_text("# written by Maximus for this run\n" + "\n".join(lines) + "\n")
@@ -889,10 +907,11 @@ class LocalServer:
         """``pg_ctl restart`` with the server's own command line. One that fails puts the ALTER SYSTEM file
         back as it was before (``auto_conf_before``, which gives the server ``fallback``) and starts the
         server again: a knob the server refuses does not leave the user's server down."""
+        offset = _size(self.log)
         try:
             self._pg_ctl("restart")
         except EngineError:
-            reason = _last_error(Path(self.log))
+            reason = _first_error(self.log, offset)
             self.auto_conf.write_text(auto_conf_before)
             try:
                 self._pg_ctl("start")
@@ -932,8 +951,13 @@ def _auto_conf_entries(admin: Any, names: Sequence[str]) -> dict[str, str | None
 
 
 def _quoted(value: str) -> str:
-    """A value as a single-quoted string, which postgresql.conf and ALTER SYSTEM both read."""
+    """A value as a single-quoted SQL string, which ALTER SYSTEM takes (and writes out in its own file)."""
     return "'" + value.replace("'", "''") + "'"
+
+
+def _conf_quoted(value: str) -> str:
+    """A value as a single-quoted string of postgresql.conf, where a backslash starts an escape (``\\n``)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _alter_system(admin: Any, values: Mapping[str, str | None]) -> None:
@@ -956,12 +980,36 @@ def _with_database(dsn: str, database: str) -> str:
     return make_conninfo(dsn, dbname=database)
 
 
-def _last_error(log: Path) -> str:
+def _size(path: Path | str) -> int:
     try:
-        lines = [line for line in log.read_text().splitlines() if "FATAL" in line or "ERROR" in line]
+        return os.path.getsize(path)
     except OSError:
-        return "no server log"
-    return lines[-1].split(":  ", 1)[-1] if lines else "see the server log"
+        return 0
+
+
+def log_since(log: Path | str, offset: int) -> list[str]:
+    """The lines a server wrote to ``log`` from ``offset`` on: what one start said, not the runs' before it."""
+    try:
+        with open(log, "rb") as file:
+            file.seek(offset)
+            return file.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _message(line: str) -> str:
+    """``could not ...`` of ``2026-11-25 01:52:34.604 UTC [10615] PANIC:  could not ...``."""
+    return line.split(":  ", 1)[-1].strip()
+
+
+def _first_error(log: Path | str, offset: int) -> str:
+    """Why a start failed, from that start's part of the log: its first FATAL or PANIC line, else its last line
+    (a setting the postmaster refuses before its logging starts is written without a level)."""
+    lines = [line for line in log_since(log, offset) if line.strip()]
+    severe = [line for line in lines if "FATAL:  " in line or "PANIC:  " in line]
+    if severe:
+        return _message(severe[0])
+    return _message(lines[-1]).removeprefix("postgres: ") if lines else "the server log says nothing"
 
 
 @lru_cache(maxsize=8)
