@@ -25,3 +25,8 @@ class ConsistencyError(MaximusError):
     """A TPC-C consistency condition (clause 3.3.2) failed."""
 
     exit_code = 4
+
+
+def describe(error: BaseException) -> str:
+    """An exception as a transaction's sample stores its error: ``Type: message``."""
+    return f"{type(error).__name__}: {error}"

@@ -78,10 +78,10 @@ class Harness:
         finally:
             store.close()
 
-    def running_run(self, timeout: float = 120) -> RunRecord:
-        """The run once it is stored as running: its terminals are starting."""
+    def running_run(self, process: subprocess.Popen, timeout: float = 120) -> RunRecord:
+        """The run once ``process`` has stored it as running: its terminals are starting."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and process.poll() is None:
             try:
                 found = [run for run in self.runs() if run.status.value == "running"]
             except Exception:  # the command is creating the results database
@@ -89,12 +89,13 @@ class Harness:
             if found:
                 return found[-1]
             time.sleep(0.05)
-        raise AssertionError(f"no run started in {self.results} within {timeout} s")
+        process.kill()
+        raise AssertionError(f"no run started within {timeout} s: {self.finish(process)}")
 
-    def into_window(self, seconds: float) -> RunRecord:
-        """Wait until the running run is about ``seconds`` into its measured window (its terminals take a second
-        or so to start)."""
-        run = self.running_run()
+    def into_window(self, process: subprocess.Popen, seconds: float) -> RunRecord:
+        """Wait until the run of ``process`` is about ``seconds`` into its measured window (its terminals take a
+        second or so to start)."""
+        run = self.running_run(process)
         time.sleep(1.0 + run.spec.warmup_s + seconds)
         return run
 

@@ -18,9 +18,9 @@ from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
 from maximus import api
-from maximus.errors import ConsistencyError, MaximusError
+from maximus.errors import ConsistencyError, EngineError, MaximusError
 from maximus.knobs.registry import parse_assignments
-from maximus.records import RunStatus
+from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
 from maximus.report.progress import LoadBars, RunCountdown
 from maximus.store import default_results_path
@@ -80,19 +80,20 @@ def demo(workdir: Workdir = None, results: Results = None,
     workdir, results = workdir or api.default_workdir(), results or default_results_path()
     out.print(f"[bold]Maximus demo[/]: TPC-C on SQLite, 1 warehouse, 2 terminals; baseline and two steps, "
               f"2 repeats of {duration:g} s each (databases in {workdir}, results in {results})")
+    progress = ConsoleProgress(out)
     with resources.as_file(resources.files("maximus.experiment") / "demo.toml") as path:
-        experiment_id = runner.start(path, workdir, results, ConsoleProgress(out),
-                                     overrides=lambda e: _with_duration(e, duration))
+        experiment_id = runner.start(path, workdir, results, progress, overrides=lambda e: _with_duration(e, duration))
     store = api.open_results(results)
     try:
-        last = [r.id for r in store.runs(experiment_id) if r.status is RunStatus.COMPLETE][-1]
-        report = api.analyse_run(store, last)
+        complete = [r.id for r in store.runs(experiment_id) if r.status is RunStatus.COMPLETE]
+        report = api.analyse_run(store, complete[-1]) if complete else None
     finally:
         store.close()
-    out.rule(f"The last run in detail (run {last})")
-    _show(report, histograms=False, environment=False)
+    if report:
+        out.rule(f"The last run in detail (run {report.record.id})")
+        _show(report, histograms=False, environment=False)
     out.rule("The experiment")
-    finish_experiment(out, experiment_id, results)
+    finish_experiment(out, experiment_id, results, progress)
 
 
 def _with_duration(experiment, duration: float):
@@ -134,13 +135,17 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 
         transactions: Annotated[str, typer.Option("--transactions", help="client (SQL sent by the driver), "
                                                   "server (one stored-function call each), or auto: server "
                                                   "where the engine has stored functions.")] = "auto",
+        max_failed: Annotated[float, typer.Option("--max-failed", metavar="PCT", help="Fail the run when more than "
+                                                  "PCT % of the transactions in its window failed.")]
+        = MAX_FAILED_PERCENT,
         workdir: Workdir = None, results: Results = None, dsn: Dsn = None, bin_dir: BinDir = None,
         allow_changes: AllowChanges = False, allow_restart: AllowRestart = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
     options = _options(engine, knob, warehouses, workdir, results, dsn, bin_dir, allow_changes, allow_restart,
                        terminals=terminals,
                        warmup_s=warmup, duration_s=duration, seed=seed, keying_and_think=keying, mix=mix,
-                       check=check, rebuild=rebuild, monitor=monitor, transactions=transactions)
+                       check=check, rebuild=rebuild, monitor=monitor, transactions=transactions,
+                       max_failed_percent=max_failed)
     _run_and_show(options)
 
 
@@ -224,10 +229,16 @@ def _exit_for(outcome: api.RunOutcome) -> None:
     if outcome.status is RunStatus.INTERRUPTED:
         raise typer.Exit(130)
     if outcome.status is RunStatus.FAILED:
-        raise typer.Exit(3)
+        raise EngineError(f"{first_line(outcome.result.errors)} (run {outcome.run_id} is stored as failed: "
+                          f"`maximus show {outcome.run_id}`)")
     failed = [r.clause for r in outcome.consistency if r.passed is False]
     if failed:
         raise ConsistencyError(f"consistency condition(s) failed after the run: {', '.join(failed)}")
+
+
+def first_line(errors: list[str]) -> str:
+    """The first error's first line: a failed run's cause (a worker's traceback follows it, if any)."""
+    return errors[0].strip().splitlines()[0] if errors and errors[0].strip() else "no error recorded"
 
 
 def _fail(message: str) -> None:

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from maximus.errors import describe
 from maximus.records import Outcome, RollbackByRule
 
 
@@ -45,7 +46,7 @@ class RetryPolicy:
 
 def failed(error: BaseException, attempts: int) -> tuple[Outcome, int, str]:
     """The result of a transaction the policy gave up on: counted with its error, never swallowed."""
-    return Outcome.FAILED, attempts, f"{type(error).__name__}: {error}"
+    return Outcome.FAILED, attempts, describe(error)
 
 
 def _quietly(action: Callable[[], None]) -> None:

@@ -12,6 +12,8 @@ Contract (checked by ``tests/contracts/test_engines.py`` for every engine):
 - ``snapshot()`` / ``restore()`` save and bring back the loaded database, so runs start alike;
   ``keep_as_pristine()`` saves it where the working copy is not needed until ``restore()``.
 - ``samplers()`` returns the engine's own statistics samplers for a run (may be empty).
+- ``watch()`` and ``fault(error)`` tell a run whose engine or data failed (a server gone, a file deleted,
+  corrupt or on a full disk) from a measurement: such a run is failed, with the cause in one line.
 """
 
 from __future__ import annotations
@@ -183,6 +185,19 @@ class Engine(ABC):
 
     def validate_run(self, terminals: int) -> None:
         """Raise UserError when these settings cannot serve ``terminals`` concurrent terminals."""
+
+    def watch(self) -> Callable[[], str | None]:
+        """A probe, from now on, of what makes a run's figures meaningless: the server gone, the database file
+        gone or replaced. It returns the cause in one line, None while all is well. The driver calls it about
+        once a second during a run and once after it, so it is cheap: a stat, a pid, a few lines of a log."""
+        return lambda: None
+
+    def fault(self, error: str) -> str | None:
+        """The cause in one line when a transaction's error (``Type: message``, as ``errors.describe`` writes
+        it) means that the engine or its data can no longer serve the run: a full disk, a corrupt file, a lost
+        server. None for an error of the transaction's own (a conflict, a constraint), which only the failure
+        threshold counts."""
+        return None
 
     @abstractmethod
     def provision(self) -> None:

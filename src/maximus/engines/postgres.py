@@ -54,6 +54,16 @@ _MEMORY_KB = {"b": 1 / 1024, "kb": 1, "mb": 1024, "gb": 1024 ** 2, "tb": 1024 **
 _SPELLING = {"b": "B", "kb": "kB", "mb": "MB", "gb": "GB", "tb": "TB"}  # postgresql.conf's
 _TIME_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+# A session's error that means the server, not the transaction, failed: psycopg's classes for SQLSTATE class 57
+# (operator intervention) and libpq's words for a connection that broke.
+_LOST = ("AdminShutdown", "CrashShutdown", "CannotConnectNow", "server closed the connection",
+         "connection is lost", "connection is closed", "the connection to the server was lost", "consuming input failed",
+         "terminating connection", "SSL SYSCALL error", "could not receive data from server", "no connection to the server")
+_FULL = ("DiskFull", "No space left on device")
+_CORRUPT = ("DataCorrupted", "IndexCorrupted")
+# How a managed server's log says that it stopped, or that it ended every session to recover from a crash.
+_STOPPED = ("shutdown request", "PANIC:  ", "unexpected postmaster exit")
+_CRASHED = ("was terminated by signal", "terminating any other active server processes")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a line of postgresql.conf ends at a newline; the others are mangled
 BIN_DIR = "bin_dir"  # a knob of Maximus's, not a GUC: which installation runs a managed server
 _SERVER_BINARIES = ("initdb", "pg_ctl", "postgres")
@@ -637,6 +647,40 @@ class PostgresEngine(Engine):
             return  # stop; its stale postmaster.pid stays, for the next start's own check of its shared memory
         _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast",
                                               "-w", "-t", "120", "stop"]), "stopping PostgreSQL")
+
+    def watch(self) -> Callable[[], str | None]:
+        """A managed server's postmaster, alive until the end (a server of the user's tells through its sessions'
+        errors, ``fault``)."""
+        pid = None if self.external else self._postmaster_pid()
+        if pid is None:
+            return lambda: None
+        return lambda: None if _process.alive(pid) else self._stopped(pid)
+
+    def _stopped(self, pid: int) -> str:
+        why = self._log_says(_STOPPED) or f"its postmaster, process {pid}, ended without a word in {self.server_log}" \
+            " (killed?)"
+        return f"the PostgreSQL server stopped during the run: {why}"
+
+    def _log_says(self, marks: Sequence[str]) -> str | None:
+        """The first line of this start's part of a managed server's log with one of ``marks``."""
+        lines = [] if self.external else log_since(self.server_log, self._log_start)
+        return next((_message(line) for line in lines if any(mark in line for mark in marks)), None)
+
+    def fault(self, error: str) -> str | None:
+        first_line = error.strip().splitlines()[0] if error.strip() else error
+        if any(mark in error for mark in _FULL):
+            return f"the disk holding {self.data_path()} is full ({first_line})"
+        if any(mark in error for mark in _CORRUPT):
+            return f"the PostgreSQL database {self.database} is corrupt ({first_line})"
+        if not any(mark in error for mark in _LOST):
+            return None
+        pid = None if self.external else self._postmaster_pid()
+        if pid is not None and (not _process.alive(pid) or self._log_says(_STOPPED)):  # gone, or on its way
+            return self._stopped(pid)
+        crash = self._log_says(_CRASHED)
+        if crash:
+            return f"the PostgreSQL server ended every session to recover from a crash during the run: {crash}"
+        return f"the connection to the PostgreSQL server was lost during the run ({first_line})"
 
     def _postmaster_pid(self) -> int | None:
         """The pid in our data directory's ``postmaster.pid``; None without one."""

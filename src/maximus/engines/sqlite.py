@@ -6,7 +6,7 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from maximus.engines.base import Capabilities, Dialect, Engine, Session
 from maximus.errors import UserError
@@ -17,6 +17,17 @@ from maximus.samplers.sqlite import SQLiteSampler
 
 _SIDE_FILES = ("-journal", "-wal", "-shm")
 _RETRYABLE = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+_HEADER = b"SQLite format 3\x00"
+# What SQLite (or the file system under it) says when the database can no longer serve a run, and what that
+# means for the user; {path} is the database file, {directory} its work directory.
+_FAULTS = (("database or disk is full", "the disk holding {directory} is full"),
+           ("No space left on device", "the disk holding {directory} is full"),
+           ("database disk image is malformed", "the database file {path} is corrupt"),
+           ("file is not a database", "the database file {path} is corrupt"),
+           ("disk I/O error", "the database file {path} could not be read or written"),
+           ("attempt to write a readonly database", "the database file {path} could no longer be written (deleted, "
+                                                    "moved or made read-only during the run?)"),
+           ("unable to open database file", "the database file {path} could not be opened"))
 
 class CacheSize:
     """SQLite's cache_size: a page count, a negative KiB count, or a size with a unit (stored as -KiB)."""
@@ -108,6 +119,35 @@ class SQLiteEngine(Engine):
     def validate_run(self, terminals: int) -> None:
         if self.effective_settings["locking_mode"] == "exclusive" and terminals > 1:
             raise UserError("locking_mode=exclusive lets one connection use the database: use --terminals 1")
+
+    def watch(self) -> Callable[[], str | None]:
+        """The database file as it is now: the same file (device and inode) with a SQLite header, until the end."""
+        path = self.path
+        known = path.stat()
+
+        def probe() -> str | None:
+            try:
+                now = path.stat()
+                with open(path, "rb") as file:
+                    header = file.read(len(_HEADER))
+            except FileNotFoundError:
+                return f"the database file {path} disappeared during the run"
+            except OSError as error:
+                return f"the database file {path} could not be read during the run: {error.strerror}"
+            if (now.st_dev, now.st_ino) != (known.st_dev, known.st_ino):
+                return f"the database file {path} was replaced by another file during the run"
+            if header != _HEADER:
+                return f"the database file {path} is corrupt: its header was overwritten during the run"
+            return None
+
+        return probe
+
+    def fault(self, error: str) -> str | None:
+        for words, cause in _FAULTS:
+            if words in error:
+                first_line = error.strip().splitlines()[0]
+                return f"{cause.format(path=self.path, directory=self.workdir)} ({first_line})"
+        return None
 
     def provision(self) -> None:
         self.destroy()

@@ -12,11 +12,12 @@ from maximus.engines import engine_class
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
 from maximus.knobs import KnobCatalogue
+from maximus.records import MAX_FAILED_PERCENT
 from maximus.workloads.tpcc.mix import parse_mix
 
 _TOP = {"name", "description", "engine", "clients", "repeats", "order", "seed", "workload", "hygiene",
         "baseline", "steps"}
-_WORKLOAD = {"name", "warehouses", "warmup", "duration", "keying", "mix"}
+_WORKLOAD = {"name", "warehouses", "warmup", "duration", "keying", "mix", "max_failed"}
 _HYGIENE = {"load", "restore", "drop_caches"}
 _STEP = {"name", "set", "multi"}
 
@@ -141,6 +142,15 @@ def _number(source: _Source, data: Mapping, where: tuple, default: float, positi
     return float(value)
 
 
+def _percentage(source: _Source, data: Mapping, where: tuple, default: float) -> float:
+    value = _get(data, where)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
+        raise source.error(where, f"expected a percentage between 0 and 100, got {value!r}")
+    return float(value)
+
+
 def _boolean(source: _Source, data: Mapping, where: tuple, default: bool) -> bool:
     value = _get(data, where)
     if value is None:
@@ -195,7 +205,8 @@ def _workload(source: _Source, table: Any) -> Workload:
     return Workload(name, _integer(source, wrapped, ("workload", "warehouses"), 1, minimum=1),
                     _number(source, wrapped, ("workload", "warmup"), 5.0, positive=False),
                     _number(source, wrapped, ("workload", "duration"), 30.0, positive=True),
-                    _boolean(source, wrapped, ("workload", "keying"), False), mix)
+                    _boolean(source, wrapped, ("workload", "keying"), False), mix,
+                    _percentage(source, wrapped, ("workload", "max_failed"), MAX_FAILED_PERCENT))
 
 
 def _hygiene(source: _Source, table: Any) -> Hygiene:

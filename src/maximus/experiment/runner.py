@@ -109,7 +109,13 @@ def _execute_one(experiment_id: int, experiment: Experiment, planned: PlannedRun
         return
     if outcome.status is RunStatus.INTERRUPTED:
         raise KeyboardInterrupt
-    observer.run_finished(planned, outcome.run_id, "; ".join(outcome.result.errors) or None)
+    failed = outcome.status is RunStatus.FAILED
+    observer.run_finished(planned, outcome.run_id, _cause(outcome.result.errors) if failed else None)
+
+
+def _cause(errors: list[str]) -> str:
+    """A failed run's first error, first line: its cause (a worker's traceback may follow it)."""
+    return errors[0].strip().splitlines()[0] if errors and errors[0].strip() else "no error recorded"
 
 
 def _finished_keys(results: Path, experiment_id: int) -> set[str]:
@@ -138,7 +144,7 @@ def _options(experiment: Experiment, planned: PlannedRun, workdir: Path, results
         warmup_s=workload.warmup_s, duration_s=workload.duration_s, seed=planned.seed,
         keying_and_think=workload.keying_and_think, mix=workload.mix, workdir=workdir, results=results,
         rebuild=planned.build, restore=experiment.hygiene.restore, database=planned.database,
-        experiment_id=experiment_id, plan_key=planned.key)
+        experiment_id=experiment_id, plan_key=planned.key, max_failed_percent=workload.max_failed_percent)
 
 
 def _hygiene(experiment: Experiment, observer: ExperimentObserver) -> None:

@@ -186,6 +186,15 @@ class ResultsStore:
                              " WHERE id = ?", (status.value, _now(), json.dumps(list(errors)), elapsed_s,
                                                json.dumps(old + list(warnings)), run_id))
 
+    def fail_run(self, run_id: int, cause: str) -> None:
+        """A run stored as complete that a later look found broken (its consistency check met a fault): failed,
+        with the cause as its first error."""
+        with self._db:
+            errors = json.loads(self._db.execute("SELECT errors FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+                                or "[]")
+            self._db.execute("UPDATE runs SET status = ?, errors = ? WHERE id = ?",
+                             (RunStatus.FAILED.value, json.dumps([cause, *errors]), run_id))
+
     def add_consistency(self, run_id: int, results: Iterable[Any]) -> None:
         with self._db:
             self._db.executemany(
