@@ -123,10 +123,14 @@ def load_database(engine: Engine, warehouses: int, seed: int,
         progress.start(tpcc.expected_rows(warehouses))
     try:
         result = tpcc.load(engine, warehouses, seed, progress.advance if progress else lambda t, r: None)
+        engine.keep_as_pristine()
+    except BaseException as error:  # a build cut short leaves nothing: no half of it filling the disk
+        _quietly(engine.discard_build, f"removing the unfinished build of {engine.database}")
+        _raise_fault(engine, error, f"the build of {engine.database} failed: ", reported=True)
+        raise
     finally:
         if progress:
             progress.finish()
-    engine.keep_as_pristine()
     return result
 
 
@@ -156,7 +160,7 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
     if loaded_now:
         load_database(engine, warehouses, seed, progress)
     if restore or loaded_now or not engine.exists():
-        engine.restore()
+        _restore(engine)
     info = _database_info(engine)
     if (info is None or info.warehouses != warehouses) and not loaded_now:
         return prepare_database(engine, warehouses, seed, progress, rebuild=True)  # an unfinished or foreign copy
@@ -166,6 +170,14 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
     if not loaded_now and engine.capabilities.server_side_procedures:
         _install_procedures(engine)  # so that a copy built by an older Maximus runs this version's functions
     return PreparedDatabase(info, loaded_now)
+
+
+def _restore(engine: Engine) -> None:
+    try:
+        engine.restore()
+    except Exception as error:
+        _raise_fault(engine, error, f"restoring the pristine copy of {engine.database} failed: ")
+        raise
 
 
 def _database_info(engine: Engine) -> loader.DatabaseInfo | None:
@@ -394,7 +406,7 @@ def check_database(engine: Engine, fresh: bool | None = None,
     with running(engine):
         if not engine.exists() and engine.has_snapshot():
             announce(f"No working copy of {engine.database}: checking its pristine copy, restored")
-            engine.restore()
+            _restore(engine)
         if not engine.exists():
             raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
         return _check_running(engine, fresh)

@@ -199,6 +199,11 @@ class Engine(ABC):
         threshold counts."""
         return None
 
+    def discard_build(self) -> None:
+        """Remove what a build that did not finish left: the half-written database and any pristine copy (a
+        partial one included), even on a full disk. ``destroy()`` unless the engine needs more."""
+        self.destroy()
+
     @abstractmethod
     def provision(self) -> None:
         """Create an empty database with the creation-time knobs, replacing any previous one."""

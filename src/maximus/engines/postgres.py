@@ -682,6 +682,22 @@ class PostgresEngine(Engine):
             return f"the PostgreSQL server ended every session to recover from a crash during the run: {crash}"
         return f"the connection to the PostgreSQL server was lost during the run ({first_line})"
 
+    def discard_build(self) -> None:
+        """On a full disk the DROP DATABASE of ``destroy()`` cannot run: it starts with a checkpoint, which writes
+        files, and fails (the server even PANICs). Dropped tables give their space back at their commit (their
+        files are emptied then, removed at the next checkpoint), and dropping them writes no data file."""
+        import psycopg
+
+        if self._database_exists(self.database):
+            with contextlib.suppress(psycopg.Error), \
+                    psycopg.connect(self._dsn(self.database), autocommit=True) as session:
+                tables = [row[0] for row in session.execute(
+                    "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables "
+                    "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')").fetchall()]
+                if tables:
+                    session.execute(f"DROP TABLE {', '.join(tables)} CASCADE")
+        self.destroy()
+
     def _postmaster_pid(self) -> int | None:
         """The pid in our data directory's ``postmaster.pid``; None without one."""
         try:

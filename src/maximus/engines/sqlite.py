@@ -16,6 +16,7 @@ from maximus.records import Outcome
 from maximus.samplers.sqlite import SQLiteSampler
 
 _SIDE_FILES = ("-journal", "-wal", "-shm")
+_PARTIAL = ".partial"  # a pristine copy being written
 _RETRYABLE = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _HEADER = b"SQLite format 3\x00"
 # What SQLite (or the file system under it) says when the database can no longer serve a run, and what that
@@ -149,6 +150,10 @@ class SQLiteEngine(Engine):
                 return f"{cause.format(path=self.path, directory=self.workdir)} ({first_line})"
         return None
 
+    def discard_build(self) -> None:
+        self.destroy()
+        _remove_database_files(self.snapshot_path)
+
     def provision(self) -> None:
         self.destroy()
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -198,7 +203,7 @@ class SQLiteEngine(Engine):
 
     def restore(self) -> None:
         _remove_database_files(self.path)
-        shutil.copyfile(self.snapshot_path, self.path)
+        _copy_or_nothing(self.snapshot_path, self.path)
 
     def version(self) -> str:
         return sqlite3.sqlite_version
@@ -218,11 +223,20 @@ class SQLiteEngine(Engine):
                 connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             connection.close()
-        partial = target.with_name(target.name + ".partial")
-        shutil.copyfile(source, partial)
+        partial = target.with_name(target.name + _PARTIAL)
+        _copy_or_nothing(source, partial)
         os.replace(partial, target)  # a copy cut short (crash, kill) never passes for a pristine one
 
 
+def _copy_or_nothing(source: Path, target: Path) -> None:
+    """A copy that fails (a full disk) leaves no half of itself filling the file system."""
+    try:
+        shutil.copyfile(source, target)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+
+
 def _remove_database_files(path: Path) -> None:
-    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in _SIDE_FILES)):
+    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in (*_SIDE_FILES, _PARTIAL))):
         candidate.unlink(missing_ok=True)
