@@ -260,28 +260,32 @@ def _print_notes() -> None:
     logger.setLevel(logging.INFO)
 
 
-def _noting_interrupts() -> threading.Event:
-    """Typer turns a KeyboardInterrupt into exit code 130 without a word, as it does a command's own
-    ``Exit(130)`` (a stopped run, whose results are printed): this tells the first kind from the second.
-    A run replaces the handler while it measures, and stops in order at a Ctrl-C instead."""
-    seen = threading.Event()
+def _noting_terminations() -> threading.Event:
+    """SIGTERM (``kill``, ``timeout``, systemd, CI) is a Ctrl-C: it goes to whichever Ctrl-C handler is in
+    place (a run's stops the run in order and keeps what it measured), so everything that stops in order at a
+    Ctrl-C does at a SIGTERM. The event says that the command ends with code 143 instead of 130."""
+    terminated = threading.Event()
 
-    def interrupt(signum: int, frame: Any) -> None:
-        seen.set()
-        signal.default_int_handler(signum, frame)
+    def terminate(signum: int, frame: Any) -> None:
+        terminated.set()
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:  # Ctrl-C ignored or left to the system: a SIGTERM still ends the command, in order
+            signal.default_int_handler(signal.SIGINT, frame)
 
-    signal.signal(signal.SIGINT, interrupt)
-    return seen
+    signal.signal(signal.SIGTERM, terminate)
+    return terminated
 
 
 def main() -> None:
-    """Entry point: one-line errors with an exit code instead of tracebacks, and the engines' notes."""
+    """Entry point: one-line errors with an exit code instead of tracebacks, and the engines' notes. Typer
+    turns a KeyboardInterrupt into exit code 130 without a word, as it does a stopped run's ``Exit(130)``
+    (after its results): either way the command says in one line that it was stopped."""
     _print_notes()
-    interrupted = _noting_interrupts()
+    terminated = _noting_terminations()
     try:
         code = app(standalone_mode=False)
-        if code == 130 and interrupted.is_set():
-            _fail("interrupted")
     except TyperException as error:  # bad command line: typer's usage errors, one line
         _fail(error.format_message())
         code = error.exit_code
@@ -291,6 +295,8 @@ def main() -> None:
     except Exit as exit_:
         code = exit_.exit_code
     except (KeyboardInterrupt, Abort):
-        _fail("interrupted")
         code = 130
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    if code == 130:
+        _fail("terminated" if terminated.is_set() else "interrupted")
+    sys.exit(128 + signal.SIGTERM if code == 130 and terminated.is_set() else code)

@@ -33,7 +33,7 @@ from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire,
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import Outcome, RunStatus, TxnSample, Window
-from maximus.workers import ignore_interrupts
+from maximus.workers import ignore_interrupts, spawning
 from maximus.workloads import workload as workload_named
 
 _READY_TIMEOUT_S = 120.0
@@ -101,7 +101,7 @@ class _Channels:
 
 
 def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
-    ignore_interrupts()
+    ignore_interrupts(termination=True)
     yield_to_the_server()
     try:
         session = spec.engine.connect()
@@ -129,7 +129,7 @@ def _released(spec: DriveSpec, channels: _Channels, ready_as: int) -> tuple[floa
 
 def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """A process of busy terminals, each with its own session and a call in flight (driver.multiplexed)."""
-    ignore_interrupts()
+    ignore_interrupts(termination=True)
     yield_to_the_server()
     indices = spec.shares()[worker]
     try:
@@ -154,7 +154,7 @@ def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None
 
 def _async_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """A process of asynchronous terminals: each with its own session, all on one event loop."""
-    ignore_interrupts()
+    ignore_interrupts(termination=True)
     yield_to_the_server()
     asyncio.run(_async_terminals(spec, spec.shares()[worker], channels, worker))
 
@@ -187,7 +187,7 @@ async def _async_terminals(spec: DriveSpec, indices: range, channels: _Channels,
 
 def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """2.7.2: executes queued deferred transactions; records queue-to-completion time."""
-    ignore_interrupts()
+    ignore_interrupts(termination=True)
     yield_to_the_server()
     try:
         session = spec.engine.connect()
@@ -248,10 +248,13 @@ class Run:
     def execute(self) -> DriveResult:
         started = time.monotonic()
         host = {"process": _terminal_main, "multiplexed": _multiplexed_main, "asyncio": _async_main}[self.spec.hosting]
-        terminals = [self._process(host, i) for i in range(len(self.spec.shares()))]
-        deferred = [self._process(_deferred_main, i) for i in range(self.spec.deferred_workers)]
+        terminals: list = []
+        deferred: list = []
         previous = _on_ctrl_c(self._ctrl_c)
         try:
+            with spawning():  # a Ctrl-C to the process group meanwhile is this process's alone, once they started
+                terminals += [self._process(host, i) for i in range(len(self.spec.shares()))]
+                deferred += [self._process(_deferred_main, i) for i in range(self.spec.deferred_workers)]
             self._start(terminals + deferred)
             self._collect_until_done(terminals)
             for _ in deferred:
@@ -381,8 +384,8 @@ class Run:
         self._drain()
         for process in processes:
             process.join(timeout=5)
-            if process.is_alive():
-                process.terminate()
+            if process.is_alive():  # stuck: it ignores SIGTERM, as it leaves stopping to this process
+                process.kill()
                 process.join(timeout=5)
 
     def _result(self, elapsed: float) -> DriveResult:

@@ -31,6 +31,9 @@ def default_results_path() -> Path:
 
 
 ORPHANED = "the Maximus that ran it ended without finishing it (killed, or the machine restarted)"
+# A run's samples are stored when it ends: one whose runner died stored none, so its window measured nothing
+# ("0 s of 60 s measured"), rather than the seconds it planned at a tpmC of 0.
+_NOTHING_MEASURED = "window_end = window_start"
 
 
 def _process_start(pid: int) -> int | None:
@@ -136,9 +139,9 @@ class ResultsStore:
             return
         try:
             with self._db:
-                self._db.executemany("UPDATE runs SET status = ?, finished_at = ?, errors = ? WHERE id = ?",
-                                     ((RunStatus.INTERRUPTED.value, _now(), json.dumps([ORPHANED]), run_id)
-                                      for run_id in orphans))
+                self._db.executemany(f"UPDATE runs SET status = ?, finished_at = ?, errors = ?, {_NOTHING_MEASURED}"
+                                     " WHERE id = ?", ((RunStatus.INTERRUPTED.value, _now(), json.dumps([ORPHANED]),
+                                                        run_id) for run_id in orphans))
         except sqlite3.OperationalError:  # a store we may only read: its runs are shown as they were left
             pass
 
@@ -235,7 +238,8 @@ class ResultsStore:
         includes those the opening of this store found orphaned already."""
         with self._db:
             cursor = self._db.execute(
-                "UPDATE runs SET status = ?, finished_at = ?, errors = ? WHERE experiment_id = ? AND status = ?",
+                f"UPDATE runs SET status = ?, finished_at = ?, errors = ?, {_NOTHING_MEASURED} WHERE experiment_id = ?"
+                " AND status = ?",
                 (RunStatus.INTERRUPTED.value, _now(), json.dumps(["the runner stopped during this run"]),
                  experiment_id, RunStatus.RUNNING.value))
         found = self._db.execute(f"SELECT COUNT(*) FROM runs WHERE experiment_id = ? AND id IN "
