@@ -301,7 +301,8 @@ def _drive_and_store(store: ResultsStore, run_id: int, engine: Engine, options: 
                      watch: Callable[[], str | None]) -> DriveResult:
     hosting, per_process = terminal_hosting(engine, settings, options.terminals)
     spec = DriveSpec(engine, "tpcc", settings, options.terminals, options.warmup_s, options.duration_s,
-                     deferred_workers=0 if hosting == "multiplexed" else deferred_workers(options.terminals),
+                     deferred_workers=0 if hosting == "multiplexed" or engine.one_connection()
+                     else deferred_workers(options.terminals),
                      hosting=hosting, terminals_per_process=per_process)
     monitor = Monitor(run_samplers(engine), Window(options.warmup_s, options.warmup_s + options.duration_s)) \
         if options.monitor else None

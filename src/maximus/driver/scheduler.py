@@ -49,7 +49,9 @@ class DriveSpec:
     terminals: int
     warmup_s: float
     duration_s: float
-    deferred_workers: int = 1  # processes; multiplexed terminal processes run their own deferred transactions
+    # Processes. Multiplexed terminal processes run their own deferred transactions; with none, so does each
+    # terminal, on its own connection (an engine whose settings allow only one: Engine.one_connection).
+    deferred_workers: int = 1
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # "process": one terminal per process; "multiplexed": busy terminals sharing a process, a call in
     # flight on each (engines with split calls); "asyncio": keyed terminals sharing a process on an
@@ -111,8 +113,8 @@ def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
         return
     origin, clock, window = _released(spec, channels, index)
     terminal = Terminal(index, emulator, session, spec.engine, clock, Recorder(channels.outbox, window, origin),
-                        origin + window.end, spec.retry, channels.counters, channels.deliveries,
-                        channels.writer_gate)
+                        origin + window.end, spec.retry, channels.counters,
+                        channels.deliveries if spec.deferred_workers else None, channels.writer_gate)
     _guarded(terminal.run, channels, index)
     session.close()
 

@@ -186,6 +186,11 @@ class Engine(ABC):
     def validate_run(self, terminals: int) -> None:
         """Raise UserError when these settings cannot serve ``terminals`` concurrent terminals."""
 
+    def one_connection(self) -> bool:
+        """Whether these settings let a single connection use the database (SQLite's ``locking_mode=exclusive``):
+        the run then does everything on its one terminal's connection, the deferred transactions included."""
+        return False
+
     def watch(self) -> Callable[[], str | None]:
         """A probe, from now on, of what makes a run's figures meaningless: the server gone, the database file
         gone or replaced. It returns the cause in one line, None while all is well. The driver calls it about

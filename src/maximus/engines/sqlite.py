@@ -118,8 +118,12 @@ class SQLiteEngine(Engine):
         return not read_only or self.effective_settings["journal_mode"] != "wal"
 
     def validate_run(self, terminals: int) -> None:
-        if self.effective_settings["locking_mode"] == "exclusive" and terminals > 1:
+        if self.one_connection() and terminals > 1:
             raise UserError("locking_mode=exclusive lets one connection use the database: use --terminals 1")
+
+    def one_connection(self) -> bool:
+        """The first write takes the file's lock, which the connection keeps until it closes."""
+        return self.effective_settings["locking_mode"] == "exclusive"
 
     def watch(self) -> Callable[[], str | None]:
         """The database file as it is now: the same file (device and inode) with a SQLite header, until the end."""
