@@ -625,6 +625,7 @@ class PostgresEngine(Engine):
     def _start_managed(self) -> None:
         self._initdb()
         self.stop_leftover()
+        self._await_dead_postmaster()
         self.port = _process.free_port()
         users_sockets = "unix_socket_directories" in self.settings  # a knob of the user's: connect over TCP
         self.socket_dir = None if users_sockets else _socket_directory(self.cluster_dir, self.port)
@@ -697,6 +698,13 @@ class PostgresEngine(Engine):
                 if tables:
                     session.execute(f"DROP TABLE {', '.join(tables)} CASCADE")
         self.destroy()
+
+    def _await_dead_postmaster(self) -> None:
+        """A postmaster that was killed (a run's fault) is a zombie until init reaps it, and until then the next
+        server takes the pid in postmaster.pid for a live server and will not start: give init a moment."""
+        pid = self._postmaster_pid()
+        if pid is not None:
+            _process.await_reaped(pid)
 
     def _postmaster_pid(self) -> int | None:
         """The pid in our data directory's ``postmaster.pid``; None without one."""
