@@ -18,7 +18,7 @@ from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
 from maximus import api
-from maximus.errors import ConsistencyError, EngineError, MaximusError
+from maximus.errors import ConsistencyError, EngineError, MaximusError, cause
 from maximus.knobs.registry import parse_assignments
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
@@ -229,16 +229,11 @@ def _exit_for(outcome: api.RunOutcome) -> None:
     if outcome.status is RunStatus.INTERRUPTED:
         raise typer.Exit(130)
     if outcome.status is RunStatus.FAILED:
-        raise EngineError(f"{first_line(outcome.result.errors)} (run {outcome.run_id} is stored as failed: "
+        raise EngineError(f"{cause(outcome.result.errors)} (run {outcome.run_id} is stored as failed: "
                           f"`maximus show {outcome.run_id}`)")
     failed = [r.clause for r in outcome.consistency if r.passed is False]
     if failed:
         raise ConsistencyError(f"consistency condition(s) failed after the run: {', '.join(failed)}")
-
-
-def first_line(errors: list[str]) -> str:
-    """The first error's first line: a failed run's cause (a worker's traceback follows it, if any)."""
-    return errors[0].strip().splitlines()[0] if errors and errors[0].strip() else "no error recorded"
 
 
 def _fail(message: str) -> None:

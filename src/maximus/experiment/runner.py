@@ -14,7 +14,7 @@ from typing import Callable, Protocol
 
 from maximus import api
 from maximus.driver.scheduler import Observer
-from maximus.errors import MaximusError, UserError
+from maximus.errors import MaximusError, UserError, cause
 from maximus.experiment.loader import load_experiment, parse_experiment
 from maximus.experiment.model import Experiment
 from maximus.experiment.plan import PlannedRun, from_data, plan, to_data
@@ -110,12 +110,7 @@ def _execute_one(experiment_id: int, experiment: Experiment, planned: PlannedRun
     if outcome.status is RunStatus.INTERRUPTED:
         raise KeyboardInterrupt
     failed = outcome.status is RunStatus.FAILED
-    observer.run_finished(planned, outcome.run_id, _cause(outcome.result.errors) if failed else None)
-
-
-def _cause(errors: list[str]) -> str:
-    """A failed run's first error, first line: its cause (a worker's traceback may follow it)."""
-    return errors[0].strip().splitlines()[0] if errors and errors[0].strip() else "no error recorded"
+    observer.run_finished(planned, outcome.run_id, cause(outcome.result.errors) if failed else None)
 
 
 def _finished_keys(results: Path, experiment_id: int) -> set[str]:
