@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -13,8 +14,8 @@ from maximus.analysis import monitoring
 from maximus.analysis.monitoring import RunColumn, RunMonitoring, cross_checks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Dialect, Engine, check_connection, engine_class
-from maximus.errors import EngineError, UserError
-from maximus.records import RunSpec, RunStatus, TxnSample, Window, differences
+from maximus.errors import EngineError, MaximusError, UserError, describe
+from maximus.records import MAX_FAILED_PERCENT, Outcome, RunSpec, RunStatus, TxnSample, Window, differences
 from maximus.samplers.base import Sampler
 from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler
@@ -30,6 +31,8 @@ from maximus.workloads.tpcc.random import NURandConstants
 
 if TYPE_CHECKING:
     from maximus.analysis.metrics import RunFigures
+
+_log = logging.getLogger(__name__)  # what the user should know besides the error (the CLI prints it as a note)
 
 
 def default_workdir() -> Path:
@@ -59,6 +62,7 @@ class BenchmarkOptions:
     monitor: bool = True  # sample OS and engine statistics during the run (maximus.samplers)
     experiment_id: int | None = None  # set by the experiment runner: which experiment and plan entry
     plan_key: str | None = None
+    max_failed_percent: float = MAX_FAILED_PERCENT  # a run with more failed transactions in its window is failed
 
     def validate(self) -> None:
         """Every number within its documented range (``maximus.limits``), the mix and the mode, before anything
@@ -72,6 +76,8 @@ class BenchmarkOptions:
         parse_mix(self.mix)
         if self.transactions not in ("auto", "client", "server"):
             raise UserError(f"--transactions must be auto, client or server, got {self.transactions!r}")
+        if not 0 <= self.max_failed_percent <= 100:  # a NaN is refused too
+            raise UserError(f"--max-failed must be a percentage between 0 and 100, got {self.max_failed_percent:g}")
 
 
     def estimate(self) -> limits.Estimate:
@@ -127,11 +133,34 @@ def load_database(engine: Engine, warehouses: int, seed: int,
         progress.start(tpcc.expected_rows(warehouses))
     try:
         result = tpcc.load(engine, warehouses, seed, progress.advance if progress else lambda t, r: None)
+        engine.keep_as_pristine()
+    except BaseException as error:  # a build cut short leaves nothing: no half of it filling the disk
+        _quietly(engine.discard_build, f"removing the unfinished build of {engine.database}")
+        _raise_fault(engine, error, f"the build of {engine.database} failed: ", reported=True)
+        raise
     finally:
         if progress:
             progress.finish()
-    engine.keep_as_pristine()
     return result
+
+
+def _raise_fault(engine: Engine, error: BaseException, prefix: str = "", reported: bool = False) -> None:
+    """An error of the engine's driver or of the file system that the engine explains (a full disk, a lost
+    server) as the one line it means; anything else goes on as it is (a bug keeps its traceback). ``reported``:
+    Maximus's own errors too (a loader process's failure, reported in its words)."""
+    if not isinstance(error, Exception) or (isinstance(error, MaximusError) and not reported):
+        return
+    cause = engine.fault(str(error) if isinstance(error, MaximusError) else describe(error))
+    if cause:
+        raise EngineError(prefix + cause) from None
+
+
+def _quietly(action: Callable[[], None], what: str) -> None:
+    """Clean-up while another error is on its way: a failure of its own is noted, never put in that error's place."""
+    try:
+        action()
+    except Exception as error:
+        _log.warning("%s failed too: %s", what, " ".join(str(error).split()))
 
 
 def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadProgress | None = None,
@@ -141,7 +170,7 @@ def prepare_database(engine: Engine, warehouses: int, seed: int, progress: LoadP
     if loaded_now:
         load_database(engine, warehouses, seed, progress)
     if restore or loaded_now or not engine.exists():
-        engine.restore()
+        _restore(engine)
     info = _database_info(engine)
     if not _built_as_asked(info, engine, warehouses) and not loaded_now:
         return prepare_database(engine, warehouses, seed, progress, rebuild=True)  # an unfinished or foreign copy
@@ -158,6 +187,14 @@ def _built_as_asked(info: loader.DatabaseInfo | None, engine: Engine, warehouses
     name does not promise it: two experiments of one name share their steps' names, and the second one's
     build of a step with another page size would be taken, and labelled, for the first one's."""
     return info is not None and info.warehouses == warehouses and info.creation_settings == engine.creation_settings()
+
+
+def _restore(engine: Engine) -> None:
+    try:
+        engine.restore()
+    except Exception as error:
+        _raise_fault(engine, error, f"restoring the pristine copy of {engine.database} failed: ")
+        raise
 
 
 def _database_info(engine: Engine) -> loader.DatabaseInfo | None:
@@ -194,12 +231,21 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
             prepared = prepare_database(engine, options.warehouses, options.seed, progress, options.rebuild,
                                         options.restore)
             run_id, settings, started = _begin(store, engine, options, prepared)
-            result = _drive_and_store(store, (run_id, started), engine, options, settings, observer)
-            consistency = _check_after(store, run_id, engine, result, options.check)
-            return RunOutcome(run_id, result.status, result, consistency)
-        finally:
+            watch = engine.watch()
+            result = _drive_and_store(store, (run_id, started), engine, options, settings, observer, watch)
+            consistency = _check_after(store, run_id, engine, result, options.check, watch)
+            outcome = RunOutcome(run_id, result.status, result, consistency)
+        except BaseException as error:
             store.close()
+            _quietly(engine.stop, f"stopping {engine.name}")  # the error on its way is the cause
+            _raise_fault(engine, error)
+            raise
+        store.close()
+        if outcome.status is RunStatus.FAILED:
+            _quietly(engine.stop, f"stopping {engine.name}")
+        else:
             _stop_after(engine, run_id)
+        return outcome
 
 
 def _stop_after(engine: Engine, run_id: int | None) -> None:
@@ -285,15 +331,17 @@ def terminal_hosting(engine: Engine, settings: TpccRunSettings, terminals: int) 
 
 
 def _drive_and_store(store: ResultsStore, run: tuple[int, dict], engine: Engine, options: BenchmarkOptions,
-                     settings: TpccRunSettings, observer: Observer | None) -> DriveResult:
+                     settings: TpccRunSettings, observer: Observer | None,
+                     watch: Callable[[], str | None]) -> DriveResult:
     hosting, per_process = terminal_hosting(engine, settings, options.terminals)
     spec = DriveSpec(engine, "tpcc", settings, options.terminals, options.warmup_s, options.duration_s,
-                     deferred_workers=0 if hosting == "multiplexed" else deferred_workers(options.terminals),
+                     deferred_workers=0 if hosting == "multiplexed" or engine.one_connection()
+                     else deferred_workers(options.terminals),
                      hosting=hosting, terminals_per_process=per_process)
     monitor = Monitor(run_samplers(engine), Window(options.warmup_s, options.warmup_s + options.duration_s)) \
         if options.monitor else None
     try:
-        result = drive(spec, observer, monitor)
+        result = _judged(drive(spec, observer, monitor, watch), options.max_failed_percent)
     except BaseException as error:  # the run row must not stay "running": record why it ended
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
         reason, warnings = f"{type(error).__name__}: {error}", monitor.warnings if monitor else []
@@ -330,6 +378,27 @@ def _store_end(store: ResultsStore, run: tuple[int, dict], monitor: Monitor | No
             spare.close()
         raise ResultsUnavailable(f"{error}; run {run_id} is kept in {kept} instead: `maximus show {spare_id} "
                                  f"--results {kept}`", error.exit_code) from None
+
+
+def _judged(result: DriveResult, max_failed_percent: float) -> DriveResult:
+    """A run that went to its end is failed all the same when too many of its transactions failed."""
+    excess = failure_excess(result.samples, result.window, max_failed_percent)
+    if result.status is RunStatus.COMPLETE and excess:
+        result.status, result.errors = RunStatus.FAILED, [excess, *result.errors]
+    return result
+
+
+def failure_excess(samples: Sequence[TxnSample], window: Window, max_failed_percent: float) -> str | None:
+    """Why the failed transactions of the measured window (5.4) are too many to call the run a measurement,
+    or None: they are at most ``max_failed_percent`` of all."""
+    counted = [sample for sample in samples if window.contains(sample)]
+    failed = [sample for sample in counted if sample.outcome is Outcome.FAILED]
+    if not failed or 100 * len(failed) <= max_failed_percent * len(counted):
+        return None
+    first = failed[0].error.strip().splitlines()[0] if failed[0].error.strip() else "no error text"
+    return (f"{len(failed):,} of {len(counted):,} transactions in the measured window failed "
+            f"({100 * len(failed) / len(counted):.1f} %, more than the {max_failed_percent:g} % allowed); "
+            f"the first: {first}")
 
 
 def run_samplers(engine: Engine) -> list[Sampler]:
@@ -369,10 +438,23 @@ def run_column(report: RunReport) -> RunColumn:
     return RunColumn(str(report.record.spec.terminals), report.figures, report.monitoring.figures)
 
 
-def _check_after(store: ResultsStore, run_id: int, engine: Engine, result: DriveResult, check: bool) -> list:
+def _check_after(store: ResultsStore, run_id: int, engine: Engine, result: DriveResult, check: bool,
+                 watch: Callable[[], str | None]) -> list:
+    """The consistency check of the database the run left, on the run's server (not restarted). A fault it
+    meets fails the run, which is then no result: the check never runs on a pristine copy restored instead."""
     if not check or result.status is not RunStatus.COMPLETE:
         return []
-    consistency = _check_running(engine, False, lambda message: None)  # on the run's server, not restarted
+    try:
+        if not engine.exists():  # the fault itself: never a reason to check the pristine copy instead
+            raise EngineError(f"the database {engine.database} disappeared during the run")
+        consistency = _check_running(engine, False)
+    except Exception as error:
+        cause = watch() or (str(error) if isinstance(error, EngineError) else engine.fault(describe(error)))
+        if not cause:
+            raise
+        store.fail_run(run_id, cause)
+        result.status, result.errors = RunStatus.FAILED, [cause, *result.errors]
+        return []
     store.add_consistency(run_id, consistency)
     return consistency
 
@@ -381,17 +463,18 @@ def check_database(engine: Engine, fresh: bool | None = None,
                    announce: Callable[[str], None] = lambda message: None) -> list:
     """All twelve conditions of 3.3.2 (11 only when the database is freshly loaded). With no working
     copy but a pristine one (a build with no run since), the pristine copy is restored, ``announce``d, and
-    checked."""
+    checked: the user asked for a check of this build. After a run that is never done (``_check_after``)."""
     with running(engine):
-        return _check_running(engine, fresh, announce)
+        if not engine.exists() and engine.has_snapshot():
+            announce(f"No working copy of {engine.database}: checking its pristine copy, restored")
+            _restore(engine)
+        if not engine.exists():
+            raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
+        return _check_running(engine, fresh)
 
 
-def _check_running(engine: Engine, fresh: bool | None, announce: Callable[[str], None]) -> list:
-    if not engine.exists() and engine.has_snapshot():
-        announce(f"No working copy of {engine.database}: checking its pristine copy, restored")
-        engine.restore()
-    if not engine.exists():
-        raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
+def _check_running(engine: Engine, fresh: bool | None) -> list:
+    """The check of the working copy as it is, on the engine's running server."""
     session = engine.connect()
     try:
         info = workload_named("tpcc").database_info(session, engine.dialect)
@@ -406,13 +489,16 @@ def _check_running(engine: Engine, fresh: bool | None, announce: Callable[[str],
 @contextmanager
 def running(engine: Engine) -> Iterator[Engine]:
     """The engine's server up for the duration (a no-op for embedded engines), stopped even on Ctrl-C; its
-    data locked against another Maximus meanwhile."""
+    data locked against another Maximus meanwhile. A stop that fails after another error leaves that error
+    in place."""
     with locked(engine):
         engine.start()
         try:
             yield engine
-        finally:
-            engine.stop()
+        except BaseException:
+            _quietly(engine.stop, f"stopping {engine.name}")
+            raise
+        engine.stop()
 
 
 @contextmanager

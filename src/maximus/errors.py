@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 
 class MaximusError(Exception):
     """Root of every error Maximus raises on purpose."""
@@ -25,3 +27,13 @@ class ConsistencyError(MaximusError):
     """A TPC-C consistency condition (clause 3.3.2) failed."""
 
     exit_code = 4
+
+
+def cause(errors: Sequence[str]) -> str:
+    """A failed run's cause: the first line of its first error (a worker's traceback may follow it)."""
+    return errors[0].strip().splitlines()[0] if errors and errors[0].strip() else "no error recorded"
+
+
+def describe(error: BaseException) -> str:
+    """An exception as a transaction's sample stores its error: ``Type: message``."""
+    return f"{type(error).__name__}: {error}"

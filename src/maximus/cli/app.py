@@ -18,9 +18,9 @@ from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
 from maximus import api, limits
-from maximus.errors import ConsistencyError, MaximusError
+from maximus.errors import ConsistencyError, EngineError, MaximusError, cause
 from maximus.knobs.registry import parse_assignments
-from maximus.records import RunStatus
+from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
 from maximus.report.progress import LoadBars, RunCountdown
 from maximus.store import default_results_path
@@ -83,19 +83,21 @@ def demo(workdir: Workdir = None, results: Results = None,
     workdir, results = workdir or api.default_workdir(), results or default_results_path()
     out.print(f"[bold]Maximus demo[/]: TPC-C on SQLite, 1 warehouse, 2 terminals; baseline and two steps, "
               f"2 repeats of {duration:g} s each (databases in {workdir}, results in {results})")
+    progress = ConsoleProgress(out)
     with resources.as_file(resources.files("maximus.experiment") / "demo.toml") as path:
-        experiment_id = runner.start(path, workdir, results, ConsoleProgress(out),
-                                     overrides=lambda e: _with_duration(e, duration), yes=yes)
+        experiment_id = runner.start(path, workdir, results, progress, overrides=lambda e: _with_duration(e, duration),
+                                     yes=yes)
     store = api.open_results(results)
     try:
-        last = [r.id for r in store.runs(experiment_id) if r.status is RunStatus.COMPLETE][-1]
-        report = api.analyse_run(store, last)
+        complete = [r.id for r in store.runs(experiment_id) if r.status is RunStatus.COMPLETE]
+        report = api.analyse_run(store, complete[-1]) if complete else None
     finally:
         store.close()
-    out.rule(f"The last run in detail (run {last})")
-    _show(report, histograms=False, environment=False)
+    if report:
+        out.rule(f"The last run in detail (run {report.record.id})")
+        _show(report, histograms=False, environment=False)
     out.rule("The experiment")
-    finish_experiment(out, experiment_id, results)
+    finish_experiment(out, experiment_id, results, progress)
 
 
 def _with_duration(experiment, duration: float):
@@ -137,13 +139,17 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 
         transactions: Annotated[str, typer.Option("--transactions", help="client (SQL sent by the driver), "
                                                   "server (one stored-function call each), or auto: server "
                                                   "where the engine has stored functions.")] = "auto",
+        max_failed: Annotated[float, typer.Option("--max-failed", metavar="PCT", help="Fail the run when more than "
+                                                  "PCT % of the transactions in its window failed.")]
+        = MAX_FAILED_PERCENT,
         workdir: Workdir = None, results: Results = None, dsn: Dsn = None, bin_dir: BinDir = None,
         allow_changes: AllowChanges = False, allow_restart: AllowRestart = False, yes: Yes = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
     options = _options(engine, knob, warehouses, workdir, results, dsn, bin_dir, allow_changes, allow_restart,
                        terminals=terminals,
                        warmup_s=warmup, duration_s=duration, seed=seed, keying_and_think=keying, mix=mix,
-                       check=check, rebuild=rebuild, monitor=monitor, transactions=transactions)
+                       check=check, rebuild=rebuild, monitor=monitor, transactions=transactions,
+                       max_failed_percent=max_failed)
     options.validate()
     _announce(options.estimate(), yes)
     _run_and_show(options)
@@ -237,7 +243,8 @@ def _exit_for(outcome: api.RunOutcome) -> None:
     if outcome.status is RunStatus.INTERRUPTED:
         raise typer.Exit(130)
     if outcome.status is RunStatus.FAILED:
-        raise typer.Exit(3)
+        raise EngineError(f"{cause(outcome.result.errors)} (run {outcome.run_id} is stored as failed: "
+                          f"`maximus show {outcome.run_id}`)")
     failed = [r.clause for r in outcome.consistency if r.passed is False]
     if failed:
         raise ConsistencyError(f"consistency condition(s) failed after the run: {', '.join(failed)}")
@@ -262,28 +269,32 @@ def _print_notes() -> None:
     logger.setLevel(logging.INFO)
 
 
-def _noting_interrupts() -> threading.Event:
-    """Typer turns a KeyboardInterrupt into exit code 130 without a word, as it does a command's own
-    ``Exit(130)`` (a stopped run, whose results are printed): this tells the first kind from the second.
-    A run replaces the handler while it measures, and stops in order at a Ctrl-C instead."""
-    seen = threading.Event()
+def _noting_terminations() -> threading.Event:
+    """SIGTERM (``kill``, ``timeout``, systemd, CI) is a Ctrl-C: it goes to whichever Ctrl-C handler is in
+    place (a run's stops the run in order and keeps what it measured), so everything that stops in order at a
+    Ctrl-C does at a SIGTERM. The event says that the command ends with code 143 instead of 130."""
+    terminated = threading.Event()
 
-    def interrupt(signum: int, frame: Any) -> None:
-        seen.set()
-        signal.default_int_handler(signum, frame)
+    def terminate(signum: int, frame: Any) -> None:
+        terminated.set()
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:  # Ctrl-C ignored or left to the system: a SIGTERM still ends the command, in order
+            signal.default_int_handler(signal.SIGINT, frame)
 
-    signal.signal(signal.SIGINT, interrupt)
-    return seen
+    signal.signal(signal.SIGTERM, terminate)
+    return terminated
 
 
 def main() -> None:
-    """Entry point: one-line errors with an exit code instead of tracebacks, and the engines' notes."""
+    """Entry point: one-line errors with an exit code instead of tracebacks, and the engines' notes. Typer
+    turns a KeyboardInterrupt into exit code 130 without a word, as it does a stopped run's ``Exit(130)``
+    (after its results): either way the command says in one line that it was stopped."""
     _print_notes()
-    interrupted = _noting_interrupts()
+    terminated = _noting_terminations()
     try:
         code = app(standalone_mode=False)
-        if code == 130 and interrupted.is_set():
-            _fail("interrupted")
     except TyperException as error:  # bad command line: typer's usage errors, one line
         _fail(error.format_message())
         code = error.exit_code
@@ -293,6 +304,8 @@ def main() -> None:
     except Exit as exit_:
         code = exit_.exit_code
     except (KeyboardInterrupt, Abort):
-        _fail("interrupted")
         code = 130
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    if code == 130:
+        _fail("terminated" if terminated.is_set() else "interrupted")
+    sys.exit(128 + signal.SIGTERM if code == 130 and terminated.is_set() else code)

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from maximus import api, limits
 from maximus.cli.reports import write_experiment_report
-from maximus.errors import MaximusError
+from maximus.errors import EngineError, MaximusError
 from maximus.experiment import runner
 from maximus.experiment.plan import PlannedRun
 from maximus.report.bundle import gather_experiment
@@ -42,6 +42,7 @@ class ConsoleProgress:
     def __init__(self, console: Console) -> None:
         self.console = console
         self._countdown: RunCountdown | None = None
+        self.failed: list[tuple[int | None, str]] = []  # (run, cause) of each run that failed here
 
     def run_starting(self, position: int, total: int, planned: PlannedRun) -> RunCountdown:
         build = " · builds its database" if planned.build else ""
@@ -54,6 +55,7 @@ class ConsoleProgress:
         if self._countdown:
             self._countdown.stop()
         if error:
+            self.failed.append((run_id, error))
             self.console.print(f"  [red]run {run_id} failed:[/] {error}")
         else:
             self.console.print(f"  stored as run {run_id}")
@@ -77,10 +79,16 @@ def show_experiment(console: Console, experiment_id: int, results: Path) -> None
     render_experiment(console, data.report, experiment_notices(data))
 
 
-def finish_experiment(console: Console, experiment_id: int, results: Path) -> None:
-    """The end of every experiment: its step tables and summary, then its HTML report."""
+def finish_experiment(console: Console, experiment_id: int, results: Path, progress: ConsoleProgress | None = None
+                      ) -> None:
+    """The end of every experiment: its step tables and summary, then its HTML report; then, when runs failed
+    here, an error that names the first (exit code 3): the experiment went on without them."""
     show_experiment(console, experiment_id, results)
     write_experiment_report(console, experiment_id, results)
+    if progress and progress.failed:
+        run_id, cause = progress.failed[0]
+        raise EngineError(f"{len(progress.failed)} run(s) of experiment {experiment_id} failed and count in none of "
+                          f"its figures; the first, run {run_id}: {cause}")
 
 
 @experiment_app.command("run")
@@ -92,7 +100,8 @@ def run_command(file: Annotated[Path, typer.Argument(metavar="FILE", help="Exper
     from maximus.cli.app import out
 
     workdir, results = _paths(workdir, results)
-    finish_experiment(out, runner.start(file, workdir, results, ConsoleProgress(out), yes=yes), results)
+    progress = ConsoleProgress(out)
+    finish_experiment(out, runner.start(file, workdir, results, progress, yes=yes), results, progress)
 
 
 @experiment_app.command("resume")
@@ -103,7 +112,8 @@ def resume_command(experiment_id: Annotated[Optional[int], typer.Argument(
     from maximus.cli.app import out
 
     workdir, results = _paths(workdir, results)
-    finish_experiment(out, runner.resume(experiment_id, workdir, results, ConsoleProgress(out)), results)
+    progress = ConsoleProgress(out)
+    finish_experiment(out, runner.resume(experiment_id, workdir, results, progress), results, progress)
 
 
 @experiment_app.command("show")

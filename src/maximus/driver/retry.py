@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
+from maximus.errors import describe
 from maximus.records import Outcome, RollbackByRule
 
 
@@ -53,7 +54,7 @@ class RetryPolicy:
 
 def failed(error: BaseException, attempts: int) -> Result:
     """The result of a transaction the policy gave up on: counted with its error, never swallowed."""
-    return Result(Outcome.FAILED, attempts, f"{type(error).__name__}: {error}")
+    return Result(Outcome.FAILED, attempts, describe(error))
 
 
 def _quietly(action: Callable[[], None]) -> None:

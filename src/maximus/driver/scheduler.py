@@ -5,6 +5,10 @@ warm-up runs from the origin, then the measured window; terminals stop starting 
 end. Ctrl-C (or ``stop()``) ends the run early: workers finish their transaction and hand over
 their samples, and the run is marked interrupted. A monitor, when given, starts sampling just
 before the release (it sees the workers' process ids) and stops after every worker has finished.
+
+A fault ends the run early too, and fails it: the engine's watch (``Engine.watch``: the server gone,
+the database file gone) is looked at about once a second and once at the end, and every failed
+transaction's error is shown to ``Engine.fault``. The first cause found is the run's first error.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
@@ -29,10 +33,12 @@ from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire,
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import DeferredResult, Outcome, RunStatus, TxnSample, Window
-from maximus.workers import ignore_interrupts
+from maximus.workers import ignore_interrupts, spawning
 from maximus.workloads import workload as workload_named
 
 _READY_TIMEOUT_S = 120.0
+_WATCH_EVERY_S = 1.0
+_FAILED = Outcome.FAILED.value
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,9 @@ class DriveSpec:
     terminals: int
     warmup_s: float
     duration_s: float
-    deferred_workers: int = 1  # processes; multiplexed terminal processes run their own deferred transactions
+    # Processes. Multiplexed terminal processes run their own deferred transactions; with none, so does each
+    # terminal, on its own connection (an engine whose settings allow only one: Engine.one_connection).
+    deferred_workers: int = 1
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # "process": one terminal per process; "multiplexed": busy terminals sharing a process, a call in
     # flight on each (engines with split calls); "asyncio": keyed terminals sharing a process on an
@@ -96,7 +104,7 @@ class _Channels:
 
 
 def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
-    ignore_interrupts()
+    ignore_interrupts(termination=True)
     yield_to_the_server()
     try:
         session = spec.engine.connect()
@@ -106,8 +114,8 @@ def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
         return
     origin, clock, window = _released(spec, channels, index)
     terminal = Terminal(index, emulator, session, spec.engine, clock, Recorder(channels.outbox, window, origin),
-                        origin + window.end, spec.retry, channels.counters, channels.deliveries,
-                        channels.writer_gate)
+                        origin + window.end, spec.retry, channels.counters,
+                        channels.deliveries if spec.deferred_workers else None, channels.writer_gate)
     _guarded(terminal.run, channels, index)
     session.close()
 
@@ -124,7 +132,7 @@ def _released(spec: DriveSpec, channels: _Channels, ready_as: int) -> tuple[floa
 
 def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """A process of busy terminals, each with its own session and a call in flight (driver.multiplexed)."""
-    ignore_interrupts()
+    ignore_interrupts(termination=True)
     yield_to_the_server()
     indices = spec.shares()[worker]
     try:
@@ -149,7 +157,7 @@ def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None
 
 def _async_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """A process of asynchronous terminals: each with its own session, all on one event loop."""
-    ignore_interrupts()
+    ignore_interrupts(termination=True)
     yield_to_the_server()
     asyncio.run(_async_terminals(spec, spec.shares()[worker], channels, worker))
 
@@ -182,7 +190,7 @@ async def _async_terminals(spec: DriveSpec, indices: range, channels: _Channels,
 
 def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """2.7.2: executes queued deferred transactions; records queue-to-completion time."""
-    ignore_interrupts()
+    ignore_interrupts(termination=True)
     yield_to_the_server()
     try:
         session = spec.engine.connect()
@@ -221,10 +229,15 @@ def _guarded(body: Any, channels: _Channels, index: int) -> None:
 class Run:
     """One driven run: start, observe, collect. ``stop()`` ends it early (interrupted)."""
 
-    def __init__(self, spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor | None = None) -> None:
+    def __init__(self, spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor | None = None,
+                 watch: Callable[[], str | None] | None = None) -> None:
         self.spec = spec
         self.observer = observer
         self.monitor = monitor
+        self.watch = watch or (lambda: None)
+        self.fault: str | None = None  # the first cause found that the engine or its data failed
+        self._causes: dict[str, str | None] = {}  # Engine.fault's answer, by error text
+        self._watched_at = 0.0
         self.context = multiprocessing.get_context("spawn")
         self.channels = _Channels(self.context, spec.terminals, spec.engine.capabilities.single_writer)
         # as they travel: a TxnSample per transaction is built after the run, not on the CPUs the run shares
@@ -239,10 +252,13 @@ class Run:
     def execute(self) -> DriveResult:
         started = time.monotonic()
         host = {"process": _terminal_main, "multiplexed": _multiplexed_main, "asyncio": _async_main}[self.spec.hosting]
-        terminals = [self._process(host, i) for i in range(len(self.spec.shares()))]
-        deferred = [self._process(_deferred_main, i) for i in range(self.spec.deferred_workers)]
+        terminals: list = []
+        deferred: list = []
         previous = _on_ctrl_c(self._ctrl_c)
         try:
+            with spawning():  # a Ctrl-C to the process group meanwhile is this process's alone, once they started
+                terminals += [self._process(host, i) for i in range(len(self.spec.shares()))]
+                deferred += [self._process(_deferred_main, i) for i in range(self.spec.deferred_workers)]
             self._start(terminals + deferred)
             self._collect_until_done(terminals)
             for _ in deferred:
@@ -255,6 +271,7 @@ class Run:
             self._reap(terminals + deferred)
             if self.monitor:
                 self.monitor.stop()  # after the workers are gone: the last reading covers all their work
+        self._found(self.watch())  # a fault since the last look
         return self._result(time.monotonic() - started)
 
     def _ctrl_c(self, signum: int, frame: Any) -> None:
@@ -269,11 +286,41 @@ class Run:
 
     def stop(self) -> None:
         """End the run early; workers still waiting for the start are released and exit at once."""
-        if not self.interrupted:
-            self.stopped_at = time.monotonic()
         self.interrupted = True
+        self._halt()
+
+    def _halt(self) -> None:
+        if self.stopped_at is None:
+            self.stopped_at = time.monotonic()
         self.channels.stop.set()
         self.channels.go.set()
+
+    def _found(self, cause: str | None) -> None:
+        """The first fault ends the run: what follows it would measure the fault, not the database."""
+        if cause and self.fault is None:
+            self.fault = cause
+            self._halt()
+
+    def _look_at(self, samples: list[tuple]) -> None:
+        """The errors of failed transactions (and of workers that crashed, ``_explain``): a fault the engine names
+        in one is confirmed by the watch, whose cause is the more precise one (the server's own words)."""
+        for sample in samples:
+            if sample[4] != _FAILED or self.fault:
+                continue
+            self._explain(sample[6])
+
+    def _explain(self, error: str) -> None:
+        """A fault when the engine says the error is one; each text is shown to it once."""
+        if error not in self._causes:
+            self._causes[error] = self.spec.engine.fault(error)
+        if self._causes[error]:
+            self._found(self.watch() or self._causes[error])
+
+    def _watch_now_and_then(self) -> None:
+        now = time.monotonic()
+        if now - self._watched_at >= _WATCH_EVERY_S:
+            self._watched_at = now
+            self._found(self.watch())
 
     def _process(self, target: Any, index: int) -> Any:
         process = self.context.Process(target=target, args=(self.spec, index, self.channels), daemon=True)
@@ -302,6 +349,7 @@ class Run:
         origin = self.channels.origin.value
         while any(p.is_alive() for p in processes):
             self._next_message(timeout=0.25)
+            self._watch_now_and_then()
             if self.observer:
                 counters = self.channels.counters
                 self.observer.tick(time.monotonic() - origin, sum(counters[0::2]), sum(counters[1::2]))
@@ -313,6 +361,7 @@ class Run:
         except queue.Empty:
             return None
         if message[0] == "samples":
+            self._look_at(message[1])
             self.wire_samples.extend(message[1])
             self.wire_runs.extend(message[3])
             self.wire_results.extend(message[4])
@@ -320,6 +369,7 @@ class Run:
                 self.facts[name] = self.facts.get(name, 0) + value
         elif message[0] == "fatal":
             self.errors.append(message[1])
+            self._explain(message[1])
         return message
 
     def _drain(self) -> None:
@@ -339,13 +389,14 @@ class Run:
         self._drain()
         for process in processes:
             process.join(timeout=5)
-            if process.is_alive():
-                process.terminate()
+            if process.is_alive():  # stuck: it ignores SIGTERM, as it leaves stopping to this process
+                process.kill()
                 process.join(timeout=5)
 
     def _result(self, elapsed: float) -> DriveResult:
         window = self._measured_window()
-        if self.errors:
+        errors = [self.fault, *self.errors] if self.fault else self.errors
+        if errors:
             status = RunStatus.FAILED
         elif self.interrupted:
             status = RunStatus.INTERRUPTED
@@ -355,11 +406,11 @@ class Run:
         samples = sorted(map(from_wire, wire), key=lambda s: s.start)
         deferred = sorted(map(result_from_wire, self.wire_results), key=lambda r: r.queued)
         self.wire_samples, self.wire_runs, self.wire_results = [], [], []
-        return DriveResult(samples, self.facts, window, status, self.errors, elapsed, deferred)
+        return DriveResult(samples, self.facts, window, status, errors, elapsed, deferred)
 
     def _measured_window(self) -> Window:
-        """The planned window, cut at the stop of an interrupted run: its rates are over the time it measured,
-        not over seconds it never ran. A stop before the window leaves it empty."""
+        """The planned window, cut at the stop of a run interrupted or ended by a fault: its rates are over the
+        time it measured, not over seconds it never ran. A stop before the window leaves it empty."""
         planned = Window(self.spec.warmup_s, self.spec.warmup_s + self.spec.duration_s)
         origin = self.channels.origin.value
         if self.stopped_at is None:
@@ -376,8 +427,9 @@ def _on_ctrl_c(handler: Any) -> Any:
     return signal.signal(signal.SIGINT, handler)
 
 
-def drive(spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor | None = None) -> DriveResult:
-    return Run(spec, observer, monitor).execute()
+def drive(spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor | None = None,
+          watch: Callable[[], str | None] | None = None) -> DriveResult:
+    return Run(spec, observer, monitor, watch).execute()
 
 
 __all__ = ["DriveResult", "DriveSpec", "Observer", "Outcome", "Run", "RunMonitor", "drive"]

@@ -168,7 +168,7 @@ class Terminal:
     end: float
     retry: RetryPolicy
     counters: Any  # shared array: [new orders done, transactions done] per terminal
-    delivery_queue: Any
+    delivery_queue: Any | None  # None: the terminal runs its deferred transactions itself (one connection)
     writer_gate: Any | None
     runners: dict[Any, Runner] = field(default_factory=dict)  # by transaction, built on first use
 
@@ -218,9 +218,12 @@ class Terminal:
         return self.clock.sleep(min(seconds, left)) and seconds < left
 
     def _run(self, transaction: Any, inputs: Any, started: float) -> Result:
-        if transaction.deferred:
+        if transaction.deferred and self.delivery_queue is not None:
             return queue_deferred(self, transaction, inputs, started)
-        return (self.runners.get(transaction) or self._runner(transaction))(inputs)
+        result = (self.runners.get(transaction) or self._runner(transaction))(inputs)
+        if transaction.deferred:  # run here at once: the terminal waits for it, and its deferred time is its own
+            record_deferred(self.recorder, self.index, transaction.name, started, result, self.clock.now())
+        return result
 
     def _runner(self, transaction: Any) -> Runner:
         runner = transaction_runner(self.session, self.engine, self.retry, transaction, self.writer_gate)

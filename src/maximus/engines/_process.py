@@ -7,6 +7,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -70,11 +71,28 @@ def alive(pid: int) -> bool:
         return False
     except PermissionError:
         pass
+    state = _state(pid)
+    return state is None or state not in ("Z", "X")
+
+
+def zombie(pid: int) -> bool:
+    """Whether ``pid`` exited and waits for its parent to reap it (to anyone but /proc, it still exists)."""
+    return _state(pid) == "Z"
+
+
+def await_reaped(pid: int, timeout_s: float = 10.0) -> None:
+    """Wait a while for a zombie to be reaped, by init when its parent is gone."""
+    deadline = time.monotonic() + timeout_s
+    while zombie(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str | None:
+    """The state letter in ``/proc/PID/stat`` (R, S, Z, ...); None when it cannot be read."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
+        return None
 
 
 def command_line(pid: int) -> str:

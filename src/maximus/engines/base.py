@@ -12,6 +12,8 @@ Contract (checked by ``tests/contracts/test_engines.py`` for every engine):
 - ``snapshot()`` / ``restore()`` save and bring back the loaded database, so runs start alike;
   ``keep_as_pristine()`` saves it where the working copy is not needed until ``restore()``.
 - ``samplers()`` returns the engine's own statistics samplers for a run (may be empty).
+- ``watch()`` and ``fault(error)`` tell a run whose engine or data failed (a server gone, a file deleted,
+  corrupt or on a full disk) from a measurement: such a run is failed, with the cause in one line.
 """
 
 from __future__ import annotations
@@ -216,6 +218,29 @@ class Engine(ABC):
         """The isolation level a transaction runs at here: one begun with ``Session.begin(..., one_snapshot)``,
         or one stored-procedure call (``procedure``) in autocommit mode, which runs at the default level."""
         return "serializable"
+
+    def one_connection(self) -> bool:
+        """Whether these settings let a single connection use the database (SQLite's ``locking_mode=exclusive``):
+        the run then does everything on its one terminal's connection, the deferred transactions included."""
+        return False
+
+    def watch(self) -> Callable[[], str | None]:
+        """A probe, from now on, of what makes a run's figures meaningless: the server gone, the database file
+        gone or replaced. It returns the cause in one line, None while all is well. The driver calls it about
+        once a second during a run and once after it, so it is cheap: a stat, a pid, a few lines of a log."""
+        return lambda: None
+
+    def fault(self, error: str) -> str | None:
+        """The cause in one line when a transaction's error (``Type: message``, as ``errors.describe`` writes
+        it) means that the engine or its data can no longer serve the run: a full disk, a corrupt file, a lost
+        server. None for an error of the transaction's own (a conflict, a constraint), which only the failure
+        threshold counts."""
+        return None
+
+    def discard_build(self) -> None:
+        """Remove what a build that did not finish left: the half-written database and any pristine copy (a
+        partial one included), even on a full disk. ``destroy()`` unless the engine needs more."""
+        self.destroy()
 
     @abstractmethod
     def provision(self) -> None:

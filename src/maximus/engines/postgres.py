@@ -58,6 +58,17 @@ _MEMORY_KB = {"b": 1 / 1024, "kb": 1, "mb": 1024, "gb": 1024 ** 2, "tb": 1024 **
 _SPELLING = {"b": "B", "kb": "kB", "mb": "MB", "gb": "GB", "tb": "TB"}  # postgresql.conf's
 _TIME_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+# A session's error that means the server, not the transaction, failed: psycopg's classes for SQLSTATE class 57
+# (operator intervention) and libpq's words for a connection that broke.
+_LOST = ("AdminShutdown", "CrashShutdown", "CannotConnectNow", "server closed the connection",
+         "connection is lost", "connection is closed", "the connection to the server was lost", "consuming input failed",
+         "terminating connection", "SSL SYSCALL error", "could not receive data from server", "no connection to the server")
+_FULL = ("DiskFull", "No space left on device")
+_CORRUPT = ("DataCorrupted", "IndexCorrupted")
+# How a managed server's log says that it stopped, or that it ended every session to recover from a crash.
+_STOPPED = ("shutdown request", "PANIC:  ", "unexpected postmaster exit")
+_CRASHED = ("was terminated by signal", "terminating any other active server processes")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a line of postgresql.conf ends at a newline; the others are mangled
 BIN_DIR = "bin_dir"  # a knob of Maximus's, not a GUC: which installation runs a managed server
 _SERVER_BINARIES = ("initdb", "pg_ctl", "postgres")
 _REPORTED = ("server_version", "shared_buffers", "wal_buffers", "max_wal_size", "checkpoint_timeout",
@@ -79,6 +90,9 @@ class PgValue:
     enumvals: tuple[str, ...] = ()
 
     def parse(self, raw: str) -> str:
+        if _CONTROL.search(raw):
+            raise ValueError("expected a value without a newline or other control character, which postgresql.conf "
+                             "cannot hold")
         text = raw.strip()
         if self.vartype == "bool":
             if text.lower() not in _BOOLEANS:
@@ -621,6 +635,7 @@ class PostgresEngine(Engine):
         self._server_settings: dict[str, str] | None = None  # pg_settings as the started server reported them
         self._altered: dict[str, str | None] = {}  # external mode: what ALTER SYSTEM had set before our knobs
         self._server_version: str | None = None  # as the started server reported it
+        self._log_start = 0  # managed mode: where this start's part of server.log begins
 
     # -- knobs ---------------------------------------------------------------------------------------
 
@@ -737,32 +752,103 @@ class PostgresEngine(Engine):
     def _start_managed(self) -> None:
         self._initdb()
         self.stop_leftover()
+        self._await_dead_postmaster()
         self.port = int(self._server_knobs().get("port") or _process.free_port())  # -k port=N: the user's choice
         users_sockets = "unix_socket_directories" in self.settings  # a knob of the user's: connect over TCP
         self.socket_dir = None if users_sockets else _socket_directory(self.cluster_dir, self.port)
         self._write_config()
-        log = self.cluster_dir / "server.log"
+        log = self.server_log
+        self._log_start = _size(log)  # the log accumulates over runs: what this start says begins here
         try:
             _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-l",
                                                   str(log), "-w", "-t", "120", "start"]), "starting PostgreSQL")
         except EngineError:
-            raise EngineError(f"PostgreSQL would not start: {_last_error(log)} (log: {log})") from None
+            raise EngineError(f"PostgreSQL would not start: {_first_error(log, self._log_start)} (log: {log})") \
+                from None
 
     def stop(self) -> None:
         if self.external:
             self._restore_external_knobs()
             return
-        if not (self.data_dir / "postmaster.pid").exists():
-            return
+        pid = self._postmaster_pid()
+        if pid is None or not _process.alive(pid):  # not started, or already gone (killed, crashed): nothing to
+            return  # stop; its stale postmaster.pid stays, for the next start's own check of its shared memory
         _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast",
                                               "-w", "-t", "120", "stop"]), "stopping PostgreSQL")
 
+    def watch(self) -> Callable[[], str | None]:
+        """A managed server's postmaster, alive until the end (a server of the user's tells through its sessions'
+        errors, ``fault``)."""
+        pid = None if self.external else self._postmaster_pid()
+        if pid is None:
+            return lambda: None
+        return lambda: None if _process.alive(pid) else self._stopped(pid)
+
+    def _stopped(self, pid: int) -> str:
+        why = self._log_says(_STOPPED) or f"its postmaster, process {pid}, ended without a word in {self.server_log}" \
+            " (killed?)"
+        return f"the PostgreSQL server stopped during the run: {why}"
+
+    def _log_says(self, marks: Sequence[str]) -> str | None:
+        """The first line of this start's part of a managed server's log with one of ``marks``."""
+        lines = [] if self.external else log_since(self.server_log, self._log_start)
+        return next((_message(line) for line in lines if any(mark in line for mark in marks)), None)
+
+    def fault(self, error: str) -> str | None:
+        first_line = error.strip().splitlines()[0] if error.strip() else error
+        if any(mark in error for mark in _FULL):
+            return f"the disk holding {self.data_path()} is full ({first_line})"
+        if any(mark in error for mark in _CORRUPT):
+            return f"the PostgreSQL database {self.database} is corrupt ({first_line})"
+        if not any(mark in error for mark in _LOST):
+            return None
+        pid = None if self.external else self._postmaster_pid()
+        if pid is not None and (not _process.alive(pid) or self._log_says(_STOPPED)):  # gone, or on its way
+            return self._stopped(pid)
+        crash = self._log_says(_CRASHED)
+        if crash:
+            return f"the PostgreSQL server ended every session to recover from a crash during the run: {crash}"
+        return f"the connection to the PostgreSQL server was lost during the run ({first_line})"
+
+    def discard_build(self) -> None:
+        """On a full disk the DROP DATABASE of ``destroy()`` cannot run: it starts with a checkpoint, which writes
+        files, and fails (the server even PANICs). Dropped tables give their space back at their commit (their
+        files are emptied then, removed at the next checkpoint), and dropping them writes no data file."""
+        import psycopg
+
+        if self._database_exists(self.database):
+            with contextlib.suppress(psycopg.Error), \
+                    psycopg.connect(self._dsn(self.database), autocommit=True) as session:
+                tables = [row[0] for row in session.execute(
+                    "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables "
+                    "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')").fetchall()]
+                if tables:
+                    session.execute(f"DROP TABLE {', '.join(tables)} CASCADE")
+        self.destroy()
+
+    def _await_dead_postmaster(self) -> None:
+        """A postmaster that was killed (a run's fault) is a zombie until init reaps it, and until then the next
+        server takes the pid in postmaster.pid for a live server and will not start: give init a moment."""
+        pid = self._postmaster_pid()
+        if pid is not None:
+            _process.await_reaped(pid)
+
+    def _postmaster_pid(self) -> int | None:
+        """The pid in our data directory's ``postmaster.pid``; None without one."""
+        try:
+            return int((self.data_dir / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    @property
+    def server_log(self) -> Path:
+        return self.cluster_dir / "server.log"
+
     def stop_leftover(self) -> None:
         """A server of ours left running by a Maximus that was killed: stop it (by its pid, ours only)."""
-        pid_file = self.data_dir / "postmaster.pid"
-        if not pid_file.exists():
+        pid = self._postmaster_pid()
+        if pid is None:
             return
-        pid = int(pid_file.read_text().split()[0])
         if _process.alive(pid) and str(self.data_dir) in _process.command_line(pid):
             _log.info("stopping the PostgreSQL server %d that a Maximus which did not finish left running in %s",
                       pid, self.data_dir)
@@ -788,7 +874,7 @@ class PostgresEngine(Engine):
     def _write_config(self) -> None:
         sockets = {"unix_socket_directories": str(self.socket_dir or "")}
         lines = [f"port = {self.port}", "listen_addresses = '127.0.0.1'"]
-        lines += [f"{name} = {_quoted(value)}"
+        lines += [f"{name} = {_conf_quoted(value)}"
                   for name, value in {**sockets, **self._monitoring_settings(), **self._server_knobs()}.items()]
         path = self.data_dir / "maximus.conf"
         path.write_text("# written by Maximus for this run\n" + "\n".join(lines) + "\n")
@@ -1023,10 +1109,11 @@ class LocalServer:
         """``pg_ctl restart`` with the server's own command line. One that fails puts the ALTER SYSTEM file
         back as it was before (``auto_conf_before``, which gives the server ``fallback``) and starts the
         server again: a knob the server refuses does not leave the user's server down."""
+        offset = _size(self.log)
         try:
             self._pg_ctl("restart")
         except EngineError:
-            reason = _last_error(Path(self.log))
+            reason = _first_error(self.log, offset)
             self.auto_conf.write_text(auto_conf_before)
             try:
                 self._pg_ctl("start")
@@ -1066,8 +1153,13 @@ def _auto_conf_entries(admin: Any, names: Sequence[str]) -> dict[str, str | None
 
 
 def _quoted(value: str) -> str:
-    """A value as a single-quoted string, which postgresql.conf and ALTER SYSTEM both read."""
+    """A value as a single-quoted SQL string, which ALTER SYSTEM takes (and writes out in its own file)."""
     return "'" + value.replace("'", "''") + "'"
+
+
+def _conf_quoted(value: str) -> str:
+    """A value as a single-quoted string of postgresql.conf, where a backslash starts an escape (``\\n``)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _alter_system(admin: Any, values: Mapping[str, str | None]) -> None:
@@ -1090,12 +1182,36 @@ def _with_database(dsn: str, database: str) -> str:
     return make_conninfo(dsn, dbname=database)
 
 
-def _last_error(log: Path) -> str:
+def _size(path: Path | str) -> int:
     try:
-        lines = [line for line in log.read_text().splitlines() if "FATAL" in line or "ERROR" in line]
+        return os.path.getsize(path)
     except OSError:
-        return "no server log"
-    return lines[-1].split(":  ", 1)[-1] if lines else "see the server log"
+        return 0
+
+
+def log_since(log: Path | str, offset: int) -> list[str]:
+    """The lines a server wrote to ``log`` from ``offset`` on: what one start said, not the runs' before it."""
+    try:
+        with open(log, "rb") as file:
+            file.seek(offset)
+            return file.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _message(line: str) -> str:
+    """``could not ...`` of ``2026-11-25 01:52:34.604 UTC [10615] PANIC:  could not ...``."""
+    return line.split(":  ", 1)[-1].strip()
+
+
+def _first_error(log: Path | str, offset: int) -> str:
+    """Why a start failed, from that start's part of the log: its first FATAL or PANIC line, else its last line
+    (a setting the postmaster refuses before its logging starts is written without a level)."""
+    lines = [line for line in log_since(log, offset) if line.strip()]
+    severe = [line for line in lines if "FATAL:  " in line or "PANIC:  " in line]
+    if severe:
+        return _message(severe[0])
+    return _message(lines[-1]).removeprefix("postgres: ") if lines else "the server log says nothing"
 
 
 @lru_cache(maxsize=8)

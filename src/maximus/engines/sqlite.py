@@ -7,7 +7,7 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from maximus.engines.base import Capabilities, Dialect, Engine, Session
 from maximus.errors import UserError
@@ -18,6 +18,7 @@ from maximus.samplers.sqlite import SQLiteSampler
 
 _log = logging.getLogger(__name__)  # what a user should know happened to a database (the CLI prints it)
 _SIDE_FILES = ("-journal", "-wal", "-shm")
+_PARTIAL = ".partial"  # a pristine copy being written
 _RETRYABLE = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 # SQLite keeps busy_timeout, wal_autocheckpoint and cache_size in a C int: a value beyond it is silently
 # taken as 0 (busy_timeout=2147483648 waits for no lock at all), so it is refused instead.
@@ -33,6 +34,19 @@ def _largest_mmap() -> int:
         connection.close()
     given = [option.split("=", 1)[1] for option in options if option.startswith("MAX_MMAP_SIZE=")]
     return int(given[0], 0) if given else 0x7FFF0000  # SQLite's own default on 64-bit Linux
+
+
+_HEADER = b"SQLite format 3\x00"
+# What SQLite (or the file system under it) says when the database can no longer serve a run, and what that
+# means for the user; {path} is the database file, {directory} its work directory.
+_FAULTS = (("database or disk is full", "the disk holding {directory} is full"),
+           ("No space left on device", "the disk holding {directory} is full"),
+           ("database disk image is malformed", "the database file {path} is corrupt"),
+           ("file is not a database", "the database file {path} is corrupt"),
+           ("disk I/O error", "the database file {path} could not be read or written"),
+           ("attempt to write a readonly database", "the database file {path} could no longer be written (deleted, "
+                                                    "moved or made read-only during the run?)"),
+           ("unable to open database file", "the database file {path} could not be opened"))
 
 
 class CacheSize:
@@ -128,8 +142,45 @@ class SQLiteEngine(Engine):
         return not read_only or self.effective_settings["journal_mode"] != "wal"
 
     def validate_run(self, terminals: int) -> None:
-        if self.effective_settings["locking_mode"] == "exclusive" and terminals > 1:
+        if self.one_connection() and terminals > 1:
             raise UserError("locking_mode=exclusive lets one connection use the database: use --terminals 1")
+
+    def one_connection(self) -> bool:
+        """The first write takes the file's lock, which the connection keeps until it closes."""
+        return self.effective_settings["locking_mode"] == "exclusive"
+
+    def watch(self) -> Callable[[], str | None]:
+        """The database file as it is now: the same file (device and inode) with a SQLite header, until the end."""
+        path = self.path
+        known = path.stat()
+
+        def probe() -> str | None:
+            try:
+                now = path.stat()
+                with open(path, "rb") as file:
+                    header = file.read(len(_HEADER))
+            except FileNotFoundError:
+                return f"the database file {path} disappeared during the run"
+            except OSError as error:
+                return f"the database file {path} could not be read during the run: {error.strerror}"
+            if (now.st_dev, now.st_ino) != (known.st_dev, known.st_ino):
+                return f"the database file {path} was replaced by another file during the run"
+            if header != _HEADER:
+                return f"the database file {path} is corrupt: its header was overwritten during the run"
+            return None
+
+        return probe
+
+    def fault(self, error: str) -> str | None:
+        for words, cause in _FAULTS:
+            if words in error:
+                first_line = error.strip().splitlines()[0]
+                return f"{cause.format(path=self.path, directory=self.workdir)} ({first_line})"
+        return None
+
+    def discard_build(self) -> None:
+        self.destroy()
+        _remove_database_files(self.snapshot_path)
 
     def provision(self) -> None:
         self.destroy()
@@ -187,7 +238,7 @@ class SQLiteEngine(Engine):
 
     def restore(self) -> None:
         _remove_database_files(self.path)
-        shutil.copyfile(self.snapshot_path, self.path)
+        _copy_or_nothing(self.snapshot_path, self.path)
 
     def version(self) -> str:
         return sqlite3.sqlite_version
@@ -207,8 +258,8 @@ class SQLiteEngine(Engine):
                 connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             connection.close()
-        partial = target.with_name(target.name + ".partial")
-        shutil.copyfile(source, partial)
+        partial = target.with_name(target.name + _PARTIAL)
+        _copy_or_nothing(source, partial)
         os.replace(partial, target)  # a copy cut short (crash, kill) never passes for a pristine one
 
 
@@ -228,6 +279,15 @@ def _damage(path: Path) -> str:
         connection.close()
 
 
+def _copy_or_nothing(source: Path, target: Path) -> None:
+    """A copy that fails (a full disk) leaves no half of itself filling the file system."""
+    try:
+        shutil.copyfile(source, target)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+
+
 def _remove_database_files(path: Path) -> None:
-    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in _SIDE_FILES)):
+    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in (*_SIDE_FILES, _PARTIAL))):
         candidate.unlink(missing_ok=True)

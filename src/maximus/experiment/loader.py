@@ -13,11 +13,12 @@ from maximus.engines import engine_class
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
 from maximus.knobs import KnobCatalogue
+from maximus.records import MAX_FAILED_PERCENT
 from maximus.workloads.tpcc.mix import parse_mix
 
 _TOP = {"name", "description", "engine", "clients", "repeats", "order", "seed", "workload", "hygiene",
         "baseline", "steps"}
-_WORKLOAD = {"name", "warehouses", "warmup", "duration", "keying", "mix"}
+_WORKLOAD = {"name", "warehouses", "warmup", "duration", "keying", "mix", "max_failed"}
 _HYGIENE = {"load", "restore", "drop_caches"}
 _STEP = {"name", "set", "multi"}
 
@@ -216,7 +217,8 @@ def _workload(source: _Source, table: Any) -> Workload:
     return Workload(name, _integer(source, wrapped, ("workload", "warehouses"), 1, limits.WAREHOUSES),
                     _number(source, wrapped, ("workload", "warmup"), 5.0, limits.WARMUP_S),
                     _number(source, wrapped, ("workload", "duration"), 30.0, limits.DURATION_S),
-                    _boolean(source, wrapped, ("workload", "keying"), False), mix)
+                    _boolean(source, wrapped, ("workload", "keying"), False), mix,
+                    _number(source, wrapped, ("workload", "max_failed"), MAX_FAILED_PERCENT, limits.PERCENT))
 
 
 def _hygiene(source: _Source, table: Any) -> Hygiene:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Mapping
 
+from maximus.records import MAX_FAILED_PERCENT
+
 
 class Order(StrEnum):
     SEQUENTIAL = "sequential"  # every run of a step, then the next step
@@ -36,6 +38,7 @@ class Workload:
     duration_s: float = 30.0
     keying_and_think: bool = False
     mix: str = "deck"
+    max_failed_percent: float = MAX_FAILED_PERCENT  # a run with more failed transactions in its window is failed
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Callable, ContextManager, Protocol
 
 from maximus import api, locks
 from maximus.driver.scheduler import Observer
-from maximus.errors import MaximusError, UserError
+from maximus.errors import MaximusError, UserError, cause
 from maximus.experiment.loader import load_experiment, parse_experiment
 from maximus.experiment.model import Experiment
 from maximus.experiment.plan import PlannedRun, estimate, from_data, plan, to_data
@@ -134,7 +134,8 @@ def _execute_one(experiment_id: int, experiment: Experiment, planned: PlannedRun
         return
     if outcome.status is RunStatus.INTERRUPTED:
         raise KeyboardInterrupt
-    observer.run_finished(planned, outcome.run_id, "; ".join(outcome.result.errors) or None)
+    failed = outcome.status is RunStatus.FAILED
+    observer.run_finished(planned, outcome.run_id, cause(outcome.result.errors) if failed else None)
 
 
 def _finished_keys(results: Path, experiment_id: int) -> set[str]:
@@ -163,7 +164,7 @@ def _options(experiment: Experiment, planned: PlannedRun, workdir: Path, results
         warmup_s=workload.warmup_s, duration_s=workload.duration_s, seed=planned.seed,
         keying_and_think=workload.keying_and_think, mix=workload.mix, workdir=workdir, results=results,
         rebuild=planned.build, restore=experiment.hygiene.restore, database=planned.database,
-        experiment_id=experiment_id, plan_key=planned.key)
+        experiment_id=experiment_id, plan_key=planned.key, max_failed_percent=workload.max_failed_percent)
 
 
 def _hygiene(experiment: Experiment, observer: ExperimentObserver) -> None:

@@ -152,7 +152,7 @@ def render_runs(console: Console, records: Sequence[RunRecord], tpmc: Mapping[in
         knobs = " ".join(f"{k}={v}" for k, v in r.spec.knobs.items()) or "(defaults)"
         table.add_row(str(r.id), r.started_at.replace("T", " ")[:19], r.status.value, r.spec.engine,
                       str(r.spec.warehouses), str(r.spec.terminals), transactions_text(r.spec), measured_text(r),
-                      f"{tpmc.get(r.id, 0):,}", knobs)
+                      f"{tpmc.get(r.id, 0):,}" if r.window.end > r.window.start else "-", knobs)
     console.print(table)
 
 

@@ -34,9 +34,11 @@ def verdict_text(ratio: Ratio) -> str:
 
 
 def measured_text(record: RunRecord) -> str:
-    """``20 s``, or ``6.4 s of 20 s`` for a run stopped before its window's end."""
+    """``20 s``, or ``6.4 s of 20 s`` for a run stopped before its window's end (``0 s of 20 s``: before it)."""
     planned, measured = record.spec.duration_s, record.window.end - record.window.start
-    return f"{planned:g} s" if measured >= planned - 1e-9 else f"{measured:.1f} s of {planned:g} s"
+    if measured >= planned - 1e-9:
+        return f"{planned:g} s"
+    return f"{measured:.1f} s of {planned:g} s" if measured > 0 else f"0 s of {planned:g} s"
 
 
 def transactions_text(spec: RunSpec) -> str:

@@ -36,6 +36,11 @@ def default_results_path() -> Path:
 
 ORPHANED = "the Maximus that ran it ended without finishing it (killed, or the machine restarted)"
 NOT_FINITE = "stored with a warm-up or duration that is not a finite number of seconds: nothing in it is counted"
+# A run's samples are stored when it ends: one whose runner died stored none, so its window measured nothing
+# ("0 s of 60 s measured"), rather than the seconds it planned at a tpmC of 0.
+_NOTHING_MEASURED = "window_end = window_start"
+
+
 def _process_start(pid: int) -> int | None:
     """The process's start time in clock ticks since boot; None when it is gone."""
     try:
@@ -177,9 +182,9 @@ class ResultsStore:
             return
         try:
             with self._db:
-                self._db.executemany("UPDATE runs SET status = ?, finished_at = ?, errors = ? WHERE id = ?",
-                                     ((RunStatus.INTERRUPTED.value, _now(), json.dumps([ORPHANED]), run_id)
-                                      for run_id in orphans))
+                self._db.executemany(f"UPDATE runs SET status = ?, finished_at = ?, errors = ?, {_NOTHING_MEASURED}"
+                                     " WHERE id = ?", ((RunStatus.INTERRUPTED.value, _now(), json.dumps([ORPHANED]),
+                                                        run_id) for run_id in orphans))
         except sqlite3.OperationalError:  # a store we may only read: its runs are shown as they were left
             pass
 
@@ -245,6 +250,16 @@ class ResultsStore:
                                                json.dumps(old + list(warnings)), run_id))
 
     @guarded
+    def fail_run(self, run_id: int, cause: str) -> None:
+        """A run stored as complete that a later look found broken (its consistency check met a fault): failed,
+        with the cause as its first error."""
+        with self._db:
+            errors = json.loads(self._db.execute("SELECT errors FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+                                or "[]")
+            self._db.execute("UPDATE runs SET status = ?, errors = ? WHERE id = ?",
+                             (RunStatus.FAILED.value, json.dumps([cause, *errors]), run_id))
+
+    @guarded
     def add_consistency(self, run_id: int, results: Iterable[Any]) -> None:
         with self._db:
             self._db.executemany(
@@ -292,7 +307,8 @@ class ResultsStore:
         includes those the opening of this store found orphaned already."""
         with self._db:
             cursor = self._db.execute(
-                "UPDATE runs SET status = ?, finished_at = ?, errors = ? WHERE experiment_id = ? AND status = ?",
+                f"UPDATE runs SET status = ?, finished_at = ?, errors = ?, {_NOTHING_MEASURED} WHERE experiment_id = ?"
+                " AND status = ?",
                 (RunStatus.INTERRUPTED.value, _now(), json.dumps(["the runner stopped during this run"]),
                  experiment_id, RunStatus.RUNNING.value))
         found = self._db.execute(f"SELECT COUNT(*) FROM runs WHERE experiment_id = ? AND id IN "
