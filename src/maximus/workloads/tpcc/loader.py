@@ -17,7 +17,7 @@ import numpy as np
 from maximus import __version__
 from maximus.engines.base import Dialect, Engine, Session
 from maximus.errors import EngineError, UserError
-from maximus.workers import ignore_interrupts
+from maximus.workers import ignore_interrupts, spawning
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.server_side import procedures_sql
@@ -183,8 +183,9 @@ def _parallel(engine: Engine, session: Session, warehouses: int, seed: int, c_lo
     shares = [list(range(first, warehouses + 1, workers)) for first in range(1, workers + 1)]
     processes = [context.Process(target=_load_share, args=(engine, seed, c_load, since, share, reports), daemon=True)
                  for share in shares]
-    for process in processes:
-        process.start()
+    with spawning():  # a Ctrl-C to the process group while they import is theirs to drop, not to print
+        for process in processes:
+            process.start()
     try:
         _write(engine, session, generate.items(seed), tally)
         failures = _await(len(processes), reports, tally)
