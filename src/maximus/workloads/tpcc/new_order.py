@@ -86,8 +86,10 @@ def _values(count: int, width: int) -> str:
 _SETS = {  # the SQL of a New-Order's sets of rows, by kind: (rows, district, the dialect's lock) -> statement
     "items": lambda count, _, __: f"SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN "
                                   f"({', '.join(['?'] * count)})",
-    "stock": lambda count, d_id, lock: f"SELECT s_i_id, s_w_id, s_quantity, s_data, s_dist_{d_id:02d} FROM stock "
-                                       f"WHERE (s_i_id, s_w_id) IN (VALUES {_values(count, 2)}){lock}",
+    # A join, not (s_i_id, s_w_id) IN (VALUES ...): SQLite scanned the whole STOCK table for the row values.
+    "stock": lambda count, d_id, lock: f"SELECT s_i_id, s_w_id, s_quantity, s_data, s_dist_{d_id:02d} "
+                                       f"FROM (VALUES {_values(count, 2)}) AS l JOIN stock "
+                                       f"ON s_i_id = l.column1 AND s_w_id = l.column2{lock and f'{lock} OF stock'}",
     "restock": lambda count, _, __: (
         "UPDATE stock SET s_quantity = l.column3, s_ytd = s_ytd + l.column4, s_order_cnt = s_order_cnt + l.column5, "
         f"s_remote_cnt = s_remote_cnt + l.column6 FROM (VALUES {_values(count, 6)}) AS l "
