@@ -9,6 +9,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import pytest
+
 from maximus import api
 from maximus.engines.base import Session
 from maximus.engines.postgres import PostgresEngine
@@ -121,3 +124,45 @@ def test_both_modes_return_the_same_screens_and_leave_the_same_database(loaded: 
     assert [(line.i_id, line.quantity) for line in status.lines] == [(l.i_id, l.quantity) for l in new_order.lines]
     assert isinstance(delivery, DeliveryResult) and delivery.skipped == 0
     assert stock.low_stock >= 0
+
+
+def test_a_batch_is_one_transaction_whose_first_error_is_raised_and_stops_the_rest(loaded: Path) -> None:
+    """The pipeline of ``Session.batch``: BEGIN goes with it, a failing statement raises its own error (with its
+    SQLSTATE), what follows it does not run, and the rollback undoes what came before."""
+    engine = api.make_engine("postgres", loaded, 1, {})
+    with api.running(engine):
+        engine.restore()
+        session = engine.connect()
+        try:
+            before = session.fetchone("SELECT w_ytd FROM warehouse WHERE w_id = ?", (1,))
+            session.begin()
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                session.batch([("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = 1", (5,)),
+                               ("SELECT 1 / ?::int", (0,)),
+                               ("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = 1", (7,))], last=True)
+            session.rollback()
+            assert session.fetchone("SELECT w_ytd FROM warehouse WHERE w_id = ?", (1,)) == before
+            session.begin()
+            assert session.batch([("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = 1 RETURNING w_ytd", (5,))],
+                                 last=True) == [[(before[0] + 5,)]]
+            session.commit()  # the batch committed it: nothing left to do
+            assert session.fetchone("SELECT w_ytd FROM warehouse WHERE w_id = ?", (1,)) == (before[0] + 5,)
+        finally:
+            session.close()
+
+
+def test_a_batch_on_a_lost_connection_raises_the_connections_error(loaded: Path) -> None:
+    """What the driver's failure and the engine's fault (``Engine.fault``) are made of: libpq's message."""
+    engine = api.make_engine("postgres", loaded, 1, {})
+    with api.running(engine):
+        engine.restore()
+        session, killer = engine.connect(), engine.connect()
+        try:
+            (pid,) = session.fetchone("SELECT pg_backend_pid()")
+            killer.fetchone("SELECT pg_terminate_backend(?)", (pid,))
+            with pytest.raises(psycopg.DatabaseError, match="closed the connection"):  # libpq's words, no SQLSTATE
+                session.batch([("SELECT ?::int", (1,))])
+            assert session.broken()
+        finally:
+            session.close()
+            killer.close()

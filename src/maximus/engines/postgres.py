@@ -373,7 +373,10 @@ class PostgresSession(Session):
             results = [self._result() for _ in range((begin is not None) + len(statements) + last)]
             self._result()  # the sync's
         finally:
-            pgconn.exit_pipeline_mode()
+            import psycopg
+
+            with contextlib.suppress(psycopg.Error):  # a pipeline cut short (a lost connection) has results left
+                pgconn.exit_pipeline_mode()
         failed = next((result for result in results if result.status not in self._succeeded), None)
         if failed is not None:
             raise self._error(failed)
@@ -391,6 +394,11 @@ class PostgresSession(Session):
             select.select([pgconn.socket], [], [])
             pgconn.consume_input()
         result = pgconn.get_result()
+        if result is None:  # the connection broke: libpq has no result to give
+            import psycopg
+
+            raise psycopg.OperationalError(pgconn.error_message.decode(self._encoding, "replace").strip()
+                                           or "the connection to the server was lost")
         if result.status != self._sync:
             pgconn.get_result()
         return result
