@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test lint system-packages bench clean
 
 # The C extensions are compiled by pip install: a change to their source installs again.
 $(STAMP): pyproject.toml setup.py src/maximus/engines/_libpq_pump.c src/maximus/workloads/tpcc/_draws.c
@@ -15,8 +15,19 @@ $(STAMP): pyproject.toml setup.py src/maximus/engines/_libpq_pump.c src/maximus/
 demo: $(STAMP)
 	$(VENV)/bin/maximus demo
 
-test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q --timeout=300
+# As root on a fresh Debian machine this installs what the suite needs (scripts/system-packages); an empty
+# cache directory of its own makes each run meet what a fresh machine does (the PostgreSQL knob catalogue).
+test: system-packages $(STAMP) lint
+	XDG_CACHE_HOME="$$(mktemp -d)" && trap 'rm -rf "$$XDG_CACHE_HOME"' EXIT && export XDG_CACHE_HOME && \
+		$(VENV)/bin/python -m pytest -q --timeout=300
+
+# ruff (unused and undefined names, line length) and import-linter (the layers of the README's architecture)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check --quiet src tests bench
+	$(VENV)/bin/lint-imports --no-cache > /dev/null || $(VENV)/bin/lint-imports --no-cache
+
+system-packages:
+	bash scripts/system-packages
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/sqlite_tpcc.py

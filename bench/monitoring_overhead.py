@@ -59,15 +59,15 @@ def parse_options(argv: list[str]) -> Options:
 
 
 def build(workdir: Path) -> None:
-    engine = api.make_engine("sqlite", workdir, WAREHOUSES, KNOBS)
+    engine = api.make_engine("sqlite", workdir, api.Build.of("tpcc", {"warehouses": WAREHOUSES}), KNOBS)
     if not engine.has_snapshot():
-        seconds = api.load_database(engine, WAREHOUSES, SEED).seconds
+        seconds = api.load_database(engine, api.Build.of("tpcc", {"warehouses": WAREHOUSES}), SEED).seconds
         print(f"built {WAREHOUSES} warehouse in {seconds:.1f} s ({engine.workdir / engine.database})")
 
 
 def measure(options: Options, workdir: Path, monitored: bool) -> Measured:
     results = workdir / "results.db"
-    run = api.BenchmarkOptions(knobs=KNOBS, warehouses=WAREHOUSES, terminals=options.terminals,
+    run = api.BenchmarkOptions(knobs=KNOBS, settings={"warehouses": WAREHOUSES}, terminals=options.terminals,
                                warmup_s=options.warmup_s, duration_s=options.duration_s, seed=SEED,
                                workdir=workdir, results=results, check=False, monitor=monitored)
     outcome = api.run_benchmark(run)
@@ -76,7 +76,7 @@ def measure(options: Options, workdir: Path, monitored: bool) -> Measured:
         report = api.analyse_run(store, outcome.run_id)
     finally:
         store.close()
-    return Measured(monitored, report.figures.tpm, report.figures.tpmc,
+    return Measured(monitored, report.figures.tpm, report.figures.headline,
                     report.monitoring.figures.sampling_cpu_seconds)
 
 

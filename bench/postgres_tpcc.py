@@ -34,7 +34,7 @@ from psycopg.conninfo import conninfo_to_dict
 from maximus import api
 from maximus.engines import _process
 from maximus.samplers.os_linux import stat_readings
-from maximus.samplers.postgres import ServerProcesses, children_of, postmaster_pid
+from maximus.samplers.processes import ProcessTree, children_of, pid_in_file
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.constants import DECK
 from maximus.workloads.tpcc.random import NURandConstants
@@ -59,7 +59,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="maximus-bench-pg-", dir="/var/tmp"))
     workdir.chmod(0o755)
     try:
-        engine = api.make_engine("postgres", workdir, options.warehouses, KNOBS)
+        engine = api.make_engine("postgres", workdir, api.Build.of("tpcc", {"warehouses": options.warehouses}), KNOBS)
         print(f"PostgreSQL {engine.version()} managed in {workdir}; knobs {KNOBS}; read committed; "
               f"{options.warehouses} warehouses; no keying/think times\n")
         with api.running(engine):
@@ -125,7 +125,7 @@ def _build(engine, warehouses: int, workdir: Path, repeats: int) -> None:
         engine.destroy()
         _checkpoint(engine)
         started = time.perf_counter()
-        result = api.load_database(engine, warehouses, seed=SEED)
+        result = api.load_database(engine, api.Build.of("tpcc", {"warehouses": warehouses}), seed=SEED)
         maximus_s = time.perf_counter() - started
         seconds.append(maximus_s)
         copy_s = copy_s if copy_first else _copy_from_files(engine, files)
@@ -192,7 +192,8 @@ def _runs(options: argparse.Namespace, workdir: Path) -> None:
     print(f"  {options.pairs} rounds per client count of Maximus server-side, pgbench and Maximus client-side, the")
     print("  order rotated; on a shared virtual disk one run's throughput can differ from the next by 15 %, so each")
     print("  ratio is taken within a round, and reported as a geometric mean with its 95 % interval")
-    pump = api.make_engine("postgres", workdir, options.warehouses, KNOBS).call_pump()
+    build = api.Build.of("tpcc", {"warehouses": options.warehouses})
+    pump = api.make_engine("postgres", workdir, build, KNOBS).call_pump()
     print(f"  Maximus's terminals send their calls with {type(pump).__name__} "
           f"({'in C over libpq' if type(pump).__name__ == 'LibpqPump' else 'in Python: the C extension is not built'})")
     print(f"  {'client':<18}{'clients':>8}{'pair':>5}{'NO/min':>10}{'TPS':>9}{'client CPU s/1,000 txn':>24}"
@@ -242,7 +243,7 @@ def _ratios(clients: int, rounds: list[dict[str, dict[str, float]]], warehouses:
 
 def _maximus_run(options: argparse.Namespace, workdir: Path, clients: int, transactions: str) -> dict[str, float]:
     """CPU from the run's own monitor over the measured window: the terminals' steady cost, not their start-up."""
-    run_options = api.BenchmarkOptions(engine="postgres", knobs=KNOBS, warehouses=options.warehouses,
+    run_options = api.BenchmarkOptions(engine="postgres", knobs=KNOBS, settings={"warehouses": options.warehouses},
                                        terminals=clients, warmup_s=options.warmup, duration_s=options.duration,
                                        workdir=workdir, results=workdir / "results.db", check=False, seed=SEED,
                                        transactions=transactions, monitor=True)
@@ -257,7 +258,8 @@ def _maximus_run(options: argparse.Namespace, workdir: Path, clients: int, trans
     per_transaction_s = 60 / figures.tpm
     client_cpus = groups["client"].cpus + (groups["driver"].cpus if "driver" in groups else 0.0)
     switches_per_s = report.monitoring.figures.context_switches_per_s or float("nan")
-    return {"no_per_min": figures.tpmc, "tps": figures.tpm / 60, "client_ms": 1000 * client_cpus * per_transaction_s,
+    return {"no_per_min": figures.headline, "tps": figures.tpm / 60,
+            "client_ms": 1000 * client_cpus * per_transaction_s,
             "server_ms": 1000 * groups["server"].cpus * per_transaction_s,
             "switches": switches_per_s * per_transaction_s}
 
@@ -276,12 +278,12 @@ def _is_client_backend(pid: int) -> bool:
     return re.search(r"\(\d+\)|\[local\]", title) is not None
 
 
-def _server_cpu(server: ServerProcesses) -> float:
+def _server_cpu(server: ProcessTree) -> float:
     """The server's CPU seconds so far, as the monitor reads them for Maximus, once the client backends
     have gone (5 s at most): a backend still exiting may be reaped between the reading's two parts, its
     postmaster's and its children's, and then counts in neither."""
     deadline = time.monotonic() + 5.0
-    while any(_is_client_backend(pid) for pid in children_of(server.postmaster)) and time.monotonic() < deadline:
+    while any(_is_client_backend(pid) for pid in children_of(server.root)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return sum(r.value for r in server.read() if r.name == "process_cpu_seconds_total")
 
@@ -292,13 +294,13 @@ def _cpu(after: resource.struct_rusage, before: resource.struct_rusage) -> float
 
 def _pgbench_run(options: argparse.Namespace, workdir: Path, clients: int) -> dict[str, float]:
     """A warm-up invocation as long as Maximus's warm-up, then the measured one, like Maximus's window."""
-    engine = api.make_engine("postgres", workdir, options.warehouses, KNOBS)
+    engine = api.make_engine("postgres", workdir, api.Build.of("tpcc", {"warehouses": options.warehouses}), KNOBS)
     scripts = _pgbench_scripts(workdir / "pgbench", options.warehouses)
     with api.running(engine):
         engine.restore()
         if options.warmup >= 1:
             _pgbench(engine, scripts, clients, options.warmup)
-        server = ServerProcesses(postmaster_pid(engine.data_dir / "postmaster.pid"), with_io=False)
+        server = ProcessTree(pid_in_file(engine.server.data_dir / "postmaster.pid"), with_io=False)
         server_before = _server_cpu(server)
         before, switches_before = resource.getrusage(resource.RUSAGE_CHILDREN), _context_switches()
         output = _pgbench(engine, scripts, clients, options.duration)
@@ -315,7 +317,7 @@ def _pgbench_run(options: argparse.Namespace, workdir: Path, clients: int) -> di
 def _pgbench(engine, scripts: dict[str, Path], clients: int, seconds: float) -> str:
     """pgbench connects the way Maximus's terminals do: to the managed server's Unix-domain socket."""
     host = conninfo_to_dict(engine._dsn(engine.database))["host"]
-    command = ["pgbench", "-h", host, "-p", str(engine.port), "-U", "postgres", "-n", "-M", "prepared",
+    command = ["pgbench", "-h", host, "-p", str(engine.server.port), "-U", "postgres", "-n", "-M", "prepared",
                "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(max(1, int(seconds))),
                "--max-tries", "10",  # deadlocks between remote order lines are retried, as Maximus retries them
                *[f"-f{scripts[name]}@{weight}" for name, weight in MIX.items()], engine.database]

@@ -11,13 +11,15 @@ import pytest
 
 from maximus import api
 
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+
 
 @pytest.fixture(scope="session")
 def built_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A work directory holding a pristine 1-warehouse TPC-C build (seed 1, default SQLite knobs)."""
     workdir = tmp_path_factory.mktemp("built")
-    engine = api.make_engine("sqlite", workdir, 1, {})
-    api.load_database(engine, 1, seed=1)
+    engine = api.make_engine("sqlite", workdir, ONE_WAREHOUSE, {})
+    api.load_database(engine, ONE_WAREHOUSE, seed=1)
     return workdir
 
 
@@ -33,9 +35,9 @@ def server_workdir() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def loaded(server_workdir: Path) -> Path:
     """A pristine 1-warehouse PostgreSQL build (seed 1) in the managed cluster of ``server_workdir``."""
-    engine = api.make_engine("postgres", server_workdir, 1, {})
+    engine = api.make_engine("postgres", server_workdir, ONE_WAREHOUSE, {})
     with api.running(engine):
-        api.load_database(engine, 1, seed=1)
+        api.load_database(engine, ONE_WAREHOUSE, seed=1)
     return server_workdir
 
 

@@ -20,6 +20,8 @@ from maximus.workloads.tpcc.order_status import OrderStatus, OrderStatusInput
 from maximus.workloads.tpcc.payment import Payment, PaymentInput
 from maximus.workloads.tpcc.server_side import Call, ServerSide
 
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+
 ORDER = NewOrderInput.from_lines(1, 6, 321, (OrderLine(11, 1, 2), OrderLine(12, 1, 3), OrderLine(13, 1, 4)))
 STATUS = OrderStatusInput(1, 6, 321, None)
 DELIVERY = DeliveryInput(1, 4)
@@ -35,9 +37,9 @@ def engine(request: pytest.FixtureRequest, built_workdir: Path, tmp_path: Path) 
     """The pristine 1-warehouse build, restored, with its server up."""
     if request.param == "sqlite":
         shutil.copytree(built_workdir, tmp_path / "work")
-        engine = api.make_engine("sqlite", tmp_path / "work", 1, {})
+        engine = api.make_engine("sqlite", tmp_path / "work", ONE_WAREHOUSE, {})
     else:
-        engine = api.make_engine("postgres", request.getfixturevalue("loaded"), 1, {})
+        engine = api.make_engine("postgres", request.getfixturevalue("loaded"), ONE_WAREHOUSE, {})
     with api.running(engine):
         engine.restore()
         yield engine

@@ -29,7 +29,7 @@ def test_multi_terminal_run_is_stored_and_passes_every_consistency_condition(wor
     assert {s.terminal for s in samples} == {0, 1, 2}
     assert {s.transaction for s in samples} >= set(TRANSACTIONS) | {"deferred_delivery"}
     assert not [s for s in samples if s.outcome is Outcome.FAILED]
-    assert report.figures.tpmc > 0 and report.figures.nopm <= report.figures.tpmc
+    assert report.figures.headline > 0 and report.figures.committed <= report.figures.headline
     assert record.environment["engine"]["name"] == "sqlite"
     assert record.engine_settings["journal_mode"] == "delete"
     assert record.load_seconds and record.load_seconds > 0
@@ -49,7 +49,7 @@ def test_wal_knob_takes_effect_and_runs_restore_pristine_data(workdir: Path, tmp
 
 def test_keyed_run_with_think_times_is_throttled(workdir: Path, tmp_path: Path) -> None:
     """5.2.5: with keying times of at least 2 s, each terminal completes at most one transaction in 4 s."""
-    outcome = _run(workdir, tmp_path, keying_and_think=True)
+    outcome = _run(workdir, tmp_path, settings={"keying": True})
     interactive = [s for s in outcome.result.samples if not s.transaction.startswith("deferred_")]
     assert len(interactive) <= 3 * 2
     store = api.open_results(tmp_path / "results.db")

@@ -1,12 +1,14 @@
 """Every figure of a run or an experiment, and the raw time series, as JSON documents or CSV tables.
 
-Pure functions of ``report.bundle`` objects; ``cli/reports.py`` writes what they return. Formats,
+Pure functions of ``analysis.bundle`` objects; ``cli/reports.py`` writes what they return. Formats,
 column by column, are in docs/report.md. Conventions shared by both formats:
 
 - latencies and times are in seconds in JSON (as the analysis computes them); CSV columns say
   their unit in their name (``_ms``, ``_s``, ``_pct``, ``_per_s``);
 - a value that was not measured or cannot be computed (NaN) is ``null`` in JSON, an empty CSV cell;
-- ``schema`` numbers the document layout; it changes when a field changes meaning.
+- ``schema`` numbers the document layout; it changes when a field changes meaning;
+- the workload names its own fields: its headline figure and the same of committed transactions (TPC-C:
+  ``tpmc``, ``nopm``), its settings, transactions and validity bands; nothing here knows TPC-C.
 """
 
 from __future__ import annotations
@@ -20,12 +22,10 @@ from enum import Enum
 from typing import Any, Callable, Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio
-from maximus.report.bundle import ExperimentData, RunData
-from maximus.report.tables import benchmark_label
-from maximus.workloads.tpcc import Tpcc
-from maximus.workloads.tpcc.constants import TRANSACTIONS, VALIDITY_BANDS
+from maximus.analysis.bundle import ExperimentData, RunData
+from maximus.workloads.base import Headline
 
-SCHEMA = 1
+SCHEMA = 2  # 2: the workload names its settings and figures (spec.settings, headline)
 
 
 def plain(value: Any) -> Any:
@@ -61,21 +61,34 @@ def run_document(run: RunData) -> dict:
 
 def _run(run: RunData) -> dict:
     report, record = run.report, run.report.record
-    figures = report.figures
+    figures, headline = report.figures, report.presentation.headline
+    timeline = per_second_key(headline)
     return {
-        "run": plain(record) | {"benchmark": benchmark_label(record.spec.keying_and_think),
-                                "planned": plain(run.planned)},
-        "figures": {"tpmc": figures.tpmc, "nopm": plain(figures.nopm), "tpm": plain(figures.tpm),
-                    "outcomes": dict(figures.outcomes), "counts": dict(figures.counts)},
+        "run": plain(record) | {"benchmark": report.presentation.benchmark, "planned": plain(run.planned)},
+        "figures": {headline.key: figures.headline, headline.committed_key: plain(figures.committed),
+                    "tpm": plain(figures.tpm), "outcomes": dict(figures.outcomes), "counts": dict(figures.counts)},
+        "headline": plain(headline),
         "transactions": [plain(t) for t in figures.transactions],
         "validity": [plain(b) | {"status": b.status} for b in report.validity],
         "mix": [plain(b) | {"status": b.status} for b in report.mix],
         "consistency": [plain(c) for c in report.consistency],
         "result_file": [plain(result) for result in report.deferred],
         "monitoring": plain(report.monitoring),
-        "series": {"per_second": [{"second": s, "new_orders": n, "transactions": t} for s, n, t in figures.per_second],
+        "series": {"per_second": [{"second": s, timeline: n, "transactions": t} for s, n, t in figures.per_second],
                    "metrics": [plain(m) for m in run.metrics]},
     }
+
+
+def per_second_key(headline: Headline) -> str:
+    """How the timeline names the headline transaction's completions: "New-Orders" -> ``new_orders``."""
+    return headline.per_second_name.lower().replace("-", "_").replace(" ", "_")
+
+
+def _cell(cell: Any, headline: Headline) -> dict:
+    """A cell's fields under the workload's names: ``headline`` becomes ``tpmc``, and so on."""
+    renamed = {"headline": headline.key, "committed": headline.committed_key,
+               "p90_headline_s": f"p90_{headline.transaction}_s"}
+    return {renamed.get(key, key): value for key, value in plain(cell).items()}
 
 
 def experiment_document(data: ExperimentData) -> dict:
@@ -83,11 +96,13 @@ def experiment_document(data: ExperimentData) -> dict:
     report = data.report
     summary = report.summary
     names = summary.step_names
-    cells = [plain(c) | {"step_name": names[c.step], "tps": plain(data.tps[c.step, c.clients]),
+    headline = report.presentation.headline
+    cells = [_cell(c, headline) | {"step_name": names[c.step], "tps": plain(data.tps[c.step, c.clients]),
                          "vs_previous": ratio_data(c.vs_previous), "vs_baseline": ratio_data(c.vs_baseline),
                          "load_vs_baseline": ratio_data(c.load_vs_baseline)} for c in summary.cells]
     return {"kind": "experiment", "schema": SCHEMA,
             "experiment": plain(report.record) | {"model": plain(report.experiment)},
+            "headline": plain(headline),
             "summary": {"headline": summary.headline(), "planned": summary.planned, "finished": summary.finished,
                         "significant_steps": summary.significant_steps, "warnings": list(summary.warnings)},
             "cells": cells, "runs": [_run(run) for run in data.runs]}
@@ -102,14 +117,14 @@ def to_json(document: Mapping) -> str:
 Column = tuple[str, Callable[[RunData], Any]]
 
 
-def _latency_columns() -> list[Column]:
+def _latency_columns(transactions: Sequence[str]) -> list[Column]:
     columns: list[Column] = []
-    for name in Tpcc.reported_transactions:
-        pick = (lambda n: lambda r: next(t for t in r.report.figures.transactions if t.name == n))(name)
-        columns.append((f"{name}_count", lambda r, p=pick: p(r).completed))
+    for name in transactions:
+        pick = (lambda n: lambda r: next((t for t in r.report.figures.transactions if t.name == n), None))(name)
+        columns.append((f"{name}_count", lambda r, p=pick: p(r) and p(r).completed))
         for stat in ("average", "p50", "p90", "p95", "p99", "maximum"):
             columns.append((f"{name}_{'avg' if stat == 'average' else 'max' if stat == 'maximum' else stat}_ms",
-                            lambda r, p=pick, s=stat: getattr(p(r).latency, s) * 1000))
+                            lambda r, p=pick, s=stat: p(r) and getattr(p(r).latency, s) * 1000))
     return columns
 
 
@@ -150,39 +165,66 @@ def _planned(attribute: str) -> Callable[[RunData], Any]:
     return lambda r: getattr(r.planned, attribute) if r.planned else None
 
 
-RUN_COLUMNS: list[Column] = [
-    ("run_id", lambda r: r.id), ("experiment_id", lambda r: r.report.record.experiment_id),
-    ("step", _planned("step")), ("step_name", _planned("step_name")), ("clients", _planned("clients")),
-    ("repeat", _planned("repeat")), ("status", lambda r: r.report.record.status.value),
-    ("started_at", lambda r: r.report.record.started_at), ("finished_at", lambda r: r.report.record.finished_at),
-    ("engine", lambda r: r.report.record.spec.engine),
-    ("engine_version", lambda r: r.report.record.environment.get("engine", {}).get("version")),
-    ("warehouses", lambda r: r.report.record.spec.warehouses), ("terminals", lambda r: r.report.record.spec.terminals),
-    ("warmup_s", lambda r: r.report.record.spec.warmup_s), ("duration_s", lambda r: r.report.record.spec.duration_s),
-    ("seed", lambda r: r.report.record.spec.seed),
-    ("keying_and_think", lambda r: r.report.record.spec.keying_and_think),
-    ("benchmark", lambda r: benchmark_label(r.report.record.spec.keying_and_think)),
-    ("mix", lambda r: r.report.record.spec.mix),
-    ("knobs", lambda r: " ".join(f"{k}={v}" for k, v in r.report.record.spec.knobs.items())),
-    ("load_s", lambda r: r.report.record.load_seconds), ("loaded_in_run", lambda r: r.report.record.loaded_in_run),
-    ("tpmc", lambda r: r.report.figures.tpmc), ("nopm", lambda r: r.report.figures.nopm),
-    ("tpm", lambda r: r.report.figures.tpm),
-    *((name, (lambda n: lambda r: r.report.figures.outcomes.get(n))(name))
-      for name in ("committed", "rolled_back", "retried", "failed")),
-    *_latency_columns(),
-    *((name, _band("validity", name)) for name in VALIDITY_BANDS),
-    *((f"{name}_share_pct", _band("mix", f"{name}_share_percent")) for name in TRANSACTIONS),
-    *_MONITORING,
-    ("consistency_passed", _consistency(True)), ("consistency_failed", _consistency(False)),
-    ("consistency_skipped", _consistency(None)),
-    ("warnings", lambda r: " | ".join(r.report.record.warnings)),
-    ("errors", lambda r: " | ".join(r.report.record.errors)),
-]
+def _union(lists: Sequence[Sequence[str]]) -> list[str]:
+    """Every name in the order it first appears."""
+    return list(dict.fromkeys(name for names in lists for name in names))
+
+
+def _setting(key: str) -> Callable[[RunData], Any]:
+    return lambda r: r.report.record.spec.settings.get(key)
+
+
+def _headline(key: str) -> Callable[[RunData], Any]:
+    """The run's headline figure (or its committed form) under the CSV column ``key``; empty for a run whose
+    workload names its figures otherwise."""
+    def get(run: RunData) -> Any:
+        headline = run.report.presentation.headline
+        attribute = {headline.key: "headline", headline.committed_key: "committed"}.get(key)
+        return getattr(run.report.figures, attribute) if attribute else None
+    return get
+
+
+def run_columns(runs: Sequence[RunData]) -> list[Column]:
+    """The columns of ``runs_table``: fixed ones, then what the runs' workloads name (their settings, headline
+    figures, transactions, validity bands and mix), each once, in the order the workloads give them."""
+    reports = [run.report for run in runs]
+    headlines = _union([[r.presentation.headline.key, r.presentation.headline.committed_key] for r in reports])
+    return [
+        ("run_id", lambda r: r.id), ("experiment_id", lambda r: r.report.record.experiment_id),
+        ("step", _planned("step")), ("step_name", _planned("step_name")), ("clients", _planned("clients")),
+        ("repeat", _planned("repeat")), ("status", lambda r: r.report.record.status.value),
+        ("started_at", lambda r: r.report.record.started_at), ("finished_at", lambda r: r.report.record.finished_at),
+        ("engine", lambda r: r.report.record.spec.engine),
+        ("engine_version", lambda r: r.report.record.environment.get("engine", {}).get("version")),
+        ("workload", lambda r: r.report.record.spec.workload),
+        *((key, _setting(key)) for key in _union([list(r.record.spec.settings) for r in reports])),
+        ("benchmark", lambda r: r.report.presentation.benchmark),
+        ("terminals", lambda r: r.report.record.spec.terminals),
+        ("warmup_s", lambda r: r.report.record.spec.warmup_s),
+        ("duration_s", lambda r: r.report.record.spec.duration_s),
+        ("seed", lambda r: r.report.record.spec.seed),
+        ("knobs", lambda r: " ".join(f"{k}={v}" for k, v in r.report.record.spec.knobs.items())),
+        ("load_s", lambda r: r.report.record.load_seconds), ("loaded_in_run", lambda r: r.report.record.loaded_in_run),
+        *((key, _headline(key)) for key in headlines),
+        ("tpm", lambda r: r.report.figures.tpm),
+        *((name, (lambda n: lambda r: r.report.figures.outcomes.get(n))(name))
+          for name in ("committed", "rolled_back", "retried", "failed")),
+        *_latency_columns(_union([list(r.presentation.transaction_labels) for r in reports])),
+        *((name, _band("validity", name)) for name in _union([[b.name for b in r.validity] for r in reports])),
+        *((name.removesuffix("_percent") + "_pct", _band("mix", name))
+          for name in _union([[b.name for b in r.mix] for r in reports])),
+        *_MONITORING,
+        ("consistency_passed", _consistency(True)), ("consistency_failed", _consistency(False)),
+        ("consistency_skipped", _consistency(None)),
+        ("warnings", lambda r: " | ".join(r.report.record.warnings)),
+        ("errors", lambda r: " | ".join(r.report.record.errors)),
+    ]
 
 
 def runs_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[Any]]]:
-    """One row per run with its configuration and figures (``RUN_COLUMNS``)."""
-    return [name for name, _ in RUN_COLUMNS], [[get(run) for _, get in RUN_COLUMNS] for run in runs]
+    """One row per run with its configuration and figures (``run_columns``)."""
+    columns = run_columns(runs)
+    return [name for name, _ in columns], [[get(run) for _, get in columns] for run in runs]
 
 
 def _estimate_cells(name: str, value: Estimate, scale: float = 1.0) -> dict[str, Any]:
@@ -199,11 +241,14 @@ def _ratio_cells(name: str, ratio: Ratio | None) -> dict[str, Any]:
 def cells_table(data: ExperimentData) -> tuple[list[str], list[list[Any]]]:
     """One row per (step, client count): estimates over repeats (mean and 95 % CI) and ratios with verdicts."""
     rows = []
+    headline = data.report.presentation.headline
     for c in data.report.summary.cells:
         row = {"step": c.step, "step_name": data.report.summary.step_names[c.step], "clients": c.clients,
-               "repeats": c.tpmc.n, "failed": c.failed, **_estimate_cells("tpmc", c.tpmc),
-               **_estimate_cells("nopm", c.nopm), **_estimate_cells("tps", data.tps[c.step, c.clients]),
-               **_estimate_cells("p90_new_order_ms", c.p90_new_order_s, 1000), **_estimate_cells("load_s", c.load_s),
+               "repeats": c.headline.n, "failed": c.failed, **_estimate_cells(headline.key, c.headline),
+               **_estimate_cells(headline.committed_key, c.committed),
+               **_estimate_cells("tps", data.tps[c.step, c.clients]),
+               **_estimate_cells(f"p90_{headline.transaction}_ms", c.p90_headline_s, 1000),
+               **_estimate_cells("load_s", c.load_s),
                **_ratio_cells("vs_previous", c.vs_previous), **_ratio_cells("vs_baseline", c.vs_baseline),
                **_ratio_cells("load_vs_baseline", c.load_vs_baseline),
                "run_ids": " ".join(map(str, c.run_ids))}
@@ -234,12 +279,14 @@ SERIES_COLUMNS = ["run_id", "time_s", "source", "name", "labels", "value", "unit
 
 
 def series_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[Any]]]:
-    """The raw time series, long form: per second of each run the New-Orders and all business transactions
-    completed (source ``driver``), then every stored monitoring sample as read (counters cumulative)."""
+    """The raw time series, long form: per second of each run the headline transaction's completions (TPC-C:
+    ``new_orders_completed``) and all business transactions completed (source ``driver``), then every stored
+    monitoring sample as read (counters cumulative)."""
     rows: list[list[Any]] = []
     for run in runs:
-        for second, new_orders, transactions in run.report.figures.per_second:
-            rows.append([run.id, float(second), "driver", "new_orders_completed", "{}", new_orders, "count"])
+        timeline = f"{per_second_key(run.report.presentation.headline)}_completed"
+        for second, headline, transactions in run.report.figures.per_second:
+            rows.append([run.id, float(second), "driver", timeline, "{}", headline, "count"])
             rows.append([run.id, float(second), "driver", "transactions_completed", "{}", transactions, "count"])
         rows += [[run.id, m.time, m.source, m.name, m.labels_text(), m.value, m.unit] for m in run.metrics]
     return SERIES_COLUMNS, rows

@@ -16,11 +16,12 @@ DAY_S = 86_400.0
 LARGEST_INTEGER = 2**63 - 1  # SQLite's: run and experiment numbers and seeds are stored as such
 CONFIRM_ABOVE_S = DAY_S  # a plan estimated to take longer needs --yes
 LARGEST_PLAN = 10_000  # runs of one experiment
-# An estimate, not a promise: builds took 2 s a warehouse on SQLite and about 1.2 s on PostgreSQL on two
-# cores; restoring the pristine copy, starting a server and the consistency check take seconds more a run.
-BUILD_S_PER_WAREHOUSE = 3.0
+# An estimate, not a promise, per unit of a workload's scale: TPC-C's builds took 2 s a warehouse on SQLite and
+# about 1.2 s on PostgreSQL on two cores; restoring the pristine copy, starting a server and the consistency
+# check take seconds more a run.
+BUILD_S_PER_SCALE = 3.0
 RUN_OVERHEAD_S = 5.0
-RUN_OVERHEAD_S_PER_WAREHOUSE = 1.0
+RUN_OVERHEAD_S_PER_SCALE = 1.0
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,6 @@ class Limit:
 
 
 SECONDS = "number of seconds"
-WAREHOUSES = Limit(1, 10_000)  # about 90 MB each on SQLite: 10,000 fill about 0.9 TB per copy
 TERMINALS = Limit(1, 10_000)  # also each client count of an experiment
 REPEATS = Limit(1, 1_000)
 SEED = Limit(0, LARGEST_INTEGER)
@@ -63,7 +63,11 @@ PERCENT = Limit(0, 100, "percentage")
 def check(option: str, value: object, limit: Limit) -> None:
     """A one-line ``UserError`` naming ``option`` unless ``value`` is within ``limit``."""
     if not limit.allows(value):
-        raise UserError(f"{option} must be {limit.describe().removeprefix('an integer of ')}, got {value}")
+        raise UserError(out_of_range(option, value, limit))
+
+
+def out_of_range(option: str, value: object, limit: Limit) -> str:
+    return f"{option} must be {limit.describe().removeprefix('an integer of ')}, got {value}"
 
 
 @dataclass(frozen=True)
@@ -92,9 +96,10 @@ class Estimate:
             raise UserError(f"{what} would take {self.text()}, more than a day: add --yes to run it all the same")
 
 
-def estimate(runs: int, builds: int, warmup_s: float, duration_s: float, warehouses: int) -> Estimate:
-    run_s = warmup_s + duration_s + RUN_OVERHEAD_S + RUN_OVERHEAD_S_PER_WAREHOUSE * warehouses
-    return Estimate(runs, run_s, builds, BUILD_S_PER_WAREHOUSE * warehouses)
+def estimate(runs: int, builds: int, warmup_s: float, duration_s: float, scale: int) -> Estimate:
+    """``scale``: the database's size in its workload's unit (TPC-C: warehouses)."""
+    run_s = warmup_s + duration_s + RUN_OVERHEAD_S + RUN_OVERHEAD_S_PER_SCALE * scale
+    return Estimate(runs, run_s, builds, BUILD_S_PER_SCALE * scale)
 
 
 def spoken(seconds: float) -> str:

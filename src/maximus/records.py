@@ -1,4 +1,4 @@
-"""Typed, immutable hand-offs between the stages: plan -> driver -> store -> analysis."""
+"""Typed, immutable hand-offs between the stages: plan -> driver -> store -> analysis -> report."""
 
 from __future__ import annotations
 
@@ -40,30 +40,33 @@ class RunSpec:
     engine: str
     knobs: Mapping[str, str]
     workload: str
-    warehouses: int
+    settings: Mapping[str, Any]  # the workload's own (TPC-C: warehouses, keying, mix), as it gives them back
     terminals: int
     warmup_s: float
     duration_s: float
     seed: int
-    keying_and_think: bool = False
-    mix: str = "deck"
     database: str = ""
     options: Mapping[str, str] = field(default_factory=dict)
 
 
 def differences(a: RunSpec, b: RunSpec) -> list[tuple[str, str, str]]:
     """What two runs' specifications set differently, as (what, in a, in b): the knobs each run was given
-    and the rest of its setup. A knob one of them left at its default shows as ``default``."""
-    fields = [("engine", a.engine, b.engine), ("warehouses", a.warehouses, b.warehouses),
+    and the rest of its setup, the workload's settings included. A knob one of them left at its default
+    shows as ``default``."""
+    fields = [("engine", a.engine, b.engine), ("workload", a.workload, b.workload),
               ("terminals", a.terminals, b.terminals), ("transactions", a.options.get("transactions", "-"),
                                                          b.options.get("transactions", "-")),
-              ("keying and think times", a.keying_and_think, b.keying_and_think), ("mix", a.mix, b.mix),
               ("warm-up s", a.warmup_s, b.warmup_s), ("measured s", a.duration_s, b.duration_s),
               ("seed", a.seed, b.seed)]
+    settings = [(name, a.settings.get(name, "-"), b.settings.get(name, "-"))
+                for name in dict.fromkeys([*a.settings, *b.settings])]
     knobs = [(name, a.knobs.get(name, "default"), b.knobs.get(name, "default"))
              for name in sorted({*a.knobs, *b.knobs})]
-    return [(what, f"{x:g}" if isinstance(x, float) else str(x), f"{y:g}" if isinstance(y, float) else str(y))
-            for what, x, y in fields + knobs if x != y]
+    return [(what, _text(x), _text(y)) for what, x, y in fields + settings + knobs if x != y]
+
+
+def _text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +116,50 @@ class Window:
 
     def holds(self, start: float, latency: float) -> bool:
         return start >= self.start and start + latency <= self.end
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One consistency condition of a database (TPC-C 3.3.2): checked by the workload, stored with the run."""
+
+    condition: int
+    clause: str  # where it is defined, e.g. "3.3.2.1"
+    description: str
+    passed: bool | None  # None: skipped
+    detail: str  # "" when passed; the violations, or why it was skipped
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A stored run, as the results database gives it back."""
+
+    id: int
+    started_at: str
+    finished_at: str | None
+    status: RunStatus
+    spec: RunSpec
+    effective_knobs: Mapping[str, str]
+    engine_settings: Mapping[str, str]
+    load_seconds: float | None
+    loaded_in_run: bool
+    load_seed: int | None
+    constants: Mapping[str, Any]  # the inputs the run drew from (TPC-C: the NURand constants)
+    environment: Mapping[str, Any]
+    warnings: tuple[str, ...]
+    errors: tuple[str, ...]
+    window: Window
+    elapsed_s: float | None
+    experiment_id: int | None = None
+    plan_key: str | None = None
+
+
+@dataclass(frozen=True)
+class ExperimentRecord:
+    id: int
+    name: str
+    created_at: str
+    finished_at: str | None
+    source_path: str
+    source_text: str
+    plan: Any  # the expanded plan, as JSON data
+    status: str  # running, complete

@@ -25,9 +25,9 @@ def test_tpmc_counts_rollbacks_and_only_transactions_wholly_inside_the_window() 
                _sample("new_order", 40.0, outcome=Outcome.FAILED),
                _sample("new_order", 69.995, latency=0.01),  # ends after the window: not counted (5.4)
                _sample("payment", 50.0, attempts=3), _sample("deferred_delivery", 60.0, latency=2.0)]
-    figures = run_figures(samples, WINDOW, ["new_order", "payment", "deferred_delivery"])
-    assert figures.tpmc == 3
-    assert figures.nopm == 2
+    figures = run_figures(samples, WINDOW, ["new_order", "payment", "deferred_delivery"], "new_order")
+    assert figures.headline == 3
+    assert figures.committed == 2
     assert figures.tpm == 4  # deferred completions are not counted as extra business transactions
     assert figures.outcomes == {"committed": 4, "rolled_back": 1, "retried": 1, "failed": 1}
     assert figures.counts["new_order.rolled_back"] == 1
@@ -35,13 +35,13 @@ def test_tpmc_counts_rollbacks_and_only_transactions_wholly_inside_the_window() 
 
 def test_tpmc_is_truncated_to_an_integer() -> None:
     samples = [_sample("new_order", 10.0 + i) for i in range(7)]
-    figures = run_figures(samples, Window(0.0, 120.0), ["new_order"])
-    assert figures.tpmc == 3  # 3.5 per minute, truncated (5.4.1)
+    figures = run_figures(samples, Window(0.0, 120.0), ["new_order"], "new_order")
+    assert figures.headline == 3  # 3.5 per minute, truncated (5.4.1)
 
 
 def test_per_second_series_counts_completions() -> None:
     samples = [_sample("new_order", 0.5), _sample("payment", 0.7), _sample("new_order", 2.2)]
-    figures = run_figures(samples, WINDOW, ["new_order"])
+    figures = run_figures(samples, WINDOW, ["new_order"], "new_order")
     assert figures.per_second == ((0, 1, 2), (1, 0, 0), (2, 1, 1))
 
 

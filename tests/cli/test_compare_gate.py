@@ -15,7 +15,7 @@ from maximus.store import ResultsStore
 
 def _run(store: ResultsStore, per_second: int) -> int:
     """A 20 s measured window with ``per_second`` New-Orders each second (plus a little jitter)."""
-    spec = RunSpec("sqlite", {}, "tpcc", 1, 1, 0.0, 20.0, 1)
+    spec = RunSpec("sqlite", {}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 1, 0.0, 20.0, 1)
     run_id = store.begin_run(spec, effective_knobs={}, engine_settings={}, load_seconds=1.0, loaded_in_run=True,
                              load_seed=1, constants={}, environment={}, warnings=[])
     samples = [TxnSample(0, "new_order", second + (i + 0.5) / (per_second + second % 3), 0.001, Outcome.COMMITTED)

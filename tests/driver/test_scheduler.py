@@ -11,16 +11,19 @@ from maximus import api
 from maximus.driver.scheduler import DriveSpec, Run
 from maximus.errors import EngineError
 from maximus.records import RunStatus
+from maximus.workloads.tpcc import Tpcc
 from maximus.workloads.tpcc.emulator import TpccRunSettings
 from maximus.workloads.tpcc.random import NURandConstants
+
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 
 SETTINGS = TpccRunSettings(1, 1, NURandConstants.for_run(0, 1))
 
 
 def test_stop_during_the_run_ends_it_early_and_keeps_samples(workdir: Path) -> None:
-    engine = api.make_engine("sqlite", workdir, 1, {})
+    engine = api.make_engine("sqlite", workdir, ONE_WAREHOUSE, {})
     engine.restore()
-    run = Run(DriveSpec(engine, "tpcc", SETTINGS, 2, 0.5, 60.0))
+    run = Run(DriveSpec(engine, Tpcc(), SETTINGS, 2, 0.5, 60.0))
     threading.Timer(3.0, run.stop).start()
     result = run.execute()
     assert result.status is RunStatus.INTERRUPTED
@@ -28,6 +31,6 @@ def test_stop_during_the_run_ends_it_early_and_keeps_samples(workdir: Path) -> N
 
 
 def test_a_terminal_that_cannot_connect_fails_the_run_with_one_line(tmp_path: Path) -> None:
-    engine = api.make_engine("sqlite", tmp_path / "missing" / "dir", 1, {})  # no such directory: cannot open
+    engine = api.make_engine("sqlite", tmp_path / "missing" / "dir", ONE_WAREHOUSE, {})  # no such directory
     with pytest.raises(EngineError, match="could not start"):
-        Run(DriveSpec(engine, "tpcc", SETTINGS, 2, 0.5, 5.0)).execute()
+        Run(DriveSpec(engine, Tpcc(), SETTINGS, 2, 0.5, 5.0)).execute()

@@ -76,7 +76,7 @@ def test_every_planned_run_is_stored_once_and_summarised(finished: tuple[Path, i
     assert {r.engine_settings["journal_mode"] for r in runs if r.plan_key.startswith("s1")} == {"wal"}
     assert report.record.status == "complete"
     cell = report.summary.cell(1, 1)
-    assert cell.tpmc.n == 2 and cell.tpmc.mean > 0 and cell.load_s.n == 1
+    assert cell.headline.n == 2 and cell.headline.mean > 0 and cell.load_s.n == 1
     assert cell.vs_previous is not None and cell.vs_previous.verdict.value in ("faster", "slower", "within noise")
     assert "1 step" in report.summary.headline()
 

@@ -20,8 +20,10 @@ import pytest
 from maximus import api
 from maximus.engines import _process
 from maximus.store import ResultsStore
-from maximus.store.store import ConsistencyRecord, RunRecord
+from maximus.records import CheckResult, RunRecord
 from maximus.records import TxnSample
+
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 
 MARK = "MAXIMUS_FAULT_TEST"  # in the environment of every process a command of these tests starts
 
@@ -66,7 +68,7 @@ class Harness:
     def samples(self, run_id: int) -> list[TxnSample]:
         return self._read(lambda store: store.samples(run_id))
 
-    def consistency(self, run_id: int) -> list[ConsistencyRecord]:
+    def consistency(self, run_id: int) -> list[CheckResult]:
         return self._read(lambda store: store.consistency(run_id))
 
     def _read(self, what: Callable[[ResultsStore], object]):
@@ -187,11 +189,11 @@ def postgres_build() -> Iterator[Path]:
     """A work directory whose managed cluster holds a 1-warehouse build, for the module's tests in turn."""
     path = Path(tempfile.mkdtemp(prefix="maximus-faults-pg-", dir="/var/tmp"))
     path.chmod(0o755)
-    engine = api.make_engine("postgres", path, 1, {})
+    engine = api.make_engine("postgres", path, ONE_WAREHOUSE, {})
     with api.running(engine):
-        api.load_database(engine, 1, seed=1)
+        api.load_database(engine, ONE_WAREHOUSE, seed=1)
     yield path
-    engine.stop_leftover()
+    engine.server.stop_leftover()
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -219,7 +221,7 @@ def stop_fast() -> Callable[[Path], None]:
     """``stop_fast(workdir)``: what an operator does, ``pg_ctl stop -m fast`` of the managed server, as its owner."""
     def stop(workdir: Path) -> None:
         data = next(workdir.glob("postgres-*/data"))
-        bin_dir = api.make_engine("postgres", workdir, 1, {}).bin_dir
+        bin_dir = api.make_engine("postgres", workdir, ONE_WAREHOUSE, {}).server.bin_dir
         subprocess.run(_process.as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w",
                                                 "stop"]), check=True, capture_output=True)
 

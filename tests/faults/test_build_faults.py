@@ -7,6 +7,8 @@ from pathlib import Path
 
 from maximus import api
 
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+
 DATABASE_MB = 90  # a 1-warehouse SQLite build, about 86 MB
 
 
@@ -52,9 +54,9 @@ def test_a_postgres_build_that_fills_the_disk_leaves_nothing(harness, small_disk
 
 def test_a_postgres_restore_that_fills_the_disk_keeps_the_pristine_copy_alone(harness, small_disks) -> None:
     with small_disks.mount(1024) as disk:
-        engine = api.make_engine("postgres", disk, 1, {})
+        engine = api.make_engine("postgres", disk, ONE_WAREHOUSE, {})
         with api.running(engine):
-            api.load_database(engine, 1, seed=1)  # the pristine copy alone, as a build leaves it for its run
+            api.load_database(engine, ONE_WAREHOUSE, seed=1)  # the pristine copy alone, as a build leaves it
         small_disks.resize(disk, int(small_disks.used_mb(disk)) + 40)  # less than the working copy needs
         result = harness.run("run", "-e", "postgres", "--workdir", str(disk), "--results", str(harness.results))
         assert result.returncode == 3, result.stderr

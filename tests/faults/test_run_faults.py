@@ -174,5 +174,5 @@ def test_a_run_whose_server_stops_mid_experiment_counts_in_no_figure(harness, tm
     finally:
         store.close()
     baseline = summary.cell(0, 1)
-    assert baseline.tpmc.n == 1 and baseline.failed == 1
+    assert baseline.headline.n == 1 and baseline.failed == 1
     assert summary.cell(1, 1).vs_baseline.verdict.value == "needs repeats"

@@ -34,10 +34,12 @@ from maximus.experiment import runner
 from maximus.experiment.loader import load_experiment
 from maximus.records import Outcome, RunStatus
 from maximus.report.console import render_header
-from maximus.workloads.tpcc import schema
+from maximus.workloads.tpcc import Tpcc, schema
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
 from maximus.workloads.tpcc.server_side import Call, ServerSide
+
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 
 
 @pytest.mark.parametrize("mode", ["server", "client"])
@@ -58,7 +60,8 @@ def test_both_transaction_modes_pass_every_consistency_condition(loaded: Path, t
     isolation = dict(part.split(": ", 1) for part in record.spec.options["isolation"].split("; "))  # 3.4.0.1
     assert isolation["order_status"] == ("read committed" if mode == "server" else "repeatable read") + \
         ", one snapshot for all its reads"
-    assert isolation["new_order"].startswith("read committed, ") and isolation["stock_level"].startswith("read committed")
+    assert isolation["new_order"].startswith("read committed, ")
+    assert isolation["stock_level"].startswith("read committed")
     assert record.engine_settings["server_version"].startswith("15") or record.engine_settings["server_version"]
     assert _server_pids(loaded) == []  # stopped after the run
 
@@ -70,8 +73,9 @@ def test_eight_terminals_on_two_warehouses_deliver_an_order_in_every_district(se
     deliveries while every district still had about 1,000 undelivered orders. Every Delivery now delivers ten,
     each order once, and the run's result file (2.7.2.3) and validity report say so."""
     results = tmp_path / "r.db"
-    options = api.BenchmarkOptions(engine="postgres", workdir=server_workdir, results=results, warehouses=2,
-                                   terminals=8, warmup_s=1.0, duration_s=5.0, transactions=mode)
+    options = api.BenchmarkOptions(engine="postgres", workdir=server_workdir, results=results,
+                                   settings={"warehouses": 2}, terminals=8, warmup_s=1.0, duration_s=5.0,
+                                   transactions=mode)
     outcome = api.run_benchmark(options)
     assert outcome.status is RunStatus.COMPLETE, outcome.result.errors
     assert all(r.passed is not False for r in outcome.consistency)
@@ -140,7 +144,7 @@ def test_same_seed_gives_the_same_data_as_sqlite(loaded: Path, built_workdir: Pa
                "SELECT w_ytd, (SELECT SUM(d_ytd) FROM district), (SELECT SUM(h_amount) FROM history) FROM warehouse",
                "SELECT c_first, c_last, c_phone FROM customer WHERE c_w_id = 1 AND c_d_id = 3 AND c_id = 2000"]
     lite = sqlite3.connect(built_workdir / "tpcc-1wh.pristine.sqlite")
-    engine = api.make_engine("postgres", loaded, 1, {})
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     with api.running(engine):
         engine.restore()  # the pristine copy takes no connections: its copy as a run starts from it
         with psycopg.connect(engine._dsn(engine.database)) as pg:
@@ -160,8 +164,8 @@ def test_a_server_left_by_a_killed_maximus_is_found_and_stopped(server_workdir: 
     try:
         assert not _process.alive(old_pid)
         assert caplog.messages == [f"stopping the PostgreSQL server {old_pid} that a Maximus which did not finish "
-                                   f"left running in {second.data_dir}"]  # the CLI prints it as a note
-        assert second.port != first.port or _server_pids(server_workdir) != [old_pid]
+                                   f"left running in {second.server.data_dir}"]  # the CLI prints it as a note
+        assert second.server.port != first.server.port or _server_pids(server_workdir) != [old_pid]
         with psycopg.connect(second._dsn("postgres")) as connection:
             assert connection.execute("SELECT 1").fetchone() == (1,)
     finally:
@@ -180,8 +184,9 @@ def test_clients_of_a_managed_server_use_its_unix_socket_or_tcp_when_the_socket_
         try:
             with psycopg.connect(engine._dsn("postgres")) as connection:
                 assert connection.execute("SELECT host(inet_client_addr())").fetchone() == (client_address,)
-            assert (engine.cluster_dir / f".s.PGSQL.{engine.port}").is_socket() == (client_address is None)
-            tcp = _tcp_dsn(engine.port)
+            socket = engine.server.cluster_dir / f".s.PGSQL.{engine.server.port}"
+            assert socket.is_socket() == (client_address is None)
+            tcp = _tcp_dsn(engine.server.port)
             with psycopg.connect(tcp) as connection:  # TCP loopback still listens, for the user's own tools
                 assert connection.execute("SELECT host(inet_client_addr())").fetchone() == ("127.0.0.1",)
         finally:
@@ -190,7 +195,7 @@ def test_clients_of_a_managed_server_use_its_unix_socket_or_tcp_when_the_socket_
 
 def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sqlstate(loaded: Path) -> None:
     """The session's cheap path for stored-function calls behaves like a psycopg execute."""
-    engine = api.make_engine("postgres", loaded, 1, {})
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     with api.running(engine):
         engine.restore()
         session = engine.connect()
@@ -218,7 +223,7 @@ def test_a_prepared_call_sends_nulls_and_arrays_and_raises_errors_with_their_sql
 def _in_both_modes(loaded: Path, change: Callable[[PostgresEngine, Any, str], tuple]) -> dict[str, tuple]:
     """What ``change(engine, session, mode)`` returns in server and in client mode, each on the restored
     pristine database."""
-    engine = api.make_engine("postgres", loaded, 1, {})
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     changes = {}
     with api.running(engine):
         for mode in ("server", "client"):
@@ -321,7 +326,7 @@ def test_a_stock_update_that_stays_on_its_page_logs_a_few_bytes_not_the_district
     """The columns a New-Order changes are side by side, so the update's WAL record leaves S_DIST_xx out."""
     update = ("UPDATE stock SET s_quantity = s_quantity + 1, s_ytd = s_ytd + 5, s_order_cnt = s_order_cnt + 1, "
               "s_remote_cnt = s_remote_cnt + 1 WHERE s_w_id = 1 AND s_i_id = 42")
-    engine = api.make_engine("postgres", loaded, 1, {})
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     with api.running(engine):
         engine.restore()
         session = engine.connect()
@@ -338,10 +343,10 @@ def test_a_stock_update_that_stays_on_its_page_logs_a_few_bytes_not_the_district
     assert 0 < logged < 150  # 80 bytes on PostgreSQL 15; 336 with S_QUANTITY before the ten S_DIST_xx
 
 def test_a_database_built_by_an_older_maximus_runs_the_functions_of_this_one(loaded: Path) -> None:
-    engine = api.make_engine("postgres", loaded, 1, {})
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     stock_level = "SELECT tpcc_stock_level(1, 1, 20)"
     with api.running(engine):
-        api.prepare_database(engine, 1, 1)
+        api.prepare_database(engine, ONE_WAREHOUSE, 1)
         session = engine.connect()
         try:
             current = session.fetchone(stock_level)
@@ -351,7 +356,7 @@ def test_a_database_built_by_an_older_maximus_runs_the_functions_of_this_one(loa
             assert session.fetchone(stock_level) == (-1,)
         finally:
             session.close()
-        api.prepare_database(engine, 1, 1, restore=False)
+        api.prepare_database(engine, ONE_WAREHOUSE, 1, restore=False)
         session = engine.connect()
         try:
             assert session.fetchone(stock_level) == current != (-1,)
@@ -473,10 +478,11 @@ def test_a_knob_kept_into_a_step_of_another_version_is_validated_by_that_version
     step's runs. The other installation is these binaries under another directory whose ``postgres``
     says it is 15.99; its catalogue, cached per version as for any installation, lacks the baseline's knob,
     as PostgreSQL 16's lacks vacuum_defer_cleanup_age."""
-    from maximus.engines.postgres import _full_version, _settings_rows
+    from maximus.engines.postgres.managed import installation_settings
+    from maximus.engines.postgres.settings import full_version
 
     installed = find_bin_dir()
-    rows = _settings_rows("", "")
+    rows = installation_settings("")
     other = tmp_path / "other-installation"
     other.mkdir()
     for binary in installed.iterdir():
@@ -487,13 +493,13 @@ def test_a_knob_kept_into_a_step_of_another_version_is_validated_by_that_version
     (other / "postgres").chmod(0o755)
     cache = tmp_path / "cache" / "maximus"
     cache.mkdir(parents=True)
-    (cache / f"pg_settings-{_full_version(installed)}.json").write_text(json.dumps(list(rows)))
+    (cache / f"pg_settings-{full_version(installed)}.json").write_text(json.dumps(list(rows)))
     (cache / "pg_settings-15.99.json").write_text(
         json.dumps([row for row in rows if row["name"] != "vacuum_defer_cleanup_age"]))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     path = tmp_path / "carried.toml"
     path.write_text(CARRIED_EXPERIMENT.format(other=other))
-    with pytest.raises(UserError, match=rf"carried.toml:8: steps\[0\]\.set: vacuum_defer_cleanup_age = 10, kept "
+    with pytest.raises(UserError, match=r"carried.toml:8: steps\[0\]\.set: vacuum_defer_cleanup_age = 10, kept "
                                         r"from an earlier step, is not a setting of this step's postgres server"):
         load_experiment(path)
     path.write_text(CARRIED_EXPERIMENT.format(other=other).replace("vacuum_defer_cleanup_age = 10", "work_mem = 640"))
@@ -501,10 +507,10 @@ def test_a_knob_kept_into_a_step_of_another_version_is_validated_by_that_version
 
 
 def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
-    managed = api.make_engine("postgres", loaded, 1, {})
+    managed = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     managed.start()
     try:
-        dsn = _tcp_dsn(managed.port)
+        dsn = _tcp_dsn(managed.server.port)
         with pytest.raises(UserError, match="--allow-changes"):
             PostgresEngine(loaded, "x", {"work_mem": "16MB"}, {"dsn": dsn}).start()
         with pytest.raises(UserError, match=r"only with --allow-restart \(ALTER SYSTEM \+ restart\)"):
@@ -520,6 +526,7 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
         external.start()
         assert _shown_once_reloaded(dsn, "work_mem", "16MB") and _shown_once_reloaded(dsn, "temp_buffers", "2MB")
         assert external.has_snapshot() and external.data_path() == loaded
+        assert managed.manages_server and not external.manages_server and external.lock_target() is None
         external.stop()
         assert _shown_once_reloaded(dsn, "work_mem", "6MB") and _shown_once_reloaded(dsn, "temp_buffers", "8MB")
         with psycopg.connect(dsn, autocommit=True) as connection:
@@ -533,10 +540,10 @@ def test_external_mode_changes_knobs_only_when_allowed(loaded: Path) -> None:
 
 def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_to_put_it_back(
         loaded: Path, caplog: pytest.LogCaptureFixture) -> None:
-    users = api.make_engine("postgres", loaded, 1, {})
+    users = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     users.start()  # the user's server, started with pg_ctl
     try:
-        dsn = _tcp_dsn(users.port)
+        dsn = _tcp_dsn(users.server.port)
         allowed = {"dsn": dsn, "allow_changes": "yes", "allow_restart": "yes"}
         first_pid = _server_pids(loaded)
         external = PostgresEngine(loaded, "tpcc-1wh", {"shared_buffers": "48MB", "work_mem": "5MB"}, allowed)
@@ -545,12 +552,12 @@ def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_
         assert _shown_once_reloaded(dsn, "shared_buffers", "48MB") and _shown_once_reloaded(dsn, "work_mem", "5MB")
         assert _server_pids(loaded) != first_pid and external.effective_settings["shared_buffers"] == "48MB"
         external.stop()
-        restart = f"then a restart (fast shutdown) of {users.data_dir}"  # what the CLI prints as notes
+        restart = f"then a restart (fast shutdown) of {users.server.data_dir}"  # what the CLI prints as notes
         assert caplog.messages == [f"your PostgreSQL server: ALTER SYSTEM SET shared_buffers=48MB, SET work_mem=5MB, "
                                    f"{restart}", f"your PostgreSQL server: ALTER SYSTEM RESET shared_buffers, "
                                    f"RESET work_mem, {restart}"]
         assert _shown_once_reloaded(dsn, "shared_buffers", "128MB") and _shown_once_reloaded(dsn, "work_mem", "4MB")
-        auto_conf = users.data_dir / "postgresql.auto.conf"
+        auto_conf = users.server.data_dir / "postgresql.auto.conf"
         assert "shared_buffers" not in auto_conf.read_text()
         refused = PostgresEngine(loaded, "tpcc-1wh", {"shared_buffers": "900GB"}, allowed)
         with pytest.raises(EngineError, match=r"^PostgreSQL would not restart with shared_buffers=900GB \(could not "
@@ -559,7 +566,7 @@ def test_external_mode_restarts_a_server_on_this_machine_when_allowed_and_again_
         assert _shown_once_reloaded(dsn, "shared_buffers", "128MB")  # back up, as it was
         assert "shared_buffers" not in auto_conf.read_text()
         refused.stop()  # nothing of its own to put back
-        assert (users.cluster_dir / "server.log").read_text().count("database system is ready") >= 4  # one log
+        assert (users.server.cluster_dir / "server.log").read_text().count("database system is ready") >= 4  # one log
     finally:
         users.stop()
     assert _server_pids(loaded) == []
@@ -569,10 +576,10 @@ def test_a_configuration_put_back_that_will_not_start_leaves_the_server_up_with_
         loaded: Path, tmp_path: Path) -> None:
     """The user's own ALTER SYSTEM SET shared_buffers = '900GB' waits for a restart; the run's restarts come
     first, and putting the user's value back is the restart that fails, after the run was stored."""
-    users = api.make_engine("postgres", loaded, 1, {})
+    users = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     users.start()
     try:
-        dsn = _tcp_dsn(users.port)
+        dsn = _tcp_dsn(users.server.port)
         with psycopg.connect(dsn, autocommit=True) as connection:
             connection.execute("ALTER SYSTEM SET shared_buffers = '900GB'")  # pending: no restart yet
         options = api.BenchmarkOptions(engine="postgres", workdir=loaded, results=tmp_path / "r.db", terminals=1,
@@ -667,15 +674,15 @@ def _shown_once_reloaded(dsn: str, name: str, value: str) -> bool:
 def test_a_run_on_a_server_of_the_users_records_its_settings_and_warns_of_its_durability(
         loaded: Path, tmp_path: Path) -> None:
     """The server's own configuration, not PostgreSQL's defaults, is what the run records and warns about."""
-    users = api.make_engine("postgres", loaded, 1, {"synchronous_commit": "off", "work_mem": "12MB"})
+    users = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {"synchronous_commit": "off", "work_mem": "12MB"})
     users.start()  # stands for a server the user configured: Maximus's external run knows nothing of this
     try:
-        dsn = _tcp_dsn(users.port)
+        dsn = _tcp_dsn(users.server.port)
         options = api.BenchmarkOptions(engine="postgres", workdir=loaded, results=tmp_path / "r.db", terminals=1,
                                        warmup_s=0.2, duration_s=0.5, check=False, monitor=False,
                                        connection={"dsn": dsn})
         outcome = api.run_benchmark(options)
-        port = users.port
+        port = users.server.port
     finally:
         users.stop()
     store = api.open_results(tmp_path / "r.db")
@@ -690,7 +697,7 @@ def test_a_run_on_a_server_of_the_users_records_its_settings_and_warns_of_its_du
     assert record.engine_settings["synchronous_commit"] == "off"
     assert record.engine_settings["shared_buffers"] == "128MB"  # as SHOW spells it
     console = Console(record=True, width=400)
-    render_header(console, record)
+    render_header(console, record, Tpcc().presentation(Tpcc().settings(record.spec.settings)))
     header = console.export_text()
     assert "Knobs set by the run: none" in header and "Server reported: server_version=" in header
     assert re.search(r"^Run \d+ · postgres \d+\.\d+ · ", header)  # the server's version, as a managed run's
@@ -705,7 +712,7 @@ def test_a_server_that_will_not_start_is_one_line_with_exit_code_3(tmp_path: Pat
     assert result.stderr.startswith("error: PostgreSQL would not start: could not map anonymous shared memory")
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     with pytest.raises(EngineError):
-        api.make_engine("postgres", server_workdir, 1, {}).connect()
+        api.make_engine("postgres", server_workdir, ONE_WAREHOUSE, {}).connect()
 
 
 def _children(pid: int) -> list[int]:
@@ -737,7 +744,7 @@ def test_ctrl_c_during_the_index_phase_cancels_the_index_builds_under_way(server
     each minutes long at 100 warehouses. Here every table's "index build" is a 20-s sleep."""
     slow = "SELECT pg_sleep(20)"
     monkeypatch.setattr(schema, "index_statements_by_table", lambda dialect: {t.name: [slow] for t in schema.TABLES})
-    engine = api.make_engine("postgres", server_workdir, 1, {}, database="interrupted_indexes")
+    engine = api.make_engine("postgres", server_workdir, ONE_WAREHOUSE, {}, database="interrupted_indexes")
     sleeping = "SELECT count(*) FROM pg_stat_activity WHERE query = %s AND state = 'active'"
     at_once = min(2, os.cpu_count() or 1)  # the loader's sessions: one per core
     main, sent = threading.main_thread().ident, []
@@ -755,7 +762,7 @@ def test_ctrl_c_during_the_index_phase_cancels_the_index_builds_under_way(server
     with api.running(engine), psycopg.connect(engine._dsn("postgres"), autocommit=True) as admin:
         threading.Thread(target=interrupt_once_they_sleep, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
-            api.load_database(engine, 1, seed=1)
+            api.load_database(engine, ONE_WAREHOUSE, seed=1)
         assert sent and time.monotonic() - sent[0] < 5  # not the 20 s of the sleeps under way
         assert admin.execute(sleeping, (slow,)).fetchone()[0] == 0  # stopped on the server, not left to run
         assert not [t for t in threading.enumerate() if t.name.startswith("ThreadPoolExecutor")]
@@ -779,7 +786,7 @@ def test_load_keeps_the_build_as_the_pristine_copy_and_leaves_a_working_copy_tha
     try:
         loaded = maximus("load", "--warehouses", "1")
         assert loaded.returncode == 0, loaded.stdout + loaded.stderr
-        engine = api.make_engine("postgres", workdir, 1, {})
+        engine = api.make_engine("postgres", workdir, ONE_WAREHOUSE, {})
         with api.running(engine):
             assert engine.exists() and engine.has_snapshot()
         assert "pristine copy" not in check_passes_all_twelve()
@@ -787,7 +794,8 @@ def test_load_keeps_the_build_as_the_pristine_copy_and_leaves_a_working_copy_tha
             admin.execute(f'DROP DATABASE "{engine.database}"')  # as a load stopped before its working copy
         assert "checking its pristine copy, restored" in check_passes_all_twelve()
     finally:
-        api.make_engine("postgres", workdir, 1, {}).stop_leftover()  # a CLI that timed out left its server
+        # a CLI that timed out left its server
+        api.make_engine("postgres", workdir, ONE_WAREHOUSE, {}).server.stop_leftover()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -820,14 +828,14 @@ def test_autovacuum_leaves_the_pristine_copy_alone_also_one_kept_by_an_older_max
     for: it vacuumed the pristine copy during the first run after a build, and the runs after it restored
     another copy (hint bits and visibility map set) than the first."""
     knobs = {"autovacuum_naptime": "1", "log_autovacuum_min_duration": "0"}
-    engine = api.make_engine("postgres", server_workdir, 1, knobs, database="autovacuum_probe")
-    log = engine.cluster_dir / "server.log"
+    engine = api.make_engine("postgres", server_workdir, ONE_WAREHOUSE, knobs, database="autovacuum_probe")
+    log = engine.server.cluster_dir / "server.log"
 
     def vacuumed(database: str, table: str = "") -> bool:
         return f'automatic vacuum of table "{database}.public.{table}' in log.read_text(errors="replace")
 
     with api.running(engine), psycopg.connect(engine._dsn("postgres"), autocommit=True) as admin:
-        api.load_database(engine, 1, seed=1)
+        api.load_database(engine, ONE_WAREHOUSE, seed=1)
         admin.execute("DROP TABLE IF EXISTS vacuum_me")  # a table autovacuum must vacuum: it is at work
         admin.execute("CREATE TABLE vacuum_me AS SELECT g FROM generate_series(1, 5000) AS g")
         deadline = time.monotonic() + 60
@@ -849,8 +857,8 @@ def test_autovacuum_leaves_the_pristine_copy_alone_also_one_kept_by_an_older_max
 def test_many_keyed_terminals_share_a_few_processes(loaded: Path, tmp_path: Path) -> None:
     """Asynchronous terminals: 60 keyed terminals with think times in one process per core."""
     options = api.BenchmarkOptions(engine="postgres", workdir=loaded, results=tmp_path / "r.db", terminals=60,
-                                   warmup_s=0.5, duration_s=5.0, keying_and_think=True, transactions="server")
-    engine = api.make_engine("postgres", loaded, 1, {})
+                                   warmup_s=0.5, duration_s=5.0, settings={"keying": True}, transactions="server")
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     from maximus.workloads.tpcc.emulator import TpccRunSettings
     from maximus.workloads.tpcc.random import NURandConstants
 
@@ -875,7 +883,7 @@ def test_an_asynchronous_session_runs_every_transactions_call_with_the_parameter
     from maximus.workloads.tpcc.emulator import TpccRunSettings
     from maximus.workloads.tpcc.random import NURandConstants
 
-    engine = api.make_engine("postgres", loaded, 1, {})
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     emulator = workload("tpcc").emulator(TpccRunSettings(1, 1, NURandConstants.for_run(0, 1), server_side=True), 0,
                                          engine.dialect)
     calls = {name: transaction.draw(emulator.rng, emulator.home) for name, transaction in emulator.transactions.items()}
@@ -907,7 +915,7 @@ def test_busy_terminals_share_a_process_per_core_and_client_side_ones_get_their_
     from maximus.workloads.tpcc.emulator import TpccRunSettings
     from maximus.workloads.tpcc.random import NURandConstants
 
-    engine = api.make_engine("postgres", tmp_path, 1, {})
+    engine = api.make_engine("postgres", tmp_path, ONE_WAREHOUSE, {})
     constants = NURandConstants.for_run(0, 1)
     cores = os.cpu_count() or 1
     busy = TpccRunSettings(1, 1, constants, server_side=True)
@@ -918,17 +926,17 @@ def test_busy_terminals_share_a_process_per_core_and_client_side_ones_get_their_
 
 def test_the_catalogue_comes_from_a_throwaway_cluster_when_nothing_is_cached() -> None:
     """The path a fresh machine takes: no cached pg_settings, so a scratch cluster is started and read."""
-    from maximus.engines.postgres import _settings_from_throwaway_cluster, find_bin_dir
+    from maximus.engines.postgres.managed import settings_from_throwaway_cluster
 
-    rows = {row["name"]: row for row in _settings_from_throwaway_cluster(find_bin_dir())}
+    rows = {row["name"]: row for row in settings_from_throwaway_cluster(find_bin_dir())}
     assert rows["shared_buffers"]["unit"] == "8kB" and rows["shared_buffers"]["context"] == "postmaster"
     assert "minimal" in rows["wal_level"]["enumvals"]
 
 
 def test_the_catalogue_cache_follows_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from maximus.engines.postgres import _cache_dir
+    from maximus.engines.postgres.managed import cache_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert _cache_dir() == tmp_path / "maximus"
+    assert cache_dir() == tmp_path / "maximus"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert _cache_dir() == Path.home() / ".cache" / "maximus"
+    assert cache_dir() == Path.home() / ".cache" / "maximus"

@@ -1,4 +1,4 @@
-"""The PostgreSQL sampler: view rows to readings, the server's process group, and real managed servers
+"""The PostgreSQL sampler: view rows to readings, and real managed servers
 (the sampler alone, a monitored run, an injected mismatch)."""
 
 from __future__ import annotations
@@ -16,15 +16,18 @@ import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from maximus import api
-from maximus.analysis.monitoring import cross_checks, monitoring_figures
+from maximus import api, runs
+from maximus.analysis.crosschecks import cross_checks
+from maximus.analysis.monitoring import monitoring_figures
 from maximus.cli.app import app
 from maximus.engines.postgres import PostgresEngine
 from maximus.records import Outcome, RunStatus, TxnSample, Window
 from maximus.samplers.base import MetricSample, Reading, Sampler, SamplingContext
 from maximus.samplers.postgres import (BGWRITER_COLUMNS, CHECKPOINTER_COLUMNS, DATABASE_COLUMNS, DATABASE_WAITS,
-                                       WAL_COLUMNS, PostgresSampler, ServerProcesses, column_readings, io_readings,
-                                       WaitSampler, parse_process_times, wal_io_readings)
+                                       WAL_COLUMNS, PostgresSampler, column_readings, io_readings, WaitSampler,
+                                       wal_io_readings)
+
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 
 ON = {"track_io_timing": True, "track_wal_io_timing": True}
 OFF = {"track_io_timing": False, "track_wal_io_timing": False}
@@ -96,36 +99,6 @@ def test_pg_stat_io_is_summed_per_backend_type_and_wal_comes_from_it_on_postgres
     assert wal_io_readings(rows[:3], ON) == []  # PostgreSQL 16 and 17: no WAL rows in pg_stat_io
 
 
-def test_process_times_survive_a_command_name_with_spaces_and_parentheses() -> None:
-    text = "42 (postgres: a) b) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 30 20 20 0 1 0 1000 0 0"
-    times = parse_process_times(text)
-    assert (times.state, times.parent) == ("S", 7)
-    ticks = os.sysconf("SC_CLK_TCK")
-    assert (times.user_s, times.system_s, times.children_user_s, times.children_system_s) == \
-        (250 / ticks, 50 / ticks, 30 / ticks, 20 / ticks)
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux /proc needed")
-def test_the_server_group_keeps_the_cpu_of_children_that_exited() -> None:
-    """This process stands in for the postmaster: its burning child counts alive, and after it is reaped."""
-    group = ServerProcesses(os.getpid(), with_io=True)
-    before = _cpu(group.read())
-    burner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
-                               "while time.process_time() < end: pass\ninput()"], stdin=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while _cpu(alive := group.read()) - before < 0.25 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _values(alive, "processes")[(("group", "server"),)] >= 2
-    burner.communicate("\n", timeout=30)  # exits and is reaped: its CPU moves into our cutime
-    after = group.read()
-    assert _cpu(after) - before >= 0.25 and _cpu(after) >= _cpu(alive)
-    assert all(_values(after, name) for name in ("process_read_bytes_total", "process_written_bytes_total"))
-
-
-def _cpu(readings: list[Reading]) -> float:
-    return sum(_values(readings, "process_cpu_seconds_total").values())
-
-
 # --- derived figures from PostgreSQL's names (no server) ------------------------------------------------
 
 
@@ -173,10 +146,10 @@ def test_commit_check_on_a_counter_of_every_transaction_allows_psycopgs_own_tran
 @pytest.fixture(scope="module")
 def loaded(server_workdir: Path) -> Path:
     """The pristine 1-warehouse build in ``server_workdir``'s cluster (built once for the session)."""
-    engine = api.make_engine("postgres", server_workdir, 1, {})
+    engine = api.make_engine("postgres", server_workdir, ONE_WAREHOUSE, {})
     with api.running(engine):
         if not engine.has_snapshot():
-            api.load_database(engine, 1, seed=1)
+            api.load_database(engine, ONE_WAREHOUSE, seed=1)
     return server_workdir
 
 
@@ -425,7 +398,7 @@ class Skewed(Sampler):
 
 def test_an_injected_commit_mismatch_and_a_sampler_that_cannot_start_are_warnings(
         loaded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = api.run_samplers
+    real = runs.run_samplers
 
     def samplers(engine: PostgresEngine) -> list[Sampler]:
         os_sampler, postgres = real(engine)
@@ -433,7 +406,7 @@ def test_an_injected_commit_mismatch_and_a_sampler_that_cannot_start_are_warning
         missing.source = "postgres-missing"
         return [os_sampler, Skewed(postgres), missing]
 
-    monkeypatch.setattr(api, "run_samplers", samplers)
+    monkeypatch.setattr(runs, "run_samplers", samplers)
     results = tmp_path / "r.db"
     outcome = _run(loaded, results)
     record = api.report_of_run(results, outcome.run_id).record

@@ -56,7 +56,7 @@ def _until_event(pump: Pump, events: list) -> list:
 
 def test_the_engine_sends_its_calls_with_the_c_pump_over_psycopgs_libpq(engine: PostgresEngine) -> None:
     assert isinstance(engine.call_pump(), LibpqPump), \
-        "maximus.engines._libpq_pump was not compiled: pip install -e . needs a C compiler (README, PostgreSQL)"
+        "maximus.engines._libpq_pump was not compiled: pip install -e . needs a C compiler (docs/postgres.md)"
 
 
 def test_a_slot_runs_its_calls_in_order_and_times_each(pump: Pump, sessions: list[PostgresSession]) -> None:

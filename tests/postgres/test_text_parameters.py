@@ -66,7 +66,7 @@ def test_the_c_conversion_holds_the_parameters_while_str_runs_python_code() -> N
 
 def test_the_engine_converts_with_the_compiled_function() -> None:
     assert postgres._c_text_parameters is not None, \
-        "maximus.engines._libpq_pump was not compiled: pip install -e . needs a C compiler (README, PostgreSQL)"
+        "maximus.engines._libpq_pump was not compiled: pip install -e . needs a C compiler (docs/postgres.md)"
     assert PostgresEngine.dialect.call_parameters is postgres._c_text_parameters
 
 

@@ -24,6 +24,8 @@ from maximus.workloads.tpcc.screens import DeliveryResult
 from maximus.workloads.tpcc.server_side import Call, ServerSide
 from maximus.workloads.tpcc.stock_level import StockLevel, StockLevelInput
 
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+
 
 def server_call(transaction: Any, inputs: Any, engine: PostgresEngine) -> Call:
     sql, params = transaction.call(inputs)
@@ -94,7 +96,7 @@ def _dated(value: Any, since: datetime) -> Any:
 
 
 def test_both_modes_return_the_same_screens_and_leave_the_same_database(loaded: Path) -> None:
-    engine = api.make_engine("postgres", loaded, 1, {})
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     results = {}
     since = datetime.now(timezone.utc).replace(tzinfo=None)
     with api.running(engine):
@@ -129,7 +131,7 @@ def test_both_modes_return_the_same_screens_and_leave_the_same_database(loaded: 
 def test_a_batch_is_one_transaction_whose_first_error_is_raised_and_stops_the_rest(loaded: Path) -> None:
     """The pipeline of ``Session.batch``: BEGIN goes with it, a failing statement raises its own error (with its
     SQLSTATE), what follows it does not run, and the rollback undoes what came before."""
-    engine = api.make_engine("postgres", loaded, 1, {})
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     with api.running(engine):
         engine.restore()
         session = engine.connect()
@@ -153,7 +155,7 @@ def test_a_batch_is_one_transaction_whose_first_error_is_raised_and_stops_the_re
 
 def test_a_batch_on_a_lost_connection_raises_the_connections_error(loaded: Path) -> None:
     """What the driver's failure and the engine's fault (``Engine.fault``) are made of: libpq's message."""
-    engine = api.make_engine("postgres", loaded, 1, {})
+    engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     with api.running(engine):
         engine.restore()
         session, killer = engine.connect(), engine.connect()

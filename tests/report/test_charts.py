@@ -16,13 +16,14 @@ from maximus.samplers.base import MetricSample
 from maximus.workloads.tpcc import Tpcc
 
 MINUTE = Window(0.0, 60.0)  # one minute: tpmC is the count of New-Orders
+SHOWN = Tpcc().presentation(Tpcc().settings({}))
 
 
 def _figures(new_orders: int, latency: float = 0.010, deferred: int = 0) -> RunFigures:
     samples = [TxnSample(0, "new_order", 0.5 + i * 50 / new_orders, latency, Outcome.COMMITTED)
                for i in range(new_orders)]
     samples += [TxnSample(0, "deferred_delivery", 1.0 + i, 0.2, Outcome.COMMITTED) for i in range(deferred)]
-    return run_figures(samples, MINUTE, Tpcc.reported_transactions)
+    return run_figures(samples, MINUTE, Tpcc.reported_transactions, Tpcc.headline.transaction)
 
 
 TPMC = {(0, 1): [100, 110], (0, 2): [150, 165], (1, 1): [200, 220], (1, 2): [300]}
@@ -37,7 +38,7 @@ def summary():
             run_id += 1
             rows.append(RunRow(run_id, step, clients, RunStatus.COMPLETE, 3.0 - step, True,
                                _figures(value, LATENCY[step])))
-    return summarise(["baseline", "wal"], [1, 2], len(rows), rows)
+    return summarise(Tpcc.headline, ["baseline", "wal"], [1, 2], len(rows), rows)
 
 
 def test_gain_chart_shows_each_steps_change_over_the_previous_step_with_its_interval(summary) -> None:
@@ -61,7 +62,7 @@ def test_gain_chart_defaults_to_the_largest_client_count_and_has_no_interval_wit
 
 def test_a_baseline_alone_has_no_gain_to_chart() -> None:
     rows = [RunRow(1, 0, 1, RunStatus.COMPLETE, 1.0, True, _figures(10))]
-    chart = charts.gain_chart(summarise(["baseline"], [1], 1, rows))
+    chart = charts.gain_chart(summarise(Tpcc.headline, ["baseline"], [1], 1, rows))
     assert chart.bars == () and chart.note
 
 
@@ -78,7 +79,7 @@ def test_throughput_against_clients_has_one_line_per_configuration_with_its_conf
 
 
 def test_p90_against_throughput_pairs_each_cells_tpmc_with_its_new_order_p90_in_ms(summary) -> None:
-    chart = charts.p90_against_throughput(summary)
+    chart = charts.p90_against_throughput(summary, SHOWN)
     baseline, wal = chart.lines
     assert baseline.x == (105.0, 157.5) and baseline.y == pytest.approx((20.0, 20.0))
     assert wal.x == (210.0, 300.0) and wal.y == pytest.approx((10.0, 10.0))
@@ -89,8 +90,8 @@ def test_p90_against_throughput_pairs_each_cells_tpmc_with_its_new_order_p90_in_
 def test_histogram_panel_has_at_least_20_bins_from_0_to_4_p90_with_average_p90_and_max_marked() -> None:
     latencies = [i / 1000 for i in range(1, 101)] + [1.0]  # 1..100 ms, and one of 1000 ms
     samples = [TxnSample(0, "payment", float(i % 50), lat, Outcome.COMMITTED) for i, lat in enumerate(latencies)]
-    payment = next(t for t in run_figures(samples, MINUTE, ["payment"]).transactions)
-    panel = charts.histogram_panel(payment)
+    payment = next(t for t in run_figures(samples, MINUTE, ["payment"], "new_order").transactions)
+    panel = charts.histogram_panel(payment, SHOWN.label(payment.name))
     assert panel.transaction == "Payment"
     assert len(panel.counts) >= 20 and len(panel.edges_ms) == len(panel.counts) + 1
     assert panel.edges_ms[0] == 0 and panel.edges_ms[-1] == pytest.approx(4 * panel.p90_ms)
@@ -100,22 +101,23 @@ def test_histogram_panel_has_at_least_20_bins_from_0_to_4_p90_with_average_p90_a
 
 
 def test_response_histograms_cover_every_completed_transaction_including_deferred_delivery() -> None:
-    chart = charts.response_histograms(_figures(30, deferred=5), "t")
+    chart = charts.response_histograms(_figures(30, deferred=5), "t", SHOWN)
     assert [p.transaction for p in chart.panels] == ["New-Order", "Deferred-Delivery"]
-    empty = charts.response_histograms(_figures(0), "t")
+    empty = charts.response_histograms(_figures(0), "t", SHOWN)
     assert empty.panels == () and "no transaction" in empty.note
 
 
 def test_throughput_over_time_is_new_orders_per_minute_each_second_with_window_and_checkpoints() -> None:
     samples = [TxnSample(0, "new_order", s + 0.1, 0.01, Outcome.COMMITTED) for s in range(10) for _ in range(s)]
-    figures = run_figures(samples, Window(2.0, 8.0), ["new_order"])
-    chart = charts.throughput_over_time([("run 1", figures, (3.0, 6.0)), ("run 2", figures, None)], "t")
+    figures = run_figures(samples, Window(2.0, 8.0), ["new_order"], "new_order")
+    chart = charts.throughput_over_time([("run 1", figures, (3.0, 6.0)), ("run 2", figures, None)], "t",
+                                         Tpcc.headline)
     line = chart.lines[0]
     assert line.x == tuple(float(s) for s in range(10)) and line.y == tuple(60.0 * s for s in range(10))
     assert [(m.x, m.line) for m in chart.markers] == [(3.0, "run 1"), (6.0, "run 1")]
     assert [(s.start, s.end) for s in chart.spans] == [(2.0, 8.0)]
     assert "checkpoint" in chart.note
-    none = charts.throughput_over_time([("run 2", figures, None)], "t")
+    none = charts.throughput_over_time([("run 2", figures, None)], "t", Tpcc.headline)
     assert none.markers == () and "not reported" in none.note
 
 

@@ -9,15 +9,15 @@ import pytest
 from maximus import api
 from maximus.analysis.metrics import run_figures
 from maximus.analysis.monitoring import monitoring_figures
-from maximus.records import Outcome, RunSpec, RunStatus, TxnSample, Window
+from maximus.records import Outcome, RunRecord, RunSpec, RunStatus, TxnSample, Window
 from maximus.report import tables
-from maximus.report.bundle import RunData, gather_experiment, representative
+from maximus.analysis.bundle import RunData, gather_experiment, representative
 from maximus.samplers.base import MetricSample
-from maximus.store.store import RunRecord
 from maximus.workloads.tpcc import Tpcc
 from maximus.workloads.tpcc.validity import mix_report, validity_report
 
 WINDOW = Window(0.0, 60.0)
+SHOWN = Tpcc().presentation(Tpcc().settings({}))
 
 
 def _run(run_id: int, new_orders: int, knobs: dict | None = None, warnings: tuple[str, ...] = (),
@@ -25,27 +25,29 @@ def _run(run_id: int, new_orders: int, knobs: dict | None = None, warnings: tupl
          keyed: bool = False) -> RunData:
     """A run of ``new_orders`` New-Orders of 10 ms in one measured minute, built without a database."""
     samples = [TxnSample(0, "new_order", 1 + i * 50 / new_orders, 0.01, Outcome.COMMITTED) for i in range(new_orders)]
-    figures = run_figures(samples, WINDOW, Tpcc.reported_transactions)
-    spec = RunSpec("sqlite", knobs or {}, "tpcc", 1, 2, 0.0, 60.0, 1, keyed)
+    figures = run_figures(samples, WINDOW, Tpcc.reported_transactions, Tpcc.headline.transaction)
+    spec = RunSpec("sqlite", knobs or {}, "tpcc", {"warehouses": 1, "keying": keyed, "mix": "deck"}, 2, 0.0, 60.0, 1)
     record = RunRecord(run_id, "2026-01-01T00:00:00+00:00", None, status, spec, knobs or {}, {}, 1.0, True, 1, {},
                        {"engine": {"name": "sqlite", "version": "3.40.1"}}, warnings, ("boom",) if status is
                        RunStatus.FAILED else (), WINDOW, 60.0)
     counts = dict(figures.counts)
     validity = validity_report(counts, {"new_order.order_lines": 10 * new_orders}, 1, [], WINDOW)
     monitoring = SimpleNamespace(figures=monitoring_figures(list(metrics), WINDOW, figures.tpm / 60))  # all tables read
-    report = api.RunReport(record, figures, validity, mix_report(counts), [], monitoring)
+    presentation = Tpcc().presentation(Tpcc().settings(spec.settings))
+    report = api.RunReport(record, presentation, figures, validity, mix_report(counts), [], monitoring)
     return RunData(report, metrics)
 
 
 def test_a_run_without_keying_and_think_times_is_tpc_c_like_never_tpc_c() -> None:
-    assert tables.benchmark_label(False).startswith("TPC-C-like")
-    assert tables.benchmark_label(True) == "TPC-C"
+    tpcc = Tpcc()
+    assert tpcc.presentation(tpcc.settings({"keying": False})).benchmark.startswith("TPC-C-like")
+    assert tpcc.presentation(tpcc.settings({"keying": True})).benchmark == "TPC-C"
     assert tables.conformance([_run(1, 10)])[0].benchmark.startswith("TPC-C-like")
     assert tables.conformance([_run(1, 10, keyed=True)])[0].benchmark == "TPC-C"
 
 
 def test_the_run_table_says_not_measured_where_a_run_has_no_monitoring() -> None:
-    table = tables.run_table("t", [("1 client", _run(1, 60)), ("2 clients", None)])
+    table = tables.run_table("t", [("1 client", _run(1, 60)), ("2 clients", None)], SHOWN)
     rows = {row.label: row.values for row in table.rows}
     assert table.columns == ("1 client", "2 clients")
     assert rows["tpmC"] == (60.0, None)
@@ -61,7 +63,7 @@ def test_the_run_table_takes_cpu_from_the_monitoring_analysis() -> None:
     modes = {"user": 30, "nice": 0, "system": 10, "irq": 0, "softirq": 0, "iowait": 20, "idle": 40, "steal": 0}
     metrics = tuple(MetricSample(t, "os", "cpu_seconds_total", 100 + share * t / 100, "s", {"mode": m})
                     for m, share in modes.items() for t in (0.0, 60.0))
-    rows = {row.label: row.values for row in tables.run_table("t", [("c", _run(1, 60, metrics=metrics))]).rows}
+    rows = {row.label: row.values for row in tables.run_table("t", [("c", _run(1, 60, metrics=metrics))], SHOWN).rows}
     assert rows["CPU user %"] == pytest.approx((30.0,)) and rows["CPU wait (iowait) %"] == pytest.approx((20.0,))
     assert rows["Physical reads/s"] == (None,)
 
@@ -99,7 +101,7 @@ def test_step_tables_of_a_real_experiment_mark_the_changed_knob(finished_experim
     assert baseline.changes == () and not any(changed for _, _, changed in baseline.knobs)
     assert wal.changes == (("journal_mode", "delete", "wal"),)
     assert [k for k, _, changed in wal.knobs if changed] == ["journal_mode"]
-    assert [row.clients for row in wal.rows] == [1, 2] and all(row.tpmc.n == 2 for row in wal.rows)
+    assert [row.clients for row in wal.rows] == [1, 2] and all(row.headline.n == 2 for row in wal.rows)
     assert all(row.vs_previous is not None and row.tps.mean > 0 for row in wal.rows)
     summary = tables.summary(data)
     assert summary.clients == 2 and summary.baseline == "baseline" and summary.final == "wal"

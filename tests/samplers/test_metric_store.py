@@ -8,7 +8,8 @@ from maximus.records import RunSpec, RunStatus
 from maximus.samplers.base import MetricSample
 from maximus.store import ResultsStore
 
-SPEC = RunSpec("sqlite", {}, "tpcc", 1, 2, 1.0, 4.0, 7, database="tpcc-1wh")
+SPEC = RunSpec("sqlite", {}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 2, 1.0, 4.0, 7,
+               database="tpcc-1wh")
 
 
 def _begin(store: ResultsStore) -> int:

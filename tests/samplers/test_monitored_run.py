@@ -8,15 +8,20 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from maximus import api
-from maximus.analysis.monitoring import cross_checks, monitoring_figures
+from maximus import api, runs
+from maximus.analysis.crosschecks import cross_checks
+from maximus.analysis.monitoring import monitoring_figures
 from maximus.cli.app import app
 from maximus.driver.scheduler import DriveSpec, drive
 from maximus.records import RunStatus, Window
 from maximus.samplers.base import Reading, Sampler, SamplingContext
 from maximus.samplers.monitor import Monitor
+from maximus.workloads import workload
+from maximus.workloads.tpcc import Tpcc
 from maximus.workloads.tpcc.emulator import TpccRunSettings
 from maximus.workloads.tpcc.random import NURandConstants
+
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 
 pytestmark = pytest.mark.skipif(not Path("/proc/diskstats").exists(), reason="the OS sampler needs Linux")
 
@@ -81,8 +86,8 @@ class Broken(Sampler):
 
 def test_an_injected_mismatch_and_a_raising_sampler_are_warnings_of_a_complete_run(
         workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = api.run_samplers
-    monkeypatch.setattr(api, "run_samplers", lambda engine: [*real(engine)[:-1], Skewed(real(engine)[-1]), Broken()])
+    real = runs.run_samplers
+    monkeypatch.setattr(runs, "run_samplers", lambda engine: [*real(engine)[:-1], Skewed(real(engine)[-1]), Broken()])
     results = tmp_path / "results.db"
     outcome = _run(workdir, results)
     record = api.report_of_run(results, outcome.run_id).record
@@ -106,7 +111,7 @@ def test_without_monitoring_nothing_is_sampled_and_show_says_so(workdir: Path, t
 
 
 def test_a_run_on_a_cold_cache_reads_from_the_data_device(workdir: Path) -> None:
-    engine = api.make_engine("sqlite", workdir, 1, {})
+    engine = api.make_engine("sqlite", workdir, ONE_WAREHOUSE, {})
     engine.restore()
     descriptor = os.open(engine.path, os.O_RDONLY)
     try:
@@ -115,14 +120,14 @@ def test_a_run_on_a_cold_cache_reads_from_the_data_device(workdir: Path) -> None
     finally:
         os.close(descriptor)
     window = Window(0.5, 3.5)
-    monitor = Monitor(api.run_samplers(engine), window)
-    result = drive(DriveSpec(engine, "tpcc", TpccRunSettings(1, 1, NURandConstants.for_run(0, 1)), 2, 0.5, 3.0),
+    monitor = Monitor(runs.run_samplers(engine), window)
+    result = drive(DriveSpec(engine, Tpcc(), TpccRunSettings(1, 1, NURandConstants.for_run(0, 1)), 2, 0.5, 3.0),
                    monitor=monitor)
     figures = monitoring_figures(monitor.samples, window, 1.0)
     assert result.status is RunStatus.COMPLETE and monitor.warnings == []
     assert figures.disk.reads_per_s > 1 and figures.disk.read_mb_per_s > 0.1
     assert figures.disk.read_wait_ms is not None and figures.disk.read_wait_ms > 0
     checks = {c.name: c for c in cross_checks(monitor.samples, result.samples, window,
-                                              api.write_transactions(engine.dialect), embedded=True)}
+                                              workload("tpcc").write_transactions(engine.dialect), embedded=True)}
     assert checks["reads"].passed and checks["reads"].database > 100_000  # the terminals' reads, on the device
     assert checks["commits"].passed

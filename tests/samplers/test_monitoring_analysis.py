@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from maximus.analysis.metrics import run_figures
-from maximus.analysis.monitoring import (CpuFigures, GroupFigures, RunColumn, Tolerance, change, client_bound,
-                                         cross_checks, monitoring_figures, series_of)
+from maximus.analysis.crosschecks import Tolerance, cross_checks
+from maximus.analysis.monitoring import CpuFigures, GroupFigures, RunColumn, client_bound, monitoring_figures
+from maximus.analysis.series import change, series_of
 from maximus.records import Outcome, TxnSample, Window
 from maximus.report.console import run_table_rows
 from maximus.samplers.base import MetricSample
+from maximus.workloads.tpcc import Tpcc
 
 WINDOW = Window(1.0, 11.0)  # ten seconds
 WRITERS = {"new_order", "payment", "deferred_delivery"}
@@ -166,9 +168,10 @@ def test_write_cross_check_flags_file_growth_that_neither_reached_the_device_nor
 
 def test_run_table_has_the_seeds_rows_and_marks_what_was_not_measured() -> None:
     transactions = [TxnSample(0, "new_order", 2.0 + i / 10, 0.010, Outcome.COMMITTED) for i in range(30)]
-    figures = run_figures(transactions, WINDOW, ["new_order", "deferred_delivery"])
+    figures = run_figures(transactions, WINDOW, ["new_order", "deferred_delivery"], "new_order")
     monitoring = monitoring_figures([*_cpu(), *_disk(device="vda", role="data")], WINDOW, 3.0)
-    rows = dict(run_table_rows([RunColumn("1", figures, monitoring), RunColumn("4", figures, monitoring)]))
+    shown = Tpcc().presentation(Tpcc().settings({}))
+    rows = dict(run_table_rows([RunColumn("1", figures, monitoring), RunColumn("4", figures, monitoring)], shown))
     assert rows["tpmC"] == ["180", "180"]
     assert rows["CPU user %"] == ["40.0", "40.0"] and rows["CPU idle %"] == ["27.5", "27.5"]
     assert rows["Log sync wait ms"] == ["-", "-"] and rows["Data-file read wait ms"] == ["-", "-"]

@@ -62,8 +62,9 @@ def test_diskstats_counters_in_bytes_and_seconds_with_flushes_when_the_kernel_ha
 
 def test_pid_stat_survives_a_process_name_with_spaces_and_parentheses() -> None:
     fields = " ".join(str(n) for n in range(4, 53))  # field 4 onwards; utime is field 14, stime 15, starttime 22
-    started, user, system, state = parse_pid_stat(f"42 (a (b) c) S {fields}")
-    assert (started, user, system, state) == (22, 14 / CLOCK_TICKS, 15 / CLOCK_TICKS, "S")
+    stat = parse_pid_stat(f"42 (a (b) c) S {fields}")  # ppid is field 4, cutime 16, cstime 17
+    assert (stat.started, stat.user_s, stat.system_s, stat.state) == (22, 14 / CLOCK_TICKS, 15 / CLOCK_TICKS, "S")
+    assert (stat.parent, stat.children_user_s, stat.children_system_s) == (4, 16 / CLOCK_TICKS, 17 / CLOCK_TICKS)
     assert parse_pid_io("rchar: 5\nread_bytes: 4096\nwrite_bytes: 8192\n")["write_bytes"] == 8192
 
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import multiprocessing
 import sqlite3
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from maximus.cli.app import app
 from maximus.errors import UserError
 from maximus.records import Outcome, RunSpec, RunStatus, TxnSample
 from maximus.store import ResultsStore
-from maximus.store.schema import SCHEMA_VERSION
+from maximus.store.schema import MIGRATIONS, SCHEMA_VERSION
 
-SPEC = RunSpec("sqlite", {"journal_mode": "wal"}, "tpcc", 1, 2, 1.0, 4.0, 7, database="tpcc-1wh")
+SPEC = RunSpec("sqlite", {"journal_mode": "wal"}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 2, 1.0,
+               4.0, 7, database="tpcc-1wh")
 
 
 def _begin(store: ResultsStore) -> int:
@@ -57,3 +63,64 @@ def test_reopening_keeps_runs(tmp_path: Path) -> None:
 def test_unknown_run_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no run 9"):
         ResultsStore(tmp_path / "r.db").run(9)
+
+
+def _version_5_database(path: Path) -> None:
+    """A results database as Maximus wrote it before workload settings were stored generically: TPC-C's
+    warehouses, keying and mix in columns of their own, one keyed run of 2 warehouses with one New-Order."""
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        for statements in MIGRATIONS[:5]:
+            for statement in statements:
+                db.execute(statement)
+        db.execute("INSERT INTO schema_version VALUES (5)")
+        db.execute("""INSERT INTO runs (id, started_at, finished_at, status, engine, workload, warehouses, terminals,
+                      warmup_s, duration_s, seed, keying_and_think, mix, knobs, effective_knobs, engine_settings,
+                      database, load_seconds, loaded_in_run, load_seed, constants, environment, window_start,
+                      window_end, elapsed_s, options)
+                      VALUES (4, '2026-01-01T00:00:00+00:00', '2026-01-01T00:01:00+00:00', 'complete', 'sqlite',
+                      'tpcc', 2, 3, 0.0, 60.0, 7, 1, 'deck', '{}', '{}', '{}', 'tpcc-2wh', 2.5, 1, 7, '{}',
+                      '{}', 0.0, 60.0, 60.0, '{}')""")
+        db.execute("INSERT INTO txn_samples VALUES (4, 0, 'new_order', 1.0, 0.01, 'committed', 1, '')")
+
+
+def test_a_version_5_database_is_upgraded_with_its_runs_workload_settings(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _version_5_database(path)
+    store = ResultsStore(path)
+    record = store.run(4)
+    store.close()
+    assert record.spec.workload == "tpcc"
+    assert record.spec.settings == {"warehouses": 2, "keying": True, "mix": "deck"}
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    assert "workload_settings" in columns and not {"warehouses", "keying_and_think", "mix"} & columns
+    shown = CliRunner().invoke(app, ["show", "4", "--results", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert "2 warehouse(s)" in shown.output and "TPC-C-like" not in shown.output  # keyed: TPC-C
+    exported = CliRunner().invoke(app, ["export", "--run", "4", "--format", "csv", "--results", str(path)])
+    row = next(csv.DictReader(io.StringIO(exported.output)))
+    assert (row["warehouses"], row["keying"], row["mix"], row["tpmc"]) == ("2", "True", "deck", "1")
+
+
+def _open_when_released(path: str, barrier) -> None:
+    barrier.wait()
+    ResultsStore(Path(path)).close()
+
+
+def test_processes_that_open_a_new_results_database_together_all_get_it(tmp_path: Path) -> None:
+    """Each migrates in one locked transaction: before, two that found no tables both created them, and the
+    second failed on "table runs already exists"."""
+    context = multiprocessing.get_context("fork")
+    for attempt in range(8):
+        path = tmp_path / f"new-{attempt}.db"
+        barrier = context.Barrier(4)
+        processes = [context.Process(target=_open_when_released, args=(str(path), barrier)) for _ in range(4)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(60)
+        assert [p.exitcode for p in processes] == [0] * 4, f"attempt {attempt}"
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]

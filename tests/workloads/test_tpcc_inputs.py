@@ -350,7 +350,7 @@ def draws_in(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 
 
 NOT_COMPILED = ("maximus.workloads.tpcc._draws was not compiled: pip install -e . needs a C compiler "
-                "(README, PostgreSQL)")
+                "(docs/postgres.md)")
 
 
 def test_a_seed_draws_the_inputs_it_drew_before_the_draws_were_made_faster(draws_in: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 from maximus.engines.base import rows_of
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.errors import UserError
-from maximus.workloads.tpcc import generate, loader
+from maximus.workloads.tpcc import Tpcc, generate, loader
 from maximus.workloads.tpcc.consistency import check_consistency
 from maximus.workloads.tpcc.random import LAST_NAMES, NURandConstants
 
@@ -77,9 +77,9 @@ def test_order_lines_5_to_15_per_order_and_match_o_ol_cnt(db: sqlite3.Connection
 
 def test_load_result_and_metadata(loaded: tuple[SQLiteEngine, loader.LoadResult]) -> None:
     engine, result = loaded
-    assert result.warehouses == 1 and result.seed == SEED
+    assert result.scale == 1 and result.seed == SEED
     assert result.seconds > 0
-    assert result.constants == NURandConstants.for_load(SEED)
+    assert result.inputs == NURandConstants.for_load(SEED)
     assert {k: v for k, v in result.rows.items() if k != "order_line"} == TABLE_ROWS
     session = engine.connect()
     try:
@@ -89,11 +89,11 @@ def test_load_result_and_metadata(loaded: tuple[SQLiteEngine, loader.LoadResult]
         session.close()
     assert result.rows["order_line"] == lines
     assert info is not None
-    assert info.warehouses == 1
+    assert info.scale == 1
     assert info.seed == SEED
     assert info.fresh is True
-    assert info.constants == result.constants
-    assert 0 <= info.constants.c_last <= 255
+    assert info.inputs == result.inputs
+    assert 0 <= info.inputs.c_last <= 255
     assert info.load_seconds > 0
     assert info.creation_settings == {"page_size": "4096"}
 
@@ -110,8 +110,8 @@ def test_read_info_is_none_on_a_database_that_is_not_ours(tmp_path: Path) -> Non
 
 def test_zero_warehouses_is_a_user_error(tmp_path: Path) -> None:
     engine = SQLiteEngine(tmp_path, "zero", {})
-    with pytest.raises(UserError, match="at least 1"):
-        loader.load(engine, 0, SEED)
+    with pytest.raises(UserError, match="warehouses: expected an integer of at least 1"):
+        Tpcc().load(engine, Tpcc().settings({"warehouses": 0}), SEED, lambda table, rows: None)
     assert not engine.exists()  # refused before anything was built
 
 
@@ -265,7 +265,7 @@ def test_database_matches_the_generator_for_the_seed(db: sqlite3.Connection,
     """Same seed, same content: the rows in the file are exactly the generator's, money in cents (the
     timestamps are the load's wall clock, so they are taken from the file)."""
     _, result = loaded
-    since, c_load = _since(db), result.constants.c_last
+    since, c_load = _since(db), result.inputs.c_last
     expected = {"customer": [], "history": [], "orders": [], "new_order": [], "order_line": []}
     for d_id in (1, 7):
         for chunk in (*generate.customers(SEED, 1, d_id, c_load, since), *generate.orders(SEED, 1, d_id, since)):

@@ -7,9 +7,15 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio, Verdict, compare, estimate
-from maximus.analysis.metrics import RunFigures
+from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.steady import steady_state_warning, window_series
-from maximus.records import RunStatus
+from maximus.experiment.loader import stored_experiment
+from maximus.experiment.model import Experiment
+from maximus.experiment.plan import from_data
+from maximus.records import ExperimentRecord, RunStatus
+from maximus.store import ResultsStore
+from maximus.workloads import workload as workload_named
+from maximus.workloads.base import Headline, Presentation
 
 SIGNIFICANT = (Verdict.FASTER, Verdict.SLOWER)
 
@@ -31,9 +37,9 @@ class RunRow:
 class Cell:
     step: int
     clients: int
-    tpmc: Estimate
-    nopm: Estimate
-    p90_new_order_s: Estimate
+    headline: Estimate  # the workload's figure of merit over the repeats (TPC-C's tpmC)
+    committed: Estimate  # the same of committed transactions only (TPC-C's NOPM)
+    p90_headline_s: Estimate  # the headline transaction's 90th-percentile response time (TPC-C: New-Order's)
     load_s: Estimate
     run_ids: tuple[int, ...]
     failed: int
@@ -44,6 +50,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class ExperimentSummary:
+    figure: Headline  # what the cells' headline estimates are
     step_names: tuple[str, ...]
     clients: tuple[int, ...]
     cells: tuple[Cell, ...]
@@ -67,20 +74,21 @@ class ExperimentSummary:
         if final.load_vs_baseline and not math.isnan(final.load_vs_baseline.ratio):
             parts.append(f"load time {final.load_vs_baseline.change_percent:+.0f} %")
         if final.vs_baseline and not math.isnan(final.vs_baseline.ratio):
-            parts.append(f"tpmC {final.vs_baseline.change_percent:+.0f} % from baseline")
+            parts.append(f"{self.figure.name} {final.vs_baseline.change_percent:+.0f} % from baseline")
         steps = len(self.step_names) - 1
         parts.append(f"{self.significant_steps} of {steps} step{'s' if steps != 1 else ''} significant")
         return ", ".join(parts)
 
 
-def summarise(step_names: Sequence[str], clients: Sequence[int], planned: int, rows: Sequence[RunRow]
-              ) -> ExperimentSummary:
-    tpmc = {(s, c): _values(rows, s, c, lambda f: f.tpmc) for s in range(len(step_names)) for c in clients}
+def summarise(figure: Headline, step_names: Sequence[str], clients: Sequence[int], planned: int,
+              rows: Sequence[RunRow]) -> ExperimentSummary:
+    headline = {(s, c): _values(rows, s, c, lambda f: f.headline) for s in range(len(step_names)) for c in clients}
     loads = {s: [r.load_seconds for r in rows if r.step == s and r.loaded_in_run and r.load_seconds is not None
                  and r.status is RunStatus.COMPLETE] for s in range(len(step_names))}
-    cells = tuple(_cell(s, c, rows, tpmc, loads) for s in range(len(step_names)) for c in clients)
+    cells = tuple(_cell(figure, s, c, rows, headline, loads) for s in range(len(step_names)) for c in clients)
     finished = sum(1 for r in rows if r.status in (RunStatus.COMPLETE, RunStatus.FAILED))
-    return ExperimentSummary(tuple(step_names), tuple(clients), cells, tuple(_warnings(rows)), planned, finished)
+    return ExperimentSummary(figure, tuple(step_names), tuple(clients), cells, tuple(_warnings(rows)), planned,
+                             finished)
 
 
 def _values(rows: Sequence[RunRow], step: int, clients: int, pick) -> list[float]:
@@ -88,15 +96,16 @@ def _values(rows: Sequence[RunRow], step: int, clients: int, pick) -> list[float
             if r.step == step and r.clients == clients and r.status is RunStatus.COMPLETE and r.figures]
 
 
-def _cell(step: int, clients: int, rows: Sequence[RunRow], tpmc: Mapping, loads: Mapping) -> Cell:
+def _cell(figure: Headline, step: int, clients: int, rows: Sequence[RunRow], headline: Mapping,
+          loads: Mapping) -> Cell:
     mine = [r for r in rows if r.step == step and r.clients == clients]
-    p90 = _values(rows, step, clients, lambda f: _p90(f, "new_order"))
+    p90 = _values(rows, step, clients, lambda f: _p90(f, figure.transaction))
     return Cell(
-        step, clients, estimate(tpmc[step, clients]), estimate(_values(rows, step, clients, lambda f: f.nopm)),
-        estimate(p90), estimate(loads[step]), tuple(r.run_id for r in mine),
-        sum(1 for r in mine if r.status is RunStatus.FAILED),
-        compare(tpmc[step - 1, clients], tpmc[step, clients]) if step else None,
-        compare(tpmc[0, clients], tpmc[step, clients]) if step else None,
+        step, clients, estimate(headline[step, clients]),
+        estimate(_values(rows, step, clients, lambda f: f.committed)), estimate(p90), estimate(loads[step]),
+        tuple(r.run_id for r in mine), sum(1 for r in mine if r.status is RunStatus.FAILED),
+        compare(headline[step - 1, clients], headline[step, clients]) if step else None,
+        compare(headline[0, clients], headline[step, clients]) if step else None,
         compare(loads[0], loads[step], higher_is_better=False) if step else None,
     )
 
@@ -115,3 +124,30 @@ def _warnings(rows: Sequence[RunRow]) -> list[str]:
         if warning:
             warnings.append(warning)
     return warnings
+
+
+@dataclass(frozen=True)
+class ExperimentReport:
+    record: ExperimentRecord
+    experiment: Experiment
+    summary: ExperimentSummary
+    presentation: Presentation  # how the experiment's workload names its figures
+
+
+def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentReport:
+    """Per step and client count: estimates over repeats, gains, verdicts; from the stored raw samples."""
+    record = store.experiment(experiment_id)
+    experiment = stored_experiment(record)
+    workload = workload_named(experiment.workload.name)
+    planned = {run.key: run for run in from_data(record.plan["runs"])}
+    rows = []
+    for run in store.runs(experiment_id):
+        if run.plan_key not in planned:
+            continue
+        figures = (run_figures(store.samples(run.id), run.window, workload.reported_transactions,
+                               workload.headline.transaction) if run.status is RunStatus.COMPLETE else None)
+        key = planned[run.plan_key]
+        rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures))
+    summary = summarise(workload.headline, [s.name for s in experiment.steps], experiment.clients, len(planned), rows)
+    return ExperimentReport(record, experiment, summary,
+                            workload.presentation(workload.settings(experiment.workload.settings)))

@@ -27,12 +27,15 @@ class TransactionFigures:
 
 @dataclass(frozen=True)
 class RunFigures:
-    tpmc: int  # 5.4.1: completed New-Orders (rollbacks included) per minute, truncated to an integer
-    nopm: float  # committed New-Orders per minute (rollbacks excluded), HammerDB's NOPM
+    """A run's figures over its measured window. The headline is the workload's figure of merit
+    (``Workload.headline``: TPC-C's tpmC, completed New-Orders per minute, rollbacks included, 5.4.1)."""
+
+    headline: int  # completed headline transactions per minute, truncated to an integer (TPC-C's tpmC)
+    committed: float  # the same, committed ones only (TPC-C's NOPM: rollbacks excluded)
     tpm: float  # every completed business transaction per minute (deferred completions not counted twice)
     outcomes: Mapping[str, int]  # committed, rolled_back, retried, failed: in the window
     transactions: tuple[TransactionFigures, ...]
-    counts: Mapping[str, int]  # completed per type, plus "new_order.rolled_back", for the validity bands
+    counts: Mapping[str, int]  # completed per type, plus "<headline>.rolled_back", for the validity bands
     per_second: tuple[tuple[int, int, int], ...]  # (second from origin, headline done, all done)
     window: Window
 
@@ -63,7 +66,8 @@ def per_second(samples: Sequence[TxnSample], headline: str, deferred_prefix: str
 
 
 def run_figures(samples: Sequence[TxnSample], window: Window, transaction_order: Sequence[str],
-                headline: str = "new_order") -> RunFigures:
+                headline: str) -> RunFigures:
+    """``headline``: the transaction whose completions per minute are the run's figure of merit."""
     measured = in_window(samples, window)
     completed = [s for s in measured if s.outcome in COMPLETED]
     minutes = window.minutes or math.nan
@@ -72,8 +76,8 @@ def run_figures(samples: Sequence[TxnSample], window: Window, transaction_order:
     counts = Counter(s.transaction for s in completed)
     counts[f"{headline}.rolled_back"] = sum(1 for s in headline_done if s.outcome is Outcome.ROLLED_BACK)
     return RunFigures(
-        tpmc=int(len(headline_done) / minutes) if window.minutes else 0,
-        nopm=sum(1 for s in headline_done if s.outcome is Outcome.COMMITTED) / minutes,
+        headline=int(len(headline_done) / minutes) if window.minutes else 0,
+        committed=sum(1 for s in headline_done if s.outcome is Outcome.COMMITTED) / minutes,
         tpm=len(interactive) / minutes,
         outcomes=outcome_counts(measured),
         transactions=tuple(_figures(name, completed) for name in transaction_order),

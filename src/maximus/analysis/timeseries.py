@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from maximus.analysis.monitoring import Series, one_series, series_of
+from maximus.analysis.series import one_series, series_of
 from maximus.samplers.base import MetricSample
 
 # Counters whose every increase is a checkpoint that could be observed from outside the engine:

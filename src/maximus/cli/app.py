@@ -18,31 +18,28 @@ from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
 from maximus import api, limits
+from maximus.cli.connection import with_connection_options
+from maximus.engines import ENGINES
 from maximus.errors import ConsistencyError, EngineError, MaximusError, cause
 from maximus.knobs.registry import parse_assignments
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
 from maximus.report.progress import LoadBars, RunCountdown
 from maximus.store import default_results_path
+from maximus.workloads.base import SettingError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Maximus: benchmark a database with TPC-C and find out which change makes it faster.")
 out = Console(width=None if sys.stdout.isatty() else 120)  # piped output: wide enough for the tables
 
-Engine = Annotated[str, typer.Option("--engine", "-e", help="Database engine: sqlite or postgres.")]
-Dsn = Annotated[Optional[str], typer.Option(
-    "--dsn", help="PostgreSQL: connection string of a server you own (external mode) instead of a managed one.")]
-BinDir = Annotated[Optional[Path], typer.Option(
-    "--bin-dir", help="PostgreSQL: directory of initdb/pg_ctl/postgres for managed mode [default: discovered].")]
-AllowChanges = Annotated[bool, typer.Option(
-    "--allow-changes", help="PostgreSQL external mode: let Maximus set knobs with ALTER SYSTEM and reload "
-    "(put back after the run).")]
-AllowRestart = Annotated[bool, typer.Option(
-    "--allow-restart", help="PostgreSQL external mode: also restart your server (on this machine) for knobs that "
-    "need it, and again after the run; implies --allow-changes.")]
+Engine = Annotated[str, typer.Option("--engine", "-e", help=f"Database engine: {' or '.join(ENGINES)}.")]
+Connection = Optional[dict[str, str]]  # the engines' connection options (cli/connection.py) stand in its place
 Knobs = Annotated[Optional[list[str]], typer.Option(
     "--knob", "-k", help="Engine setting NAME=VALUE, repeatable (e.g. -k journal_mode=wal).")]
-Warehouses = Annotated[int, typer.Option("--warehouses", "-w", help="Scale: number of warehouses.")]
+WorkloadName = Annotated[str, typer.Option("--workload", help="The workload: tpcc, or another registered one (its "
+                                           "other settings come from an experiment file).")]
+Warehouses = Annotated[Optional[int], typer.Option("--warehouses", "-w", help="TPC-C's scale: number of "
+                                                   "warehouses \\[default: 1].")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random stream (load and run).")]
 Workdir = Annotated[Optional[Path], typer.Option(
     "--workdir", help="Where databases are built \\[default: $MAXIMUS_WORKDIR or ./maximus-work].")]
@@ -55,19 +52,24 @@ Yes = Annotated[bool, typer.Option("--yes", help="Run a plan estimated to take m
                                    "otherwise).")]
 
 
-def _options(engine: str, knobs: list[str] | None, warehouses: int, workdir: Path | None, results: Path | None,
-             dsn: str | None = None, bin_dir: Path | None = None, allow_changes: bool = False,
-             allow_restart: bool = False, **rest: object) -> api.BenchmarkOptions:
-    return api.BenchmarkOptions(engine=engine, knobs=parse_assignments(knobs or []), warehouses=warehouses,
-                                workdir=workdir or api.default_workdir(), results=results or default_results_path(),
-                                connection=_connection(dsn, bin_dir, allow_changes, allow_restart), **rest)
+def _given(**settings: Any) -> dict[str, Any]:
+    """The workload settings given on the command line: the workload defaults the others (and refuses one it
+    does not have, as the option of that name)."""
+    return {key: value for key, value in settings.items() if value is not None}
 
 
-def _connection(dsn: str | None, bin_dir: Path | None, allow_changes: bool, allow_restart: bool) -> dict[str, str]:
-    connection = {"dsn": dsn, "bin_dir": str(bin_dir) if bin_dir else None,
-                  "allow_restart": "yes" if allow_restart else None,  # named first: it implies the next
-                  "allow_changes": "yes" if allow_changes or allow_restart else None}
-    return {key: value for key, value in connection.items() if value}
+def _options(engine: str, knobs: list[str] | None, settings: dict[str, Any], workdir: Path | None,
+             results: Path | None, connection: dict[str, str], **rest: object) -> api.BenchmarkOptions:
+    """The command's options, validated; the workload's settings come from options named as its keys
+    (``--warehouses``, ``--keying``, ``--mix``), so a bad one is reported as that option."""
+    options = api.BenchmarkOptions(engine=engine, knobs=parse_assignments(knobs or []), settings=settings,
+                                   workdir=workdir or api.default_workdir(),
+                                   results=results or default_results_path(), connection=connection, **rest)
+    try:
+        options.validate()
+    except SettingError as error:
+        raise error.for_option(f"--{error.key}") from None
+    return options
 
 
 @app.command()
@@ -107,29 +109,32 @@ def _with_duration(experiment, duration: float):
 
 
 @app.command()
-def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 1, seed: Seed = 1,
-         workdir: Workdir = None, dsn: Dsn = None, bin_dir: BinDir = None, allow_changes: AllowChanges = False,
-         allow_restart: AllowRestart = False) -> None:
+@with_connection_options("text", "path", "flag")
+def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None, seed: Seed = 1,
+         workdir: Workdir = None, connection: Connection = None, workload: WorkloadName = "tpcc") -> None:
     """Build a TPC-C database from scratch (timed) and keep a pristine copy for later runs."""
-    options = _options(engine, knob, warehouses, workdir, None, dsn, bin_dir, allow_changes, allow_restart, seed=seed)
-    options.validate()
-    target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs, None, options.connection)
+    options = _options(engine, knob, _given(warehouses=warehouses), workdir, None, connection, seed=seed,
+                       workload=workload)
+    build = options.build
+    target = api.make_engine(options.engine, options.workdir, build, options.knobs, None, options.connection)
     with api.running(target):
-        result = api.load_database(target, warehouses, seed, LoadBars(out))
+        result = api.load_database(target, build, seed, LoadBars(out))
         if not target.exists():
             target.restore()  # a working copy to look at, as `load` always left
     rows = sum(result.rows.values())
-    out.print(f"Loaded {warehouses} warehouse(s), {rows:,} rows in [bold]{result.seconds:,.1f} s[/] "
-              f"({result.seconds / warehouses:,.1f} s per warehouse) into {target.workdir / target.database}")
+    out.print(f"Loaded {build.workload.presentation(build.settings).scale}, {rows:,} rows in "
+              f"[bold]{result.seconds:,.1f} s[/] into {target.workdir / target.database}")
 
 
 @app.command()
-def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 1, terminals: Terminals = 2,
+@with_connection_options("text", "path", "flag")
+def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None, terminals: Terminals = 2,
         warmup: Warmup = 5.0, duration: Duration = 30.0, seed: Seed = 1,
-        keying: Annotated[bool, typer.Option("--keying/--no-keying",
-                                             help="Keying and think times of 5.2.5 (off: TPC-C-like).")] = False,
-        mix: Annotated[str, typer.Option("--mix", help="deck (23 cards, 5.2.4.2) or weights such as "
-                                         "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4.")] = "deck",
+        keying: Annotated[Optional[bool], typer.Option("--keying/--no-keying", help="TPC-C: keying and think "
+                                                       "times of 5.2.5 (off: TPC-C-like) \\[default: off].")] = None,
+        mix: Annotated[Optional[str], typer.Option("--mix", help="TPC-C: deck (23 cards, 5.2.4.2) or weights such as "
+                                                   "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4 "
+                                                   "\\[default: deck].")] = None,
         check: Annotated[bool, typer.Option("--check/--no-check",
                                             help="Check consistency (3.3.2) after the run.")] = True,
         rebuild: Annotated[bool, typer.Option("--rebuild", help="Build the database again even if a "
@@ -142,15 +147,13 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 
         max_failed: Annotated[float, typer.Option("--max-failed", metavar="PCT", help="Fail the run when more than "
                                                   "PCT % of the transactions in its window failed.")]
         = MAX_FAILED_PERCENT,
-        workdir: Workdir = None, results: Results = None, dsn: Dsn = None, bin_dir: BinDir = None,
-        allow_changes: AllowChanges = False, allow_restart: AllowRestart = False, yes: Yes = False) -> None:
+        workdir: Workdir = None, results: Results = None, connection: Connection = None, yes: Yes = False,
+        workload: WorkloadName = "tpcc") -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
-    options = _options(engine, knob, warehouses, workdir, results, dsn, bin_dir, allow_changes, allow_restart,
-                       terminals=terminals,
-                       warmup_s=warmup, duration_s=duration, seed=seed, keying_and_think=keying, mix=mix,
-                       check=check, rebuild=rebuild, monitor=monitor, transactions=transactions,
-                       max_failed_percent=max_failed)
-    options.validate()
+    options = _options(engine, knob, _given(warehouses=warehouses, keying=keying, mix=mix), workdir, results,
+                       connection, terminals=terminals, warmup_s=warmup,
+                       duration_s=duration, seed=seed, check=check, rebuild=rebuild, monitor=monitor,
+                       transactions=transactions, max_failed_percent=max_failed, workload=workload)
     _announce(options.estimate(), yes)
     _run_and_show(options)
 
@@ -163,13 +166,14 @@ def _announce(estimate: limits.Estimate, yes: bool) -> None:
 
 
 @app.command("check")
-def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 1,
-                  workdir: Workdir = None, dsn: Dsn = None, bin_dir: BinDir = None) -> None:
+@with_connection_options("text", "path")  # how to reach the server; a check changes nothing on it
+def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None,
+                  workdir: Workdir = None, connection: Connection = None, workload: WorkloadName = "tpcc") -> None:
     """Check the twelve consistency conditions of 3.3.2 on the database of the last run."""
-    options = _options(engine, knob, warehouses, workdir, None, dsn, bin_dir)
-    options.validate()
-    target = api.make_engine(options.engine, options.workdir, warehouses, options.knobs, None, options.connection)
-    results = api.check_database(target, announce=out.print)
+    options = _options(engine, knob, _given(warehouses=warehouses), workdir, None, connection, workload=workload)
+    build = options.build
+    target = api.make_engine(options.engine, options.workdir, build, options.knobs, None, options.connection)
+    results = api.check_database(target, build.workload, announce=out.print)
     view.render_consistency(out, results)
     failed = [r for r in results if r.passed is False]
     if failed:
@@ -182,11 +186,10 @@ def runs(results: Results = None) -> None:
     """List the stored runs."""
     store = api.open_results(results)
     try:
-        records = store.runs()
-        tpmc = {r.id: api.analyse_run(store, r.id).figures.tpmc for r in records}
+        reports = [api.analyse_run(store, r.id) for r in store.runs()]
     finally:
         store.close()
-    view.render_runs(out, records, tpmc)
+    view.render_runs(out, [(r.record, r.presentation, r.figures.headline) for r in reports])
 
 
 @app.command()
@@ -219,14 +222,14 @@ def _run_and_show(options: api.BenchmarkOptions) -> None:
 
 
 def _show(report: api.RunReport, histograms: bool, environment: bool, just_stored: bool = True) -> None:
-    record = report.record
-    view.render_header(out, record)
-    view.render_figures(out, report.figures, record.spec.keying_and_think)
-    view.render_timeline(out, report.figures)
-    view.render_run_table(out, [api.run_column(report)])
+    record, shown = report.record, report.presentation
+    view.render_header(out, record, shown)
+    view.render_figures(out, report.figures, shown)
+    view.render_timeline(out, report.figures, shown.headline)
+    view.render_run_table(out, [api.run_column(report)], shown)
     view.render_monitoring(out, report.monitoring)
     if histograms:
-        view.render_histograms(out, report.figures)
+        view.render_histograms(out, report.figures, shown)
     view.render_bands(out, "Input validity (5.5.1.5)", report.validity)
     view.render_bands(out, "Mix (5.2.3: share of all transactions, %)", report.mix)
     if report.consistency:

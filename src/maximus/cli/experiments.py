@@ -15,7 +15,7 @@ from maximus.cli.reports import write_experiment_report
 from maximus.errors import EngineError, MaximusError
 from maximus.experiment import runner
 from maximus.experiment.plan import PlannedRun
-from maximus.report.bundle import gather_experiment
+from maximus.analysis.bundle import gather_experiment
 from maximus.report.charts import clients_label
 from maximus.report.experiment_console import render_comparison, render_experiment, render_experiments
 from maximus.report.tables import experiment_notices

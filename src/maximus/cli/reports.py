@@ -18,7 +18,7 @@ from maximus.errors import UserError
 from maximus.store import ResultsStore, default_results_path
 
 if TYPE_CHECKING:  # loaded when used: scipy and plotly would slow every command's start
-    from maximus.report.bundle import ExperimentData, RunData
+    from maximus.analysis.bundle import ExperimentData, RunData
 
 FORMATS = ("json", "csv")
 
@@ -47,7 +47,7 @@ def _target(store: ResultsStore, experiment_id: int | None, run_id: int | None) 
 
 
 def _gather(results: Path | None, experiment_id: int | None, run_id: int | None) -> ExperimentData | RunData:
-    from maximus.report.bundle import gather_experiment, gather_run
+    from maximus.analysis.bundle import gather_experiment, gather_run
 
     store = api.open_results(results or default_results_path())
     try:
@@ -59,7 +59,7 @@ def _gather(results: Path | None, experiment_id: int | None, run_id: int | None)
 
 def render(data: ExperimentData | RunData) -> str:
     from maximus.report import html
-    from maximus.report.bundle import RunData
+    from maximus.analysis.bundle import RunData
 
     return html.run_page(data) if isinstance(data, RunData) else html.experiment_page(data)
 
@@ -80,7 +80,7 @@ def report(experiment: Experiment = None, run: Run = None,
     """Write one self-contained HTML report (tables and charts; no network needed to view it)."""
     from maximus.cli.app import out
 
-    from maximus.report.bundle import RunData
+    from maximus.analysis.bundle import RunData
 
     data = _gather(results, experiment, run)
     path = output or (default_report_path(run_id=data.id) if isinstance(data, RunData)
@@ -140,7 +140,7 @@ def _check_export_options(output_format: str, series: bool, cells: bool, result_
 def _export_text(data: ExperimentData | RunData, output_format: str, series: bool, cells: bool,
                  result_file: bool) -> str:
     from maximus import export as exporting
-    from maximus.report.bundle import RunData
+    from maximus.analysis.bundle import RunData
 
     runs = [data] if isinstance(data, RunData) else list(data.runs)
     if output_format == "json":

@@ -2,17 +2,16 @@
 
 A process per busy terminal is the simplest client, but on a machine the client shares with the
 server every transaction then wakes a process of its own, and with more terminals than cores those
-wake-ups crowd the server out: with 8 terminals on 2 cores the client alone cost 180-190 µs a
-transaction, and New-Orders were 0.81-0.93 of pgbench's (bench/postgres_tpcc.py). Here one process per
-core sends each of its terminals' calls and waits with poll(2) for whichever server answers first, as
-pgbench's threads do; a result that arrives while another is handled is picked up in the same wake-up.
+wake-ups crowd the server out (docs/internals.md). Here one process per core sends each of its
+terminals' calls and waits with poll(2) for whichever server answers first, as pgbench's threads do; a
+result that arrives while another is handled is picked up in the same wake-up.
 
 The calls are sent by the engine's pump (engines/pump.py): each terminal hands it a batch of calls, and
 the pump sends the terminal's next call as soon as the previous one's result is in. A deferred
 transaction in a batch goes to the pump's queue, which the process's deferred session runs. This
 module's code runs only when a batch is used up, a call fails, or the run ends.
-For PostgreSQL the pump is a C loop over libpq: of the 69 µs of client CPU a transaction cost with the
-Python loop it replaced, the loop took 49 (its system calls included), the draws 14, the recording 6.
+For PostgreSQL the pump is a C loop over libpq: in Python, the loop was most of the client's CPU per
+transaction.
 
 Only for what allows it: terminals without keying and think times, single-statement transactions
 (server-side mode), and an engine whose sessions split a call in two (``Capabilities.split_calls``).

@@ -27,8 +27,9 @@ class RetryPolicy:
     first_backoff_s: float = 0.001
 
     def run(self, attempt: Callable[[Any], Any], inputs: Any, rollback: Callable[[], None],
-            classify: Callable[[BaseException], Outcome]) -> Result:
-        """Run ``attempt(inputs)`` until it commits."""
+            classify: Callable[[BaseException], Outcome], sleep: Callable[[float], Any] = time.sleep) -> Result:
+        """Run ``attempt(inputs)`` until it commits. The back-off waits in ``sleep``: the terminal's clock, which
+        a stop interrupts (it returns False, and the transaction fails with its conflict)."""
         for number in range(1, self.max_attempts + 1):
             try:
                 return Result(Outcome.COMMITTED, number, "", attempt(inputs))
@@ -38,9 +39,8 @@ class RetryPolicy:
             except Exception as error:  # classified below: a failure is counted, never swallowed
                 _quietly(rollback)
                 wait = self.backoff(error, number, classify)
-                if wait is None:
+                if wait is None or sleep(wait) is False:
                     return failed(error, number)
-                time.sleep(wait)
         raise AssertionError("unreachable")
 
     def backoff(self, error: BaseException, attempts: int,

@@ -34,7 +34,7 @@ from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import DeferredResult, Outcome, RunStatus, TxnSample, Window
 from maximus.workers import ignore_interrupts, spawning
-from maximus.workloads import workload as workload_named
+from maximus.workloads.base import Workload
 
 _READY_TIMEOUT_S = 120.0
 _WATCH_EVERY_S = 1.0
@@ -44,7 +44,7 @@ _FAILED = Outcome.FAILED.value
 @dataclass(frozen=True)
 class DriveSpec:
     engine: Engine
-    workload: str
+    workload: Workload  # travels to the terminal processes as it is: a workload need not be registered there
     settings: Any  # the workload's run settings, shared by every terminal
     terminals: int
     warmup_s: float
@@ -108,7 +108,7 @@ def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
     yield_to_the_server()
     try:
         session = spec.engine.connect()
-        emulator = workload_named(spec.workload).emulator(spec.settings, index, spec.engine.dialect)
+        emulator = spec.workload.emulator(spec.settings, index, spec.engine.dialect)
     except Exception as error:
         channels.outbox.put(("fatal", f"terminal {index} could not start: {type(error).__name__}: {error}"))
         return
@@ -137,7 +137,7 @@ def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None
     indices = spec.shares()[worker]
     try:
         sessions = [spec.engine.connect() for _ in range(len(indices) + 1)]  # the last for deferred transactions
-        workload = workload_named(spec.workload)
+        workload = spec.workload
         emulators = [workload.emulator(spec.settings, index, spec.engine.dialect) for index in indices]
         transactions = workload.transactions(spec.engine.dialect, spec.settings)
     except Exception as error:
@@ -165,7 +165,7 @@ def _async_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
 async def _async_terminals(spec: DriveSpec, indices: range, channels: _Channels, worker: int) -> None:
     try:
         sessions = [await spec.engine.connect_async() for _ in indices]
-        workload = workload_named(spec.workload)
+        workload = spec.workload
         emulators = [workload.emulator(spec.settings, index, spec.engine.dialect) for index in indices]
     except Exception as error:
         channels.outbox.put(("fatal", f"terminal process {worker} could not start: {type(error).__name__}: {error}"))
@@ -194,7 +194,7 @@ def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     yield_to_the_server()
     try:
         session = spec.engine.connect()
-        transactions = workload_named(spec.workload).transactions(spec.engine.dialect, spec.settings)
+        transactions = spec.workload.transactions(spec.engine.dialect, spec.settings)
     except Exception as error:
         channels.outbox.put(("fatal", f"deferred worker {worker} could not start: {error}"))
         return
@@ -209,7 +209,8 @@ def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
 
 def _serve_deferred(spec: DriveSpec, session: Any, transactions: dict, channels: _Channels,
                     recorder: Recorder) -> None:
-    runners = {name: transaction_runner(session, spec.engine, spec.retry, transaction, channels.writer_gate)
+    sleep = SystemClock(channels.stop).sleep  # a back-off a stop interrupts
+    runners = {name: transaction_runner(session, spec.engine, spec.retry, transaction, channels.writer_gate, sleep)
                for name, transaction in transactions.items()}
     while (request := channels.deliveries.get()) is not None:
         if channels.stop.is_set():

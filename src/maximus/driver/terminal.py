@@ -7,6 +7,7 @@ an interrupted run still hands over what it measured.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,9 +28,9 @@ class Recorder:
     """Collects samples and in-window facts; ships them to the parent in batches.
 
     A sample is recorded as the tuple it travels as (``from_wire`` makes it a ``TxnSample`` in the
-    parent): building and pickling a dataclass costs about 3 µs a sample on each side, a tuple of
-    numbers and strings a twentieth of that. A busy terminal's transactions committed at their first
-    attempt, nearly all of them, travel as a run instead (``record_committed``), which is cheaper still.
+    parent): a tuple of numbers and strings costs a twentieth of what a dataclass costs to build and
+    pickle, on each side. A busy terminal's transactions committed at their first attempt, nearly all of
+    them, travel as a run instead (``record_committed``), which is cheaper still.
     """
 
     outbox: Any  # a multiprocessing queue
@@ -62,9 +63,8 @@ class Recorder:
         ``times[2 n + 1]``, as the pump timed it; ``drawn[n]`` is its (transaction, inputs).
 
         The run travels as it is and ``expand_runs`` makes samples of it in the parent, and the facts of
-        a run wholly in the window are summed by transaction type (``summed_facts``). Recorded one by one,
-        in a loop that built each sample's tuple and summed each transaction's facts, a transaction
-        cost 1.4 µs with its pickling on a warm core; this way, 0.6.
+        a run wholly in the window are summed by transaction type (``summed_facts``): less than half the
+        cost of a sample tuple and a facts dict per transaction.
         """
         self.runs.append((terminal, names, times))
         self.recorded += len(names)
@@ -125,7 +125,7 @@ Runner = Callable[[Any], Result]  # inputs -> what became of the transaction
 
 
 def transaction_runner(session: Session, engine: Engine, retry: RetryPolicy, transaction: Any,
-                       gate: Any = None) -> Runner:
+                       gate: Any = None, sleep: Callable[[float], Any] = time.sleep) -> Runner:
     """What runs one transaction type under the retry policy, queued at the gate when the engine asks
     for it (a fair queue instead of a sleeping busy handler).
 
@@ -137,7 +137,7 @@ def transaction_runner(session: Session, engine: Engine, retry: RetryPolicy, tra
         attempt = partial(transaction.execute, session)  # autocommit: the one statement is the transaction
     else:
         attempt = partial(_in_transaction, session, transaction)
-    run = partial(retry.run, attempt, rollback=session.rollback, classify=engine.classify)
+    run = partial(retry.run, attempt, rollback=session.rollback, classify=engine.classify, sleep=sleep)
     if gate is not None and engine.gated(transaction.read_only):
         return partial(_holding, gate, run)
     return run
@@ -226,7 +226,8 @@ class Terminal:
         return result
 
     def _runner(self, transaction: Any) -> Runner:
-        runner = transaction_runner(self.session, self.engine, self.retry, transaction, self.writer_gate)
+        runner = transaction_runner(self.session, self.engine, self.retry, transaction, self.writer_gate,
+                                    self.clock.sleep)
         self.runners[transaction] = runner
         return runner
 
@@ -274,12 +275,10 @@ def yield_to_the_server() -> None:
 
     On a machine the client shares with the server, what runs there is most often a server process
     in the middle of a transaction, holding locks that other terminals wait for; preempting it
-    stretches every lock hold time by a slice of Python. Measured on PostgreSQL with 4 terminals on
-    2 cores (bench/postgres_tpcc.py): about 10 % more New-Orders and 10 % less client CPU per
-    transaction. With 8 terminals, the CPUs saturated, the default policy made no more New-Orders
-    and cost the client 4 % more CPU per transaction (24 alternating rounds, bench/README.md). The
-    wait for the CPU is part of the response times the terminal records, as before; only who waits
-    changes.
+    stretches every lock hold time by a slice of Python. On PostgreSQL with 4 terminals on 2 cores it
+    makes about 10 % more New-Orders; with 8, the CPUs saturated, the default policy makes no more and
+    costs the client more CPU (bench/README.md). The wait for the CPU is part of the response times
+    the terminal records; only who waits changes.
     """
     try:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import Mapping
 
-from maximus.engines.base import Capabilities, Dialect, Engine, Session
+from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Engine, Session
 from maximus.engines.postgres import PostgresEngine
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.errors import UserError
@@ -26,11 +26,25 @@ def check_connection(engine: type[Engine], connection: Mapping[str, str | None])
     """Refuse an option the engine does not understand: ignored, ``--dsn`` would quietly run the default
     engine on its own files instead of the server the user named."""
     for option, value in connection.items():
-        if value and option not in engine.connection_options:
-            owners = [n for n, cls in ENGINES.items() if option in cls.connection_options]
+        if value and option not in _names(engine):
+            owners = [n for n, cls in ENGINES.items() if option in _names(cls)]
             flag = "--" + option.replace("_", "-")
             raise UserError(f"{flag} is not an option of {engine.name}: add -e {owners[0]}" if owners
                             else f"{flag} is not an option of {engine.name}")
 
 
-__all__ = ["Capabilities", "Dialect", "ENGINES", "Engine", "Session", "check_connection", "engine_class"]
+def _names(engine: type[Engine]) -> set[str]:
+    return {option.name for option in engine.connection_options}
+
+
+def connection_options() -> list[ConnectionOption]:
+    """Every registered engine's connection options, each name once (the first engine's that declares it)."""
+    options: dict[str, ConnectionOption] = {}
+    for engine in ENGINES.values():
+        for option in engine.connection_options:
+            options.setdefault(option.name, option)
+    return list(options.values())
+
+
+__all__ = ["Capabilities", "ConnectionOption", "Dialect", "ENGINES", "Engine", "Session", "check_connection",
+           "connection_options", "engine_class"]

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Se
 
 import numpy as np
 
+from maximus.engines.pump import Pump, PythonPump
+from maximus.engines.session import AsyncSession, Session
 from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
 
 if TYPE_CHECKING:
-    from maximus.engines.pump import Pump
     from maximus.samplers.base import Sampler
 
 
@@ -38,10 +39,25 @@ class Capabilities:
     """What an engine can do, so generic code can ask instead of checking names."""
 
     single_writer: bool  # one write transaction at a time (see Engine.gated)
-    managed_server: bool  # Maximus starts and stops a server process
+    server_process: bool  # the database runs in a server's processes, not inside Maximus's clients (embedded)
     server_side_procedures: bool
     async_sessions: bool = False  # connect_async(): many terminals share one process
     split_calls: bool = False  # Session.send_call / call_finished: busy terminals share one process
+
+
+@dataclass(frozen=True)
+class ConnectionOption:
+    """How to reach or choose an engine's server, or what Maximus may do to it: a key of ``Engine.connection``,
+    given on the command line as ``--`` and the name with dashes (``bin_dir``: ``--bin-dir``)."""
+
+    name: str
+    help: str  # the command line's help text
+    kind: str = "text"  # text, path (a directory or file), or flag (on or off; on is "yes")
+    implies: str | None = None  # the flag this one turns on as well
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -65,95 +81,6 @@ class Dialect:
     array_of_ints: Callable[[Any], list[int | None]] = list
 
 
-class Session(ABC):
-    """One connection used by one terminal: SQL with ``?`` placeholders, explicit transactions."""
-
-    @abstractmethod
-    def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
-        """Start a transaction. ``one_snapshot``: every read of it must see the same committed state (a
-        read-only transaction that reads several tables, TPC-C's Order-Status, 3.4.0.1); an engine whose
-        default level gives each statement its own snapshot raises the level for this transaction."""
-
-    @abstractmethod
-    def commit(self) -> None: ...
-
-    @abstractmethod
-    def rollback(self) -> None: ...
-
-    @abstractmethod
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run a statement; return the number of rows it changed."""
-
-    @abstractmethod
-    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple | None: ...
-
-    @abstractmethod
-    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
-
-    def batch(self, statements: Sequence[tuple[str, Sequence[Any]]], last: bool = False) -> list[list[tuple]]:
-        """Run statements that do not wait for each other's results, in order, in the caller's transaction;
-        return each one's rows (RETURNING's, for a change). A server engine sends them at once (PostgreSQL:
-        one pipeline, one round trip), so a client-side transaction costs a round trip per batch, not per
-        statement. The first error is raised once all have been sent; those after it did nothing.
-
-        ``last``: the transaction's last statements. An engine may send its COMMIT with them, when all of them
-        succeed; the ``commit()`` that follows then has nothing left to do."""
-        return [self.fetchall(sql, params) for sql, params in statements]
-
-    def call(self, sql: str, params: Sequence[Any]) -> Any:
-        """Run one statement many times over (a stored-function call); return the first value of its
-        first row, or None, in whatever form the engine's path gives it (``dialect.array_of_ints``
-        reads an array of it).
-
-        ``params`` come converted by the engine's ``dialect.call_parameters``. Engines with a cheaper
-        path for a repeated statement (prepared once, parameters as text) override this; the driver's
-        client cost per transaction is mostly spent here.
-        """
-        row = self.fetchone(sql, params)
-        return None if row is None else row[0]
-
-    # Engines with ``capabilities.split_calls`` also split ``call`` in two, so that one process can keep
-    # calls in flight on several sessions and wait for whichever answers first (driver.multiplexed).
-
-    def send_call(self, sql: str, params: Sequence[Any]) -> None:
-        """Send what ``call`` sends and return at once; ``call_finished`` then collects the result."""
-        raise NotImplementedError
-
-    def call_finished(self) -> bool:
-        """Read what has arrived without waiting: True once the call's result is complete, raising the
-        call's error as ``call`` would; False while it is still running."""
-        raise NotImplementedError
-
-    def call_value(self) -> Any:
-        """After ``call_finished`` said True: what ``call`` would have returned for that call."""
-        raise NotImplementedError
-
-    def fileno(self) -> int:
-        """The socket that becomes readable when the server answers."""
-        raise NotImplementedError
-
-    def broken(self) -> bool:
-        """Whether the connection is lost (the server or the network dropped it): nothing more can run."""
-        return False
-
-    def cancel(self) -> None:
-        """From another thread: stop the statement this session is running, which then raises in its own
-        thread. Best effort, and nothing on an engine that cannot (an embedded one)."""
-
-    @abstractmethod
-    def close(self) -> None: ...
-
-
-class AsyncSession(ABC):
-    """One connection of an asynchronous terminal: single statements in autocommit mode."""
-
-    @abstractmethod
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
-
-    @abstractmethod
-    async def close(self) -> None: ...
-
-
 class Engine(ABC):
     """A database management system under test, configured with validated knob settings."""
 
@@ -161,7 +88,11 @@ class Engine(ABC):
     knobs: KnobCatalogue  # per instance, from catalogue(); engines with a fixed one set it on the class
     capabilities: ClassVar[Capabilities]
     dialect: ClassVar[Dialect]
-    connection_options: ClassVar[tuple[str, ...]] = ()  # the keys of ``connection`` it understands
+    connection_options: ClassVar[tuple[ConnectionOption, ...]] = ()  # the keys of ``connection`` it understands
+    lock_wait_knob: ClassVar[str | None] = None  # the knob bounding a lock wait, in milliseconds
+    # A connection-time knob, a value other than its default, and that value as ``reported_settings`` gives it:
+    # the contract suite checks with it that the knobs reach the engine.
+    example_knob: ClassVar[tuple[str, str, str] | None] = None
 
     def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
                  connection: Mapping[str, str] | None = None) -> None:
@@ -184,9 +115,20 @@ class Engine(ABC):
         return cls.catalogue(connection)
 
     @classmethod
+    def driver_error(cls) -> type[Exception]:
+        """The base class of the errors its sessions raise (imported when asked: the driver may be large)."""
+        return Exception
+
+    @classmethod
     def documented_knobs(cls) -> list[str]:
         """Knob names the README must document (all of a fixed catalogue)."""
         return [knob.name for knob in cls.knobs]
+
+    @property
+    def manages_server(self) -> bool:
+        """Whether Maximus starts and stops this instance's server: not an embedded engine's (it has none), nor
+        a server the user owns."""
+        return False
 
     @property
     def effective_settings(self) -> dict[str, str]:
@@ -207,8 +149,6 @@ class Engine(ABC):
     def call_pump(self) -> Pump:
         """What keeps the calls of several split-call sessions in flight from one process
         (engines/pump.py): the pump in Python, unless the engine has a cheaper one."""
-        from maximus.engines.pump import PythonPump
-
         return PythonPump()
 
     def validate_run(self, terminals: int) -> None:

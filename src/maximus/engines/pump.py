@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
-from maximus.engines.base import Session
+from maximus.engines.session import Session
 
 DONE, FAILED, END = 0, 2, 3
 

@@ -124,10 +124,12 @@ class SQLiteSession(Session):
 class SQLiteEngine(Engine):
     name = "sqlite"
     knobs = SQLITE_KNOBS
-    capabilities = Capabilities(single_writer=True, managed_server=False, server_side_procedures=False)
+    capabilities = Capabilities(single_writer=True, server_process=False, server_side_procedures=False)
     # SQLite's NUMERIC is REAL: money is kept in integer cents. 'now' is read once per statement, to the millisecond.
     dialect = Dialect("sqlite", clustered_table_suffix=" WITHOUT ROWID", money_in_cents=True,
                       utc_now="strftime('%Y-%m-%d %H:%M:%f', 'now')")
+    lock_wait_knob = "busy_timeout"
+    example_knob = ("cache_size", "-4096", "-4096")
 
     @property
     def path(self) -> Path:
@@ -136,6 +138,10 @@ class SQLiteEngine(Engine):
     @property
     def snapshot_path(self) -> Path:
         return self.workdir / f"{self.database}.pristine.sqlite"
+
+    @classmethod
+    def driver_error(cls) -> type[Exception]:
+        return sqlite3.Error
 
     def gated(self, read_only: bool) -> bool:
         # One writer at a time; with a rollback journal a reader also blocks a committing writer.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -13,12 +14,13 @@ from maximus.engines import engine_class
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
 from maximus.knobs import KnobCatalogue
-from maximus.records import MAX_FAILED_PERCENT
-from maximus.workloads.tpcc.mix import parse_mix
+from maximus.records import MAX_FAILED_PERCENT, ExperimentRecord
+from maximus.workloads import workload as workload_named
+from maximus.workloads.base import SettingError
 
 _TOP = {"name", "description", "engine", "clients", "repeats", "order", "seed", "workload", "hygiene",
         "baseline", "steps"}
-_WORKLOAD = {"name", "warehouses", "warmup", "duration", "keying", "mix", "max_failed"}
+_WORKLOAD = {"name", "warmup", "duration", "max_failed"}  # every other key is the workload's own setting
 _HYGIENE = {"load", "restore", "drop_caches"}
 _STEP = {"name", "set", "multi"}
 
@@ -204,20 +206,22 @@ def _clients(source: _Source, data: Mapping) -> tuple[int, ...]:
 
 
 def _workload(source: _Source, table: Any) -> Workload:
-    _known_keys(source, ("workload",), table, _WORKLOAD)
-    name = _text(source, {"workload": table}, ("workload", "name"), "tpcc")
-    if name != "tpcc":
-        raise source.error(("workload", "name"), f"unknown workload {name!r} (available: tpcc)")
-    mix = _text(source, {"workload": table}, ("workload", "mix"), "deck")
-    try:
-        parse_mix(mix)
-    except UserError as error:
-        raise source.error(("workload", "mix"), str(error)) from None
+    if not isinstance(table, dict):
+        raise source.error(("workload",), "expected a table")
     wrapped = {"workload": table}
-    return Workload(name, _integer(source, wrapped, ("workload", "warehouses"), 1, limits.WAREHOUSES),
+    name = _text(source, wrapped, ("workload", "name"), "tpcc")
+    try:
+        chosen = workload_named(name)
+    except UserError as error:
+        raise source.error(("workload", "name"), str(error)) from None
+    _known_keys(source, ("workload",), table, _WORKLOAD | set(chosen.setting_names))
+    try:
+        settings = chosen.settings({key: value for key, value in table.items() if key not in _WORKLOAD})
+    except SettingError as error:
+        raise source.error(("workload", error.key), error.reason) from None
+    return Workload(name, settings.to_mapping(),
                     _number(source, wrapped, ("workload", "warmup"), 5.0, limits.WARMUP_S),
                     _number(source, wrapped, ("workload", "duration"), 30.0, limits.DURATION_S),
-                    _boolean(source, wrapped, ("workload", "keying"), False), mix,
                     _number(source, wrapped, ("workload", "max_failed"), MAX_FAILED_PERCENT, limits.PERCENT))
 
 
@@ -322,3 +326,20 @@ def _step_name(source: _Source, where: tuple, raw: Mapping) -> str:
     if name == "baseline":
         raise source.error((*where, "name"), "'baseline' is the name of the [baseline] configuration")
     return name
+
+
+def stored_experiment(record: ExperimentRecord) -> Experiment:
+    """The experiment exactly as it was planned: parsed from the stored text, with stored overrides."""
+    experiment = parse_experiment(record.source_text, Path(record.source_path))
+    stored = record.plan.get("experiment", {})
+    return _apply(experiment, stored) if stored else experiment
+
+
+def stored_overrides(experiment: Experiment) -> dict:
+    """What the command line may override (e.g. the demo's duration), so a resume plans the same runs."""
+    return {"duration_s": experiment.workload.duration_s, "warmup_s": experiment.workload.warmup_s}
+
+
+def _apply(experiment: Experiment, stored: dict) -> Experiment:
+    workload = replace(experiment.workload, duration_s=stored["duration_s"], warmup_s=stored["warmup_s"])
+    return replace(experiment, workload=workload)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Mapping
+from typing import Any, Mapping
 
 from maximus.records import MAX_FAILED_PERCENT
 
@@ -33,11 +33,9 @@ class Step:
 @dataclass(frozen=True)
 class Workload:
     name: str = "tpcc"
-    warehouses: int = 1
+    settings: Mapping[str, Any] = field(default_factory=dict)  # its own, as it validated them (TPC-C: warehouses, ...)
     warmup_s: float = 5.0
     duration_s: float = 30.0
-    keying_and_think: bool = False
-    mix: str = "deck"
     max_failed_percent: float = MAX_FAILED_PERCENT  # a run with more failed transactions in its window is failed
 
 

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from maximus import limits
 from maximus.experiment.model import Experiment, LoadPolicy, Order
+from maximus.workloads import workload as workload_named
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ def estimate(experiment: Experiment, runs: Sequence[PlannedRun] | None = None) -
     else:
         builds, count = sum(run.build for run in runs), len(runs)
     workload = experiment.workload
-    return limits.estimate(count, builds, workload.warmup_s, workload.duration_s, workload.warehouses)
+    scale = workload_named(workload.name).scale(workload_named(workload.name).settings(workload.settings))
+    return limits.estimate(count, builds, workload.warmup_s, workload.duration_s, scale)
 
 
 def _order(experiment: Experiment) -> list[tuple[int, int, int]]:

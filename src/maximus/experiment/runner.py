@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import os
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable, ContextManager, Protocol
 
-from maximus import api, locks
+from maximus import locks
 from maximus.driver.scheduler import Observer
 from maximus.errors import MaximusError, UserError, cause
-from maximus.experiment.loader import load_experiment, parse_experiment
+from maximus.experiment.loader import load_experiment, stored_experiment, stored_overrides
 from maximus.experiment.model import Experiment
 from maximus.experiment.plan import PlannedRun, estimate, from_data, plan, to_data
 from maximus.records import RunStatus
+from maximus.runs import BenchmarkOptions, record_failed_run, run_benchmark
 from maximus.store import ResultsStore
 from maximus.store.failures import ResultsUnavailable
 
@@ -50,7 +50,7 @@ def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver
     store = ResultsStore(results)
     try:
         experiment_id = store.create_experiment(experiment.name, str(path), Path(path).read_text(),
-                                                {"runs": to_data(runs), "experiment": _as_data(experiment)})
+                                                {"runs": to_data(runs), "experiment": stored_overrides(experiment)})
     finally:
         store.close()
     with running_experiment(results, experiment_id):
@@ -87,13 +87,6 @@ def running_experiment(results: Path, experiment_id: int) -> ContextManager[None
                       f"experiment resume {experiment_id}` then")
 
 
-def stored_experiment(record) -> Experiment:
-    """The experiment exactly as it was planned: parsed from the stored text, with stored overrides."""
-    experiment = parse_experiment(record.source_text, Path(record.source_path))
-    stored = record.plan.get("experiment", {})
-    return _apply(experiment, stored) if stored else experiment
-
-
 def _newest_unfinished(store: ResultsStore):
     unfinished = [e for e in store.experiments() if e.status != "complete"]
     if not unfinished:
@@ -126,7 +119,7 @@ def _execute_one(experiment_id: int, experiment: Experiment, planned: PlannedRun
     options = _options(experiment, planned, workdir, results, experiment_id)
     live = observer.run_starting(*position, planned)
     try:
-        outcome = api.run_benchmark(options, live)
+        outcome = run_benchmark(options, live)
     except NOT_THE_RUNS:
         raise
     except MaximusError as error:  # stored with its reason; the experiment goes on
@@ -146,25 +139,25 @@ def _finished_keys(results: Path, experiment_id: int) -> set[str]:
         store.close()
 
 
-def _failed(options: api.BenchmarkOptions, reason: str) -> int:
+def _failed(options: BenchmarkOptions, reason: str) -> int:
     store = ResultsStore(options.results)
     try:
         recorded = [r for r in store.runs(options.experiment_id) if r.plan_key == options.plan_key
                     and r.status is RunStatus.FAILED]
     finally:
         store.close()
-    return recorded[-1].id if recorded else api.record_failed_run(options, reason)
+    return recorded[-1].id if recorded else record_failed_run(options, reason)
 
 
 def _options(experiment: Experiment, planned: PlannedRun, workdir: Path, results: Path,
-             experiment_id: int) -> api.BenchmarkOptions:
+             experiment_id: int) -> BenchmarkOptions:
     workload = experiment.workload
-    return api.BenchmarkOptions(
-        engine=experiment.engine, knobs=planned.knobs, warehouses=workload.warehouses, terminals=planned.clients,
-        warmup_s=workload.warmup_s, duration_s=workload.duration_s, seed=planned.seed,
-        keying_and_think=workload.keying_and_think, mix=workload.mix, workdir=workdir, results=results,
-        rebuild=planned.build, restore=experiment.hygiene.restore, database=planned.database,
-        experiment_id=experiment_id, plan_key=planned.key, max_failed_percent=workload.max_failed_percent)
+    return BenchmarkOptions(
+        engine=experiment.engine, knobs=planned.knobs, workload=workload.name, settings=workload.settings,
+        terminals=planned.clients, warmup_s=workload.warmup_s, duration_s=workload.duration_s, seed=planned.seed,
+        workdir=workdir, results=results, rebuild=planned.build, restore=experiment.hygiene.restore,
+        database=planned.database, experiment_id=experiment_id, plan_key=planned.key,
+        max_failed_percent=workload.max_failed_percent)
 
 
 def _hygiene(experiment: Experiment, observer: ExperimentObserver) -> None:
@@ -176,14 +169,3 @@ def _hygiene(experiment: Experiment, observer: ExperimentObserver) -> None:
     os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as control:
         control.write("3\n")
-
-
-def _as_data(experiment: Experiment) -> dict:
-    """What the command line may override (e.g. the demo's duration), so a resume plans the same runs."""
-    return {"duration_s": experiment.workload.duration_s, "warmup_s": experiment.workload.warmup_s}
-
-
-def _apply(experiment: Experiment, stored: dict) -> Experiment:
-    workload = replace(experiment.workload, duration_s=stored["duration_s"], warmup_s=stored["warmup_s"])
-    return replace(experiment, workload=workload)
-

@@ -20,14 +20,7 @@ from maximus.analysis.experiment import ExperimentSummary
 from maximus.analysis.metrics import RunFigures, TransactionFigures
 from maximus.analysis.timeseries import CpuTimeline, DiskTimeline
 from maximus.records import Window
-
-TRANSACTION_LABELS = {"new_order": "New-Order", "payment": "Payment", "order_status": "Order-Status",
-                      "delivery": "Delivery", "deferred_delivery": "Deferred-Delivery", "stock_level": "Stock-Level"}
-
-
-def transaction_label(name: str) -> str:
-    return TRANSACTION_LABELS.get(name, name)
-
+from maximus.workloads.base import Headline, Presentation
 
 def _finite(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) or math.isinf(value) else float(value)
@@ -129,7 +122,7 @@ def _percent(ratio: float) -> float | None:
 
 
 def gain_chart(summary: ExperimentSummary, clients: int | None = None) -> GainChart:
-    """Each step's tpmC gain over the previous step, at ``clients`` (default: the largest count)."""
+    """Each step's headline gain (TPC-C: tpmC) over the previous step, at ``clients`` (default: the largest)."""
     count = clients if clients is not None else max(summary.clients)
     bars = []
     for step in range(1, len(summary.step_names)):
@@ -138,7 +131,7 @@ def gain_chart(summary: ExperimentSummary, clients: int | None = None) -> GainCh
         bars.append(GainBar(summary.step_names[step], _percent(ratio.ratio), _percent(ratio.low),
                             _percent(ratio.high), ratio.verdict.value, _percent(cell.vs_baseline.ratio)))
     note = "" if bars else "only a baseline: no step to gain from"
-    return GainChart(f"tpmC gain per step at {count} clients (95 % CI)", count, tuple(bars), note)
+    return GainChart(f"{summary.figure.name} gain per step at {count} clients (95 % CI)", count, tuple(bars), note)
 
 
 def _bounds(estimates: Sequence[Estimate], scale: float = 1.0
@@ -150,27 +143,29 @@ def _bounds(estimates: Sequence[Estimate], scale: float = 1.0
 
 
 def throughput_against_clients(summary: ExperimentSummary) -> LineChart:
-    """Mean tpmC per client count, one line per configuration, with its 95 % confidence band."""
+    """Mean headline figure per client count, one line per configuration, with its 95 % confidence band."""
     lines = []
     for step, name in enumerate(summary.step_names):
-        means, lows, highs = _bounds([summary.cell(step, c).tpmc for c in summary.clients])
+        means, lows, highs = _bounds([summary.cell(step, c).headline for c in summary.clients])
         lines.append(Line(name, tuple(float(c) for c in summary.clients), means, lows, highs))
     return LineChart("Throughput against clients (mean over repeats, 95 % CI band)", "clients (terminals)",
-                     "tpmC", tuple(lines), floor=0.0, x_ticks=tuple(float(c) for c in summary.clients))
+                     summary.figure.name, tuple(lines), floor=0.0, x_ticks=tuple(float(c) for c in summary.clients))
 
 
-def p90_against_throughput(summary: ExperimentSummary) -> LineChart:
-    """New-Order p90 response time against tpmC (5.6.2), one point per client count, one line per configuration."""
+def p90_against_throughput(summary: ExperimentSummary, presentation: Presentation) -> LineChart:
+    """The headline transaction's p90 response time against the headline figure (TPC-C 5.6.2: New-Order's
+    against tpmC), one point per client count, one line per configuration."""
     lines = []
     for step, name in enumerate(summary.step_names):
         cells = [summary.cell(step, c) for c in summary.clients]
-        throughput = tuple(_finite(c.tpmc.mean) for c in cells)
-        p90 = tuple(_finite(c.p90_new_order_s.mean * 1000) for c in cells)
+        throughput = tuple(_finite(c.headline.mean) for c in cells)
+        p90 = tuple(_finite(c.p90_headline_s.mean * 1000) for c in cells)
         known = [(x, y, clients_label(c.clients)) for x, y, c in zip(throughput, p90, cells) if x is not None]
         lines.append(Line(name, tuple(x for x, _, _ in known), tuple(y for _, y, _ in known),
                           text=tuple(t for _, _, t in known)))
-    return LineChart("New-Order p90 response time against throughput (5.6.2)", "tpmC",
-                     "New-Order p90 (ms)", tuple(lines))
+    name = presentation.label(summary.figure.transaction)
+    return LineChart(f"{name} p90 response time against throughput (5.6.2)", summary.figure.name,
+                     f"{name} p90 (ms)", tuple(lines))
 
 
 # --- run charts -------------------------------------------------------------------------------------
@@ -180,22 +175,24 @@ def clients_label(count: int) -> str:
     return f"{count} client{'s' if count != 1 else ''}"
 
 
-def histogram_panel(transaction: TransactionFigures) -> HistogramPanel:
+def histogram_panel(transaction: TransactionFigures, label: str) -> HistogramPanel:
     """5.6.1 for one transaction; the bins are ``analysis.stats.histogram``'s, in milliseconds."""
     latency = transaction.latency
-    return HistogramPanel(transaction_label(transaction.name), tuple(e * 1000 for e in transaction.histogram.edges),
+    return HistogramPanel(label, tuple(e * 1000 for e in transaction.histogram.edges),
                           transaction.histogram.counts, transaction.histogram.beyond,
                           _finite(latency.average * 1000), _finite(latency.p90 * 1000), _finite(latency.maximum * 1000))
 
 
-def response_histograms(figures: RunFigures, title: str) -> HistogramChart:
-    """One panel per transaction type that completed in the measured window, Deferred-Delivery included."""
-    panels = tuple(histogram_panel(t) for t in figures.transactions if t.completed)
+def response_histograms(figures: RunFigures, title: str, presentation: Presentation) -> HistogramChart:
+    """One panel per transaction type that completed in the measured window, deferred ones included."""
+    panels = tuple(histogram_panel(t, presentation.label(t.name)) for t in figures.transactions if t.completed)
     return HistogramChart(title, panels, "" if panels else "no transaction completed in the measured window")
 
 
-def throughput_over_time(runs: Sequence[tuple[str, RunFigures, tuple[float, ...] | None]], title: str) -> LineChart:
-    """New-Orders per minute in each second of each run (5.6.3), warm-up included, measured window shaded.
+def throughput_over_time(runs: Sequence[tuple[str, RunFigures, tuple[float, ...] | None]], title: str,
+                         headline: Headline) -> LineChart:
+    """Headline transactions per minute (TPC-C: New-Orders) in each second of each run (5.6.3), warm-up
+    included, measured window shaded.
 
     ``runs`` holds (label, figures, checkpoint times or None when the engine reports none).
     """
@@ -208,7 +205,8 @@ def throughput_over_time(runs: Sequence[tuple[str, RunFigures, tuple[float, ...]
     reported = any(c is not None for _, _, c in runs)
     note = ("▲ on the time axis: a checkpoint observed in the sampling interval ending there, in its run's colour"
             if reported else "checkpoints: not reported by this engine's samplers in this configuration")
-    return LineChart(title, "elapsed seconds", "New-Orders per minute", tuple(lines), tuple(markers), spans,
+    return LineChart(title, "elapsed seconds", f"{headline.per_second_name} per minute", tuple(lines), tuple(markers),
+                     spans,
                      note=note if lines else "no transaction completed")
 
 

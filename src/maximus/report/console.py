@@ -13,28 +13,21 @@ from maximus import environment
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring, WaitEvent
 from maximus.report.format import band_value_text, measured_text, transactions_text
-from maximus.store.store import ConsistencyRecord, RunRecord
-from maximus.workloads.tpcc.constants import RESPONSE_TIME_LIMIT
-from maximus.workloads.tpcc.validity import BandResult
+from maximus.records import CheckResult, RunRecord
+from maximus.workloads.base import BandResult, Headline, Presentation
 
-_NAMES = {"new_order": "New-Order", "payment": "Payment", "order_status": "Order-Status", "delivery": "Delivery",
-          "deferred_delivery": "Deferred-Delivery", "stock_level": "Stock-Level"}
 KNOBS_SHOWN_WHOLE = 30  # SQLite's knobs, with room to spare; not a server's hundreds of settings
 _STATUS_STYLE = {"ok": "green", "OUT OF BAND": "bold red", "n/a": "dim", "no data": "yellow"}
-
-
-def transaction_label(name: str) -> str:
-    return _NAMES.get(name, name)
 
 
 def _ms(seconds: float) -> str:
     return "-" if math.isnan(seconds) else f"{seconds * 1000:,.1f}"
 
 
-def render_header(console: Console, record: RunRecord) -> None:
+def render_header(console: Console, record: RunRecord, shown: Presentation) -> None:
     spec = record.spec
     console.print(f"[bold]Run {record.id}[/] · {spec.engine} {record.environment.get('engine', {}).get('version', '')}"
-                  f" · {spec.warehouses} warehouse(s) · {spec.terminals} terminal(s)"
+                  f" · {shown.scale} · {spec.terminals} terminal(s)"
                   f" · {transactions_text(spec)} transactions · {measured_text(record)} measured"
                   f" after {spec.warmup_s:g} s warm-up · seed {spec.seed} · [bold]{record.status.value}[/]")
     _render_knobs(console, record)
@@ -42,7 +35,7 @@ def render_header(console: Console, record: RunRecord) -> None:
         console.print(f"Isolation (3.4.0.1): {escape(spec.options['isolation'])}")
     how = "built for this run" if record.loaded_in_run else "pristine copy restored; built earlier"
     if record.load_seconds is not None:
-        console.print(f"Load time: [bold]{record.load_seconds:,.1f} s[/] for {spec.warehouses} warehouse(s) ({how})")
+        console.print(f"Load time: [bold]{record.load_seconds:,.1f} s[/] for {shown.scale} ({how})")
 
 
 def _render_knobs(console: Console, record: RunRecord) -> None:
@@ -60,29 +53,29 @@ def _render_knobs(console: Console, record: RunRecord) -> None:
         console.print(f"Server reported: {pairs(record.engine_settings)} (every setting: `maximus export`)")
 
 
-def render_figures(console: Console, figures: RunFigures, keyed: bool) -> None:
+def render_figures(console: Console, figures: RunFigures, shown: Presentation) -> None:
     table = Table(title="Throughput (measured window)", title_justify="left", show_header=False, box=None)
     table.add_column(style="bold")
     table.add_column(justify="right", no_wrap=True)
     table.add_column()
-    label = "TPC-C" if keyed else "TPC-C-like (keying/think times off)"
-    table.add_row("tpmC", f"[bold]{figures.tpmc:,}[/]", f"New-Orders per minute incl. rollbacks (5.4) · {label}")
-    table.add_row("NOPM", f"{figures.nopm:,.0f}", "committed New-Orders per minute")
+    headline = shown.headline
+    table.add_row(headline.name, f"[bold]{figures.headline:,}[/]", f"{headline.meaning} · {shown.benchmark}")
+    table.add_row(headline.committed_name, f"{figures.committed:,.0f}", headline.committed_meaning)
     table.add_row("TPM", f"{figures.tpm:,.0f}", "all business transactions per minute")
     console.print(table)
     outcomes = " · ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in figures.outcomes.items())
     console.print(f"Outcomes in the window: {outcomes}")
-    console.print(_latency_table(figures))
+    console.print(_latency_table(figures, shown))
 
 
-def _latency_table(figures: RunFigures) -> Table:
+def _latency_table(figures: RunFigures, shown: Presentation) -> Table:
     table = Table(title="Response times (ms)", title_justify="left")
     for column in ("Transaction", "Count", "p50", "p90", "p95", "p99", "Avg", "Max", "p90 limit"):
         table.add_column(column, justify="left" if column == "Transaction" else "right")
     for t in figures.transactions:
-        limit = RESPONSE_TIME_LIMIT.get(t.name)
+        limit = shown.response_time_limits.get(t.name)
         ok = "" if limit is None or math.isnan(t.latency.p90) else ("ok" if t.latency.p90 <= limit else "[red]over[/]")
-        table.add_row(transaction_label(t.name), f"{t.completed:,}", _ms(t.latency.p50), _ms(t.latency.p90),
+        table.add_row(shown.label(t.name), f"{t.completed:,}", _ms(t.latency.p50), _ms(t.latency.p90),
                       _ms(t.latency.p95), _ms(t.latency.p99), _ms(t.latency.average), _ms(t.latency.maximum),
                       f"{limit:g} s {ok}" if limit else "")
     return table
@@ -96,7 +89,7 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(_BLOCKS[round(v / top * (len(_BLOCKS) - 1))] for v in values)
 
 
-def render_timeline(console: Console, figures: RunFigures, bucket_s: int = 1) -> None:
+def render_timeline(console: Console, figures: RunFigures, headline: Headline, bucket_s: int = 1) -> None:
     """Throughput against elapsed time (5.6.3), warm-up included, so a ramp or a stall is visible."""
     if not figures.per_second:
         return
@@ -105,7 +98,7 @@ def render_timeline(console: Console, figures: RunFigures, bucket_s: int = 1) ->
                   for b in range(0, max(seconds) + 1, bucket_s)]
     warmup, end = int(figures.window.start), int(figures.window.end)
     measured = per_bucket[warmup:end]
-    console.print(f"New-Orders/min per second, warm-up [dim]{sparkline(per_bucket[:warmup])}[/] "
+    console.print(f"{headline.per_second_name}/min per second, warm-up [dim]{sparkline(per_bucket[:warmup])}[/] "
                   f"measured {sparkline(measured)}  (min {min(measured or [0]):,.0f}, "
                   f"max {max(measured or [0]):,.0f})")
 
@@ -121,7 +114,7 @@ def render_bands(console: Console, title: str, bands: Sequence[BandResult]) -> N
     console.print(table)
 
 
-def render_consistency(console: Console, results: Iterable[ConsistencyRecord]) -> None:
+def render_consistency(console: Console, results: Iterable[CheckResult]) -> None:
     table = Table(title="Consistency (3.3.2)", title_justify="left")
     for column in ("Clause", "Condition", "Result", "Detail"):
         table.add_column(column)
@@ -143,25 +136,30 @@ def render_environment(console: Console, fingerprint: Mapping) -> None:
     console.print(table)
 
 
-def render_runs(console: Console, records: Sequence[RunRecord], tpmc: Mapping[int, int]) -> None:
-    table = Table(title="Runs", title_justify="left")
-    for column in ("Run", "Started (UTC)", "Status", "Engine", "WH", "Terminals", "Transactions", "Duration", "tpmC",
-                   "Changed knobs"):
-        table.add_column(column)
-    for r in records:
+def render_runs(console: Console, runs: Sequence[tuple[RunRecord, Presentation, int]]) -> None:
+    """One row per (record, how its workload names it, its headline figure); the figure's column is headed by
+    its name when every run's workload names it alike (TPC-C: tpmC)."""
+    names = {shown.headline.name for _, shown, _ in runs}
+    shared = names.pop() if len(names) == 1 else None
+    table = Table(title="Runs", title_justify="left", pad_edge=False)  # one line a run in 120 columns
+    for column in ("Run", "Started (UTC)", "Status", "Engine", "Workload", "Clients", "Mode", "Duration",
+                   shared or "Headline", "Knobs set"):
+        table.add_column(column, no_wrap=column in ("Status", "Duration", shared or "Headline"))
+    for r, shown, headline in runs:
         knobs = " ".join(f"{k}={v}" for k, v in r.spec.knobs.items()) or "(defaults)"
+        figure = f"{headline:,}" + ("" if shared else f" {shown.headline.name}")
         table.add_row(str(r.id), r.started_at.replace("T", " ")[:19], r.status.value, r.spec.engine,
-                      str(r.spec.warehouses), str(r.spec.terminals), transactions_text(r.spec), measured_text(r),
-                      f"{tpmc.get(r.id, 0):,}" if r.window.end > r.window.start else "-", knobs)
+                      f"{r.spec.workload} {shown.short_scale}", str(r.spec.terminals), transactions_text(r.spec),
+                      measured_text(r), figure if r.window.end > r.window.start else "-", knobs)
     console.print(table)
 
 
-def render_histograms(console: Console, figures: RunFigures) -> None:
+def render_histograms(console: Console, figures: RunFigures, shown: Presentation) -> None:
     """5.6.1: per-transaction response-time distribution, 0 to 4 × p90 in 20 equal bins."""
     for t in figures.transactions:
         if not t.completed:
             continue
-        table = Table(title=f"{transaction_label(t.name)} response times (ms)", title_justify="left")
+        table = Table(title=f"{shown.label(t.name)} response times (ms)", title_justify="left")
         table.add_column("From")
         table.add_column("To")
         table.add_column("Count", justify="right")
@@ -173,7 +171,7 @@ def render_histograms(console: Console, figures: RunFigures) -> None:
         console.print(table)
 
 
-# --- the seeds' run table and the monitoring details -------------------------------------------------
+# --- the run table of the classic tuning articles, and the monitoring details ---------------------------
 
 
 def _figure(value: float | None, digits: int = 1) -> str:
@@ -194,15 +192,15 @@ _MONITORED_LABELS = ("CPU user %", "CPU sys %", "CPU iowait %", "CPU idle %", "R
                      "Log sync wait ms", "Data-file read wait ms", "TPS per CPU-second")
 
 
-def run_table_rows(columns: Sequence[RunColumn]) -> list[tuple[str, list[str]]]:
-    """The rows of the seeds' run table, one cell per column: tpmC, CPU, I/O, waits, then latencies.
+def run_table_rows(columns: Sequence[RunColumn], shown: Presentation) -> list[tuple[str, list[str]]]:
+    """The rows of the run table, one cell per column: the headline (tpmC), CPU, I/O, waits, then latencies.
 
     A latency cell is p90 / average / maximum in ms over the measured window; "-" marks a figure the
     run did not measure (see docs/monitoring.md for what each engine provides).
     """
     if not columns:
         return []
-    rows = [("tpmC", [f"{c.figures.tpmc:,}" for c in columns])]
+    rows = [(shown.headline.name, [f"{c.figures.headline:,}" for c in columns])]
     monitored = [_monitored_rows(c.monitoring) for c in columns]
     rows += [(label, [cells[i] for cells in monitored]) for i, label in enumerate(_MONITORED_LABELS)]
     for i, name in enumerate(t.name for t in columns[0].figures.transactions):
@@ -210,19 +208,19 @@ def run_table_rows(columns: Sequence[RunColumn]) -> list[tuple[str, list[str]]]:
         for c in columns:
             latency = c.figures.transactions[i].latency
             cells.append(f"{_ms(latency.p90)} / {_ms(latency.average)} / {_ms(latency.maximum)}")
-        rows.append((f"{transaction_label(name)} p90 / avg / max ms", cells))
+        rows.append((f"{shown.label(name)} p90 / avg / max ms", cells))
     return rows
 
 
-def render_run_table(console: Console, columns: Sequence[RunColumn]) -> None:
-    """The seeds' run table: one column per run, headed by its terminal count."""
+def render_run_table(console: Console, columns: Sequence[RunColumn], shown: Presentation) -> None:
+    """The run table: one column per run, headed by its terminal count."""
     if not columns:
         return
     table = Table(title="Run table (measured window)", title_justify="left")
     table.add_column("Terminals")
     for column in columns:
         table.add_column(column.label, justify="right")
-    for label, cells in run_table_rows(columns):
+    for label, cells in run_table_rows(columns, shown):
         table.add_row(label, *cells)
     console.print(table)
 

@@ -1,4 +1,5 @@
-"""Experiment tables in the seeds' form: per step, its configuration and its results with gains."""
+"""Experiment tables in the classic tuning articles' form: per step, its configuration and its results with
+gains."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from maximus.analysis.compare import Estimate, Ratio, Verdict
+from maximus.analysis.compare import Estimate, Ratio, Verdict, estimate
+from maximus.analysis.experiment import ExperimentReport
+from maximus.analysis.targets import Comparison
+from maximus.records import ExperimentRecord
 from maximus.report.format import estimate_text, ratio_text, verdict_text
 from maximus.report.tables import Notice
 
@@ -39,12 +43,12 @@ def _verdict(ratio: Ratio | None) -> str:
     return f"[{_VERDICT_STYLE[ratio.verdict]}]{verdict_text(ratio)}[/]"
 
 
-def render_experiment(console: Console, report, notices: Sequence[Notice] = ()) -> None:
+def render_experiment(console: Console, report: ExperimentReport, notices: Sequence[Notice] = ()) -> None:
     """The steps' tables, then the report's warnings (``notices``: durability, noisy cells, failed runs, ...)
     and the summary line."""
     experiment, summary = report.experiment, report.summary
     console.print(f"[bold]Experiment {report.record.id}: {experiment.name}[/] · {experiment.engine} · "
-                  f"{experiment.workload.warehouses} warehouse(s) · {experiment.repeats} repeat(s) · "
+                  f"{report.presentation.scale} · {experiment.repeats} repeat(s) · "
                   f"{experiment.order.value} · {summary.finished} of {summary.planned} runs finished")
     for index, step in enumerate(experiment.steps):
         _render_step(console, report, index)
@@ -55,30 +59,33 @@ def render_experiment(console: Console, report, notices: Sequence[Notice] = ()) 
     console.print(f"[bold]Summary:[/] {summary.headline()}")
 
 
-def _render_step(console: Console, report, index: int) -> None:
-    step, summary = report.experiment.steps[index], report.summary
+def _render_step(console: Console, report: ExperimentReport, index: int) -> None:
+    step, summary, shown = report.experiment.steps[index], report.summary, report.presentation
     previous = report.experiment.steps[index - 1] if index else None
     changed = ", ".join(f"{k} {step.replaced[k]} → {v}" for k, v in step.changes.items()) if previous else "baseline"
     knobs = " ".join(f"[bold cyan]{k}={v}[/]" if k in step.changes and previous else f"{k}={v}"
                      for k, v in step.knobs.items())
     table = Table(title=f"Step {index}: {step.name} ({changed})", title_justify="left", caption=knobs,
                   caption_justify="left")
-    for column in ("Clients", "Load s", "tpmC ± 95 % CI", "NOPM", "NO p90 ms"):
+    headline = shown.headline
+    for column in ("Clients", "Load s", f"{headline.name} ± 95 % CI", headline.committed_name,
+                   f"{shown.label(headline.transaction)}\np90 ms"):
         table.add_column(column, justify="right", no_wrap=True)
     for column in ("vs previous (95 % CI)", "vs baseline (95 % CI)"):  # gain, interval, verdict: a line each
         table.add_column(column, justify="left", min_width=16)
     for clients in summary.clients:
         cell = summary.cell(index, clients)
-        p90 = Estimate(*(v * 1000 for v in (cell.p90_new_order_s.mean, cell.p90_new_order_s.low,
-                                             cell.p90_new_order_s.high)), cell.p90_new_order_s.n)
+        p90 = Estimate(*(v * 1000 for v in (cell.p90_headline_s.mean, cell.p90_headline_s.low,
+                                             cell.p90_headline_s.high)), cell.p90_headline_s.n)
         failed = f" [red]({cell.failed} failed)[/]" if cell.failed else ""
-        table.add_row(f"{clients}{failed}", _estimate(cell.load_s, digits=1), _estimate(cell.tpmc),
-                      _estimate(cell.nopm), _estimate(p90, digits=1), _gain(cell.vs_previous, previous is not None),
+        table.add_row(f"{clients}{failed}", _estimate(cell.load_s, digits=1), _estimate(cell.headline),
+                      _estimate(cell.committed), _estimate(p90, digits=1),
+                      _gain(cell.vs_previous, previous is not None),
                       _gain(cell.vs_baseline, previous is not None))
     console.print(table)
 
 
-def render_experiments(console: Console, records) -> None:
+def render_experiments(console: Console, records: Sequence[ExperimentRecord]) -> None:
     table = Table(title="Experiments", title_justify="left")
     for column in ("Experiment", "Name", "Created (UTC)", "Status", "File"):
         table.add_column(column)
@@ -88,11 +95,11 @@ def render_experiments(console: Console, records) -> None:
     console.print(table)
 
 
-def render_comparison(console: Console, comparison) -> None:
-    ratio = comparison.ratio
-    console.print(f"A = {comparison.a_label}: {_estimate_of(comparison.a_values)} tpmC "
+def render_comparison(console: Console, comparison: Comparison) -> None:
+    ratio, figure = comparison.ratio, comparison.headline.name
+    console.print(f"A = {comparison.a_label}: {_estimate_of(comparison.a_values)} {figure} "
                   f"({len(comparison.a_values)} values)")
-    console.print(f"B = {comparison.b_label}: {_estimate_of(comparison.b_values)} tpmC "
+    console.print(f"B = {comparison.b_label}: {_estimate_of(comparison.b_values)} {figure} "
                   f"({len(comparison.b_values)} values)")
     console.print(f"B/A: {_ratio(ratio)} → {_verdict(ratio)}  [dim](95 % interval; {comparison.method})[/]")
     if comparison.differences:
@@ -100,7 +107,5 @@ def render_comparison(console: Console, comparison) -> None:
                                                                 for what, a, b in comparison.differences)))
 
 
-def _estimate_of(values) -> str:
-    from maximus.analysis.compare import estimate
-
+def _estimate_of(values: Sequence[float]) -> str:
     return _estimate(estimate(values))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 
 from maximus.analysis.compare import Estimate, Ratio
-from maximus.records import RunSpec
-from maximus.store.store import RunRecord
-from maximus.workloads.tpcc.validity import BandResult
+from maximus.records import RunRecord, RunSpec
+from maximus.workloads.base import BandResult
 
 
 def estimate_text(value: Estimate, digits: int = 0, scale: float = 1.0) -> str:

@@ -20,11 +20,11 @@ from typing import Iterable, Mapping, Sequence
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_timeline
 from maximus.report import charts, tables
-from maximus.report.bundle import ExperimentData, RunData, representative
+from maximus.analysis.bundle import ExperimentData, RunData, representative
 from maximus.report.format import band_value_text, estimate_text, ratio_text, verdict_text
 from maximus.report.plotting import figure
-from maximus.store.store import ConsistencyRecord
-from maximus.workloads.tpcc.validity import BandResult
+from maximus.records import CheckResult
+from maximus.workloads.base import BandResult, Presentation
 
 NOT_MEASURED = '<span class="not-measured">not measured</span>'
 
@@ -36,11 +36,12 @@ def experiment_page(data: ExperimentData) -> str:
     """The whole report of an experiment (see docs/report.md for its sections)."""
     experiment = data.report.experiment
     title = f"Maximus report · experiment {data.report.record.id}: {experiment.name}"
-    body = [_header(title, experiment.workload.keying_and_think, ("Experiment", tables.experiment_facts(data)),
+    shown = data.report.presentation
+    body = [_header(title, shown, ("Experiment", tables.experiment_facts(data)),
                     tables.machine_facts(data.runs), tables.experiment_notices(data)),
             _summary(data), _sweep_charts(data),
             *(_step(data, index) for index in range(len(experiment.steps))),
-            _conformance(tables.conformance(data.runs), experiment.workload.keying_and_think), _footer()]
+            _conformance(tables.conformance(data.runs), shown), _footer()]
     return _document(title, body)
 
 
@@ -48,23 +49,23 @@ def run_page(run: RunData) -> str:
     """The report of one run: its figures, run table, charts and conformance."""
     record = run.report.record
     title = f"Maximus report · run {record.id}"
-    keyed = record.spec.keying_and_think
+    shown = run.report.presentation
     column = f"{record.spec.terminals} terminal{'s' if record.spec.terminals != 1 else ''}"
     results = [_knobs(tuple((k, v, False) for k, v in record.spec.knobs.items())),
                _reported_settings(record.engine_settings), _run_figures(run),
-               _run_table(tables.run_table("Run table (measured window)", [(column, run)]),
+               _run_table(tables.run_table("Run table (measured window)", [(column, run)], shown),
                           tables.unmeasured_note([run])),
                *_run_charts(run, [run], "run")]
-    body = [_header(title, keyed, ("Run", tables.run_facts(run)), tables.machine_facts([run]),
+    body = [_header(title, shown, ("Run", tables.run_facts(run)), tables.machine_facts([run]),
                     tables.run_notices([run])),
-            _section("Results", results), _conformance(tables.conformance([run]), keyed), _footer()]
+            _section("Results", results), _conformance(tables.conformance([run]), shown), _footer()]
     return _document(title, body)
 
 
 def _run_figures(run: RunData) -> str:
-    figures = run.report.figures
-    rows = [["tpmC", f"{figures.tpmc:,}", "New-Orders per minute incl. rollbacks (5.4)"],
-            ["NOPM", _number(figures.nopm, 0), "committed New-Orders per minute"],
+    figures, headline = run.report.figures, run.report.presentation.headline
+    rows = [[headline.name, f"{figures.headline:,}", headline.meaning],
+            [headline.committed_name, _number(figures.committed, 0), headline.committed_meaning],
             ["TPM", _number(figures.tpm, 0), "all business transactions per minute"],
             *([escape(name.replace("_", " ")), f"{count:,}", "in the measured window"]
               for name, count in figures.outcomes.items())]
@@ -142,9 +143,9 @@ def _facts(rows: Sequence[tuple[str, str]]) -> str:
     return f'<table class="facts"><tbody>{body}</tbody></table>'
 
 
-def _label(keyed: bool) -> str:
-    css = "label-tpcc" if keyed else "label-like"
-    return f'<span class="{css}" data-benchmark>{escape(tables.benchmark_label(keyed))}</span>'
+def _label(shown: Presentation) -> str:
+    css = "label-conforming" if shown.conforming else "label-like"
+    return f'<span class="{css}" data-benchmark>{escape(shown.benchmark)}</span>'
 
 
 def _chart(chart_id: str, kind: str, info) -> str:
@@ -160,12 +161,12 @@ def _chart(chart_id: str, kind: str, info) -> str:
 # --- header and summary ----------------------------------------------------------------------------------
 
 
-def _header(title: str, keyed: bool, facts: tuple[str, Sequence[tuple[str, str]]],
+def _header(title: str, shown: Presentation, facts: tuple[str, Sequence[tuple[str, str]]],
             machine: Sequence[tuple[str, str]], notices: Sequence[tables.Notice]) -> str:
     """Title, benchmark label, (heading, facts), the machine's fingerprint and the warnings."""
     warnings = "".join(f'<li class="kind-{escape(n.kind)}"><span class="kind">{escape(n.kind)}</span>'
                        f"{escape(n.text)}{_runs(n.runs)}</li>" for n in notices)
-    return (f"<header><h1>{escape(title)}</h1><p class=\"subtitle\">{_label(keyed)}</p>"
+    return (f"<header><h1>{escape(title)}</h1><p class=\"subtitle\">{_label(shown)}</p>"
             f'<div class="top"><div><h3>{escape(facts[0])}</h3>{_facts(facts[1])}</div>'
             f"<div><h3>Machine</h3>{_facts(machine) if machine else '<p class=note>no fingerprint stored</p>'}</div>"
             f'</div><h3>Warnings</h3><ul class="warnings" id="warnings">'
@@ -182,8 +183,8 @@ def _runs(ids: Sequence[int]) -> str:
 def _summary(data: ExperimentData) -> str:
     s = tables.summary(data)
     figures = _table(["", escape(s.baseline), escape(s.final), "Change (95 % CI)"], [
-        [f"tpmC at {charts.clients_label(s.clients)}", _estimate(s.tpmc_baseline), _estimate(s.tpmc_final),
-         _ratio(s.tpmc_gain)],
+        [f"{escape(s.figure)} at {charts.clients_label(s.clients)}", _estimate(s.headline_baseline),
+         _estimate(s.headline_final), _ratio(s.headline_gain)],
         ["Load time s", _estimate(s.load_baseline, 1), _estimate(s.load_final, 1), _ratio(s.load_gain)]],
         "summary-figures")
     verdicts = _table(["Step", *(charts.clients_label(c) for c, _ in (s.verdicts[0][1] if s.verdicts else ())),
@@ -201,7 +202,9 @@ def _sweep_charts(data: ExperimentData) -> str:
     summary = data.report.summary
     return _section("Throughput and response time across the client sweep", [
         _chart("chart-throughput-clients", "throughput-clients", charts.throughput_against_clients(summary)),
-        _chart("chart-p90-throughput", "p90-throughput", charts.p90_against_throughput(summary))], "sweep")
+        _chart("chart-p90-throughput", "p90-throughput",
+               charts.p90_against_throughput(summary, data.report.presentation))],
+        "sweep")
 
 
 # --- steps --------------------------------------------------------------------------------------------------
@@ -212,9 +215,10 @@ def _step(data: ExperimentData, index: int) -> str:
     changed = ", ".join(f"{k} {before} → {after}" for k, before, after in table.changes) or "baseline"
     columns = tables.sweep_columns(data, index)
     largest = representative(data.cell_runs(index, max(data.report.summary.clients)))
-    title = "Run table (measured window, the median-tpmC repeat of each client count)"
-    parts = [_knobs(table.knobs), _step_results(table),
-             _run_table(tables.run_table(title, columns), tables.unmeasured_note([run for _, run in columns])),
+    shown = data.report.presentation
+    title = f"Run table (measured window, the median-{shown.headline.name} repeat of each client count)"
+    parts = [_knobs(table.knobs), _step_results(table, shown),
+             _run_table(tables.run_table(title, columns, shown), tables.unmeasured_note([run for _, run in columns])),
              *_run_charts(largest, data.step_runs(index), f"s{index}")]
     return (f'<section class="step" id="step-{index}" data-step="{index}"><h2>Step {index}: {escape(table.name)} '
             f'<small>({escape(changed)})</small></h2>\n' + "\n".join(parts) + "</section>")
@@ -236,12 +240,15 @@ def _reported_settings(settings: Mapping[str, str]) -> str:
     return f'<p class="knobs"><strong>The engine reported:</strong> {shown}</p>'
 
 
-def _step_results(table: tables.StepTable) -> str:
-    header = ["Clients", "Load s", "TPS", "tpmC ± 95 % CI", "NOPM", "NO p90 ms", "vs previous (95 % CI)",
+def _step_results(table: tables.StepTable, shown: Presentation) -> str:
+    headline = shown.headline
+    header = ["Clients", "Load s", "TPS", f"{headline.name} ± 95 % CI", headline.committed_name,
+              f"{shown.label(headline.transaction)} p90 ms", "vs previous (95 % CI)",
               "Verdict vs previous", "vs baseline (95 % CI)", "Verdict vs baseline"]
     rows = ([f"{r.clients}" + (f' <span class="fail">({r.failed} failed)</span>' if r.failed else ""),
-             _estimate(r.load_s, 1), _estimate(r.tps, 1), _estimate(r.tpmc), _estimate(r.nopm),
-             _estimate(r.p90_new_order_s, 1, 1000), _ratio(r.vs_previous, sep="<br>"), _verdict(r.vs_previous),
+             _estimate(r.load_s, 1), _estimate(r.tps, 1), _estimate(r.headline),
+             _estimate(r.committed), _estimate(r.p90_headline_s, 1, 1000), _ratio(r.vs_previous, sep="<br>"),
+             _verdict(r.vs_previous),
              _ratio(r.vs_baseline, sep="<br>"), _verdict(r.vs_baseline)] for r in table.rows)
     return _table(header, rows, "step-table")
 
@@ -258,11 +265,13 @@ def _run_charts(largest: RunData | None, runs: Sequence[RunData], key: str) -> l
     parts = []
     if largest is not None:
         parts.append(_chart(f"chart-histograms-{key}", "histograms", charts.response_histograms(
-            largest.report.figures, f"Response-time distribution, {largest.label} (5.6.1: 0 to 4 × p90)")))
+            largest.report.figures, f"Response-time distribution, {largest.label} (5.6.1: 0 to 4 × p90)",
+            largest.report.presentation)))
     timeline = [(r.label, r.report.figures, checkpoint_times(r.metrics)) for r in runs if r.complete]
     if timeline:
         parts.append(_chart(f"chart-timeline-{key}", "timeline",
-                            charts.throughput_over_time(timeline, "Throughput against elapsed time (5.6.3)")))
+                            charts.throughput_over_time(timeline, "Throughput against elapsed time (5.6.3)",
+                                                        runs[0].report.presentation.headline)))
     if largest is not None:
         window = largest.report.record.window
         parts.append(_chart(f"chart-cpu-{key}", "cpu", charts.cpu_over_time(
@@ -275,14 +284,11 @@ def _run_charts(largest: RunData | None, runs: Sequence[RunData], key: str) -> l
 # --- spec conformance -----------------------------------------------------------------------------------------
 
 
-def _conformance(rows: Sequence[tables.Conformance], keyed: bool) -> str:
+def _conformance(rows: Sequence[tables.Conformance], shown: Presentation) -> str:
     if not rows:
         return _section("Spec conformance", ["<p class=note>no runs</p>"], "conformance")
-    keying = ("Keying and think times were <strong>on</strong> (5.2.5)." if keyed else
-              "Keying and think times were <strong>off</strong>: these runs measure the database flat out and are "
-              "labelled TPC-C-like, not TPC-C (5.2.5).")
     return _section("Spec conformance", [
-        f"<p>{_label(keyed)} {keying}</p>",
+        f"<p>{_label(shown)} {escape(shown.conformance)}</p>",
         "<h3>Input validity (5.5.1.5)</h3>", _bands(rows, lambda r: r.validity, "validity"),
         "<h3>Mix (5.2.3: share of all transactions, %)</h3>", _bands(rows, lambda r: r.mix, "mix"),
         "<h3>90th-percentile response-time limits (5.2.5.3)</h3>", _limits(rows),
@@ -312,7 +318,7 @@ def _limits(rows: Sequence[tables.Conformance]) -> str:
     return _table(header, body, "limits")
 
 
-def _consistency_cell(record: ConsistencyRecord) -> str:
+def _consistency_cell(record: CheckResult) -> str:
     if record.passed is None:
         return f'<span class="skipped" title="{escape(record.detail)}">skipped</span>'
     css, text = ("pass", "pass") if record.passed else ("fail", "FAIL")

@@ -111,7 +111,8 @@ def _gain_chart(info: GainChart) -> go.Figure:
     minus = [None if b.low_percent is None or b.change_percent is None else b.change_percent - b.low_percent
              for b in info.bars]
     result = go.Figure(go.Bar(
-        x=steps, y=values, name="vs previous step", width=[0.5] * len(steps), marker_color=[VERDICT_COLOURS[b.verdict] for b in info.bars],
+        x=steps, y=values, name="vs previous step", width=[0.5] * len(steps),
+        marker_color=[VERDICT_COLOURS[b.verdict] for b in info.bars],
         error_y=dict(type="data", array=plus, arrayminus=minus, visible=True),
         text=[b.verdict for b in info.bars], textposition="outside"))
     result.add_trace(go.Scatter(x=steps, y=[b.vs_baseline_percent for b in info.bars], mode="lines+markers",
@@ -142,7 +143,8 @@ def _histograms(info: HistogramChart) -> go.Figure:
     for index, panel in enumerate(info.panels):
         shapes += _add_panel(result, panel, index // columns + 1, index % columns + 1, index + 1)
     _layout(result, info.title, "", "", height=270 * rows + 110)
-    result.update_layout(showlegend=False, shapes=shapes, margin=dict(t=110))  # all at once: add_vline per shape is quadratic
+    # all at once: add_vline per shape is quadratic
+    result.update_layout(showlegend=False, shapes=shapes, margin=dict(t=110))
     result.update_annotations(font_size=12)
     return result
 

@@ -1,6 +1,6 @@
 """What each table of the HTML report shows, as plain data: header, warnings, steps, run table, conformance.
 
-Pure functions of ``report.bundle`` objects, like ``report.charts``: values stay numbers (or
+Pure functions of ``analysis.bundle`` objects, like ``report.charts``: values stay numbers (or
 ``analysis`` estimates and ratios) and the renderer formats them. A figure a run did not measure is
 ``None``, which the report prints as "not measured".
 """
@@ -13,20 +13,14 @@ from typing import Sequence
 
 from maximus import environment
 from maximus.analysis.compare import Estimate, Ratio, Verdict
-from maximus.report.bundle import ExperimentData, RunData, representative
-from maximus.report.charts import clients_label, transaction_label
+from maximus.analysis.bundle import ExperimentData, RunData, representative
+from maximus.report.charts import clients_label
 from maximus.report.format import measured_text, transactions_text
-from maximus.store.store import ConsistencyRecord
-from maximus.workloads.tpcc.constants import RESPONSE_TIME_LIMIT
-from maximus.workloads.tpcc.validity import BandResult
+from maximus.records import CheckResult
+from maximus.workloads.base import BandResult, Presentation
 
-NOISY_HALF_WIDTH_PERCENT = 10.0  # a cell whose tpmC interval is wider than ±10 % cannot resolve small gains
+NOISY_HALF_WIDTH_PERCENT = 10.0  # a cell whose headline interval is wider than ±10 % cannot resolve small gains
 SIGNIFICANT = (Verdict.FASTER, Verdict.SLOWER)
-
-
-def benchmark_label(keying_and_think: bool) -> str:
-    """5.2.5: without keying and think times a run is TPC-C-like, never TPC-C."""
-    return "TPC-C" if keying_and_think else "TPC-C-like (keying and think times off)"
 
 
 # --- header ------------------------------------------------------------------------------------------
@@ -35,13 +29,12 @@ def benchmark_label(keying_and_think: bool) -> str:
 def experiment_facts(data: ExperimentData) -> list[tuple[str, str]]:
     """Experiment, engine and version, workload, plan and dates, as (label, value) rows."""
     record, experiment, summary = data.report.record, data.report.experiment, data.report.summary
-    workload, hygiene = experiment.workload, experiment.hygiene
+    workload, hygiene, shown = experiment.workload, experiment.hygiene, data.report.presentation
     runs = [r.report.record for r in data.runs]
     rows = [("Experiment", f"{record.id}: {experiment.name}"), ("Description", experiment.description),
             ("Engine", _engine_versions(data.runs) or experiment.engine),
-            ("Workload", f"{benchmark_label(workload.keying_and_think)} · {workload.warehouses} warehouse(s) · "
-                         f"{workload.warmup_s:g} s warm-up · {workload.duration_s:g} s measured · "
-                         f"mix {workload.mix}"),
+            ("Workload", f"{shown.benchmark} · {shown.scale} · {workload.warmup_s:g} s warm-up · "
+                         f"{workload.duration_s:g} s measured · {shown.details}"),
             ("Plan", f"{len(experiment.steps)} configurations × clients {', '.join(map(str, experiment.clients))} × "
                      f"{experiment.repeats} repeat(s), {experiment.order.value}; load {hygiene.load.value}, "
                      f"restore {'on' if hygiene.restore else 'off'}, drop caches "
@@ -55,12 +48,11 @@ def experiment_facts(data: ExperimentData) -> list[tuple[str, str]]:
 
 def run_facts(run: RunData) -> list[tuple[str, str]]:
     record = run.report.record
-    spec = record.spec
+    spec, shown = record.spec, run.report.presentation
     return [("Run", str(record.id)), ("Engine", _engine_versions([run])),
-            ("Workload", f"{benchmark_label(spec.keying_and_think)} · {spec.warehouses} warehouse(s) · "
-                         f"{spec.terminals} terminal(s) · {transactions_text(spec)} transactions · "
-                         f"{spec.warmup_s:g} s warm-up · {measured_text(record)} "
-                         f"measured · mix {spec.mix} · seed {spec.seed}"),
+            ("Workload", f"{shown.benchmark} · {shown.scale} · {spec.terminals} terminal(s) · "
+                         f"{transactions_text(spec)} transactions · {spec.warmup_s:g} s warm-up · "
+                         f"{measured_text(record)} measured · {shown.details} · seed {spec.seed}"),
             ("Status", record.status.value), ("Started", _date(record.started_at)),
             ("Finished", _date(record.finished_at)),
             ("Load time", "-" if record.load_seconds is None else
@@ -110,13 +102,14 @@ class Notice:
 def experiment_notices(data: ExperimentData) -> list[Notice]:
     summary, experiment = data.report.summary, data.report.experiment
     notices = [Notice("noisy", w) for w in summary.warnings]
-    wide = [(experiment.steps[c.step].name, c.clients, c.tpmc.half_width_percent) for c in summary.cells
-            if not math.isnan(c.tpmc.half_width_percent) and c.tpmc.half_width_percent > NOISY_HALF_WIDTH_PERCENT]
+    wide = [(experiment.steps[c.step].name, c.clients, c.headline.half_width_percent) for c in summary.cells
+            if not math.isnan(c.headline.half_width_percent)
+            and c.headline.half_width_percent > NOISY_HALF_WIDTH_PERCENT]
     if wide:
         cells = ", ".join(f"{name} at {clients_label(clients)} ±{width:.0f} %" for name, clients, width in wide)
-        notices.append(Notice("noisy", f"tpmC 95 % interval wider than ±{NOISY_HALF_WIDTH_PERCENT:.0f} % in "
-                                       f"{len(wide)} of {len(summary.cells)} cells ({cells}): add repeats or "
-                                       "lengthen the runs to resolve smaller gains"))
+        notices.append(Notice("noisy", f"{summary.figure.name} 95 % interval wider than "
+                                       f"±{NOISY_HALF_WIDTH_PERCENT:.0f} % in {len(wide)} of {len(summary.cells)} "
+                                       f"cells ({cells}): add repeats or lengthen the runs to resolve smaller gains"))
     return notices + run_notices(data.runs)
 
 
@@ -177,9 +170,10 @@ class Summary:
     clients: int
     baseline: str
     final: str
-    tpmc_baseline: Estimate
-    tpmc_final: Estimate
-    tpmc_gain: Ratio | None
+    figure: str  # the headline's name: "tpmC"
+    headline_baseline: Estimate
+    headline_final: Estimate
+    headline_gain: Ratio | None
     load_baseline: Estimate
     load_final: Estimate
     load_gain: Ratio | None
@@ -194,7 +188,8 @@ def summary(data: ExperimentData) -> Summary:
     for index in range(1, len(steps)):
         ratios = tuple((c, s.cell(index, c).vs_previous) for c in s.clients)
         verdicts.append((steps[index].name, ratios, any(r.verdict in SIGNIFICANT for _, r in ratios)))
-    return Summary(s.headline(), clients, steps[0].name, steps[last].name, first.tpmc, final.tpmc, final.vs_baseline,
+    return Summary(s.headline(), clients, steps[0].name, steps[last].name, s.figure.name, first.headline,
+                   final.headline, final.vs_baseline,
                    first.load_s, final.load_s, final.load_vs_baseline, tuple(verdicts))
 
 
@@ -204,16 +199,17 @@ class StepRow:
     failed: int
     load_s: Estimate
     tps: Estimate
-    tpmc: Estimate
-    nopm: Estimate
-    p90_new_order_s: Estimate
+    headline: Estimate  # TPC-C: tpmC
+    committed: Estimate  # TPC-C: NOPM
+    p90_headline_s: Estimate  # TPC-C: New-Order's p90
     vs_previous: Ratio | None
     vs_baseline: Ratio | None
 
 
 @dataclass(frozen=True)
 class StepTable:
-    """The seeds' form: the whole configuration with the changed knobs marked, then results per client count."""
+    """The classic tuning articles' form: the whole configuration with the changed knobs marked, then results
+    per client count."""
 
     index: int
     name: str
@@ -228,7 +224,8 @@ def step_table(data: ExperimentData, index: int) -> StepTable:
     changes = tuple((k, step.replaced.get(k, previous.knobs.get(k, "default")), v)
                     for k, v in step.changes.items()) if previous else ()
     knobs = tuple((k, v, previous is not None and k in step.changes) for k, v in step.knobs.items())
-    rows = tuple(StepRow(c, cell.failed, cell.load_s, data.tps[index, c], cell.tpmc, cell.nopm, cell.p90_new_order_s,
+    rows = tuple(StepRow(c, cell.failed, cell.load_s, data.tps[index, c], cell.headline, cell.committed,
+                         cell.p90_headline_s,
                          cell.vs_previous, cell.vs_baseline)
                  for c in s.clients for cell in [s.cell(index, c)])
     return StepTable(index, step.name, changes, knobs, rows)
@@ -268,18 +265,19 @@ _MONITORED_ROWS = (  # label, digits shown, the figure in analysis.monitoring.Mo
 )
 
 
-def run_table(title: str, columns: Sequence[tuple[str, RunData | None]]) -> RunTable:
+def run_table(title: str, columns: Sequence[tuple[str, RunData | None]], shown: Presentation) -> RunTable:
     """One column per (label, run): tpmC, CPU u/s/w/i, reads/s, writes/s, I/O rate, log-sync and data-file read
     waits, then p90 / avg / max (ms) of every transaction type, Deferred-Delivery included."""
     runs = [run for _, run in columns]
-    rows = [RunTableRow("tpmC", tuple(float(r.report.figures.tpmc) if r else None for r in runs), 0)]
+    rows = [RunTableRow(shown.headline.name, tuple(float(r.report.figures.headline) if r else None for r in runs),
+                        0)]
     rows += [RunTableRow(label, tuple(_monitored(r, pick) for r in runs), digits)
              for label, digits, pick in _MONITORED_ROWS]
     names = next((tuple(t.name for t in r.report.figures.transactions) for r in runs if r), ())
     for index, name in enumerate(names):
         for stat, pick in (("p90", lambda l: l.p90), ("avg", lambda l: l.average), ("max", lambda l: l.maximum)):
             values = tuple(_ms(pick(r.report.figures.transactions[index].latency)) if r else None for r in runs)
-            rows.append(RunTableRow(f"{transaction_label(name)} {stat} ms", values))
+            rows.append(RunTableRow(f"{shown.label(name)} {stat} ms", values))
     return RunTable(title, tuple(label for label, _ in columns), tuple(rows))
 
 
@@ -316,11 +314,12 @@ class Conformance:
     run_id: int
     label: str  # the run's place in the plan
     status: str
-    benchmark: str  # benchmark_label()
+    benchmark: str  # Presentation.benchmark
+    conforming: bool
     validity: tuple[BandResult, ...]
     mix: tuple[BandResult, ...]
     response_limits: tuple[tuple[str, float | None, float, bool | None], ...]  # name, p90 s, limit s, within
-    consistency: tuple[ConsistencyRecord, ...]
+    consistency: tuple[CheckResult, ...]
 
 
 def conformance(runs: Sequence[RunData]) -> list[Conformance]:
@@ -328,11 +327,12 @@ def conformance(runs: Sequence[RunData]) -> list[Conformance]:
     rows = []
     for run in runs:
         report = run.report
-        limits = tuple((transaction_label(t.name), None if math.isnan(t.latency.p90) else t.latency.p90,
-                        RESPONSE_TIME_LIMIT[t.name], None if math.isnan(t.latency.p90)
-                        else t.latency.p90 <= RESPONSE_TIME_LIMIT[t.name])
-                       for t in report.figures.transactions if t.name in RESPONSE_TIME_LIMIT)
-        rows.append(Conformance(run.id, run.long_label, report.record.status.value,
-                                benchmark_label(report.record.spec.keying_and_think), tuple(report.validity),
-                                tuple(report.mix), limits, tuple(report.consistency)))
+        shown = report.presentation
+        limits = tuple((shown.label(t.name), None if math.isnan(t.latency.p90) else t.latency.p90,
+                        shown.response_time_limits[t.name], None if math.isnan(t.latency.p90)
+                        else t.latency.p90 <= shown.response_time_limits[t.name])
+                       for t in report.figures.transactions if t.name in shown.response_time_limits)
+        rows.append(Conformance(run.id, run.long_label, report.record.status.value, shown.benchmark,
+                                shown.conforming, tuple(report.validity), tuple(report.mix), limits,
+                                tuple(report.consistency)))
     return rows

@@ -118,10 +118,24 @@ class ProcessCounters:
     io: Mapping[str, int]
 
 
-def parse_pid_stat(text: str) -> tuple[int, float, float, str]:
-    """``/proc/PID/stat``: (start time, user s, system s, state). The name may hold spaces and ')'."""
+@dataclass(frozen=True)
+class PidStat:
+    """What ``/proc/PID/stat`` says about a process's CPU, and about its reaped children's."""
+
+    started: int  # start time in ticks since boot: tells a reused pid from the process we watch
+    user_s: float
+    system_s: float
+    state: str
+    parent: int
+    children_user_s: float  # children that have exited and been waited for
+    children_system_s: float
+
+
+def parse_pid_stat(text: str) -> PidStat:
+    """``/proc/PID/stat``; the command name may hold spaces and ')', so fields count from the last ')'."""
     fields = text[text.rindex(")") + 2:].split()
-    return int(fields[19]), int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS, fields[0]
+    user_s, system_s, children_user_s, children_system_s = (int(v) / CLOCK_TICKS for v in fields[11:15])
+    return PidStat(int(fields[19]), user_s, system_s, fields[0], int(fields[1]), children_user_s, children_system_s)
 
 
 def parse_pid_io(text: str) -> dict[str, int]:
@@ -142,11 +156,11 @@ def read_process(pid: int, with_io: bool) -> ProcessCounters | None:
     """The counters of a live process; None once it has exited (or become a zombie)."""
     proc = environment.PROC / str(pid)
     try:
-        started, user_s, system_s, state = parse_pid_stat(_read(proc / "stat"))
+        stat = parse_pid_stat(_read(proc / "stat"))
         io = parse_pid_io(_read(proc / "io")) if with_io else {}
     except (OSError, ValueError, IndexError):
         return None
-    return None if state in ("Z", "X") else ProcessCounters(started, user_s, system_s, io)
+    return None if stat.state in ("Z", "X") else ProcessCounters(stat.started, stat.user_s, stat.system_s, io)
 
 
 class ProcessGroup:

@@ -22,9 +22,9 @@ or its statistics were reset, except the wait samples, which count from ``open``
 - ``pg_stat_io`` (PostgreSQL 16+), summed per backend type over objects and contexts:
   ``io_operations_total{backend_type, op}`` and ``io_seconds_total{backend_type, op}``.
 - ``client_backends``: sessions connected to the run's database now (a gauge; the commit cross-check
-  allows for the transactions psycopg runs per session, see ``analysis.monitoring.Tolerance``).
+  allows for the transactions psycopg runs per session, see ``analysis.crosschecks.Tolerance``).
 - Wait events of the run's sessions, sampled from ``pg_stat_activity`` ``WAIT_SAMPLES_PER_S`` times a
-  second by a thread of this sampler with its own connection: ``activity_snapshots_total``,
+  second by a thread of this sampler with its own connection (``postgres_waits.py``): ``activity_snapshots_total``,
   ``active_backend_samples_total`` (active client backends seen, waiting or not) and
   ``wait_samples_total{event}`` (of those, seen waiting in ``event``, as ``type:name``). A series
   ``wait_samples_total{event}`` first appears at the first reading after the event was first seen:
@@ -32,8 +32,8 @@ or its statistics were reset, except the wait samples, which count from ``open``
   it to the cost of monitoring).
 - Managed server only: the postmaster and all its children as the process group ``server``
   (``process_cpu_seconds_total{group=server, mode}``, ``processes{group=server}``,
-  ``process_*_bytes_total{group=server}``, the names of ``os_linux``). Children that have exited are
-  included through the postmaster's own counters (the kernel adds a reaped child's CPU and I/O to its
+  ``process_*_bytes_total{group=server}``, read by ``processes.ProcessTree``). Children that have exited
+  are included through the postmaster's own counters (the kernel adds a reaped child's CPU and I/O to its
   parent's), so the group's counters cover every backend, autovacuum worker and checkpointer.
 
 Times that need ``track_io_timing`` or ``track_wal_io_timing`` are read only when the setting is on:
@@ -48,20 +48,16 @@ holds all their work.
 
 from __future__ import annotations
 
-import os
-import threading
 import time
-from collections import Counter as Tally
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from maximus import environment
-from maximus.samplers import os_linux
+from maximus.samplers import os_linux, processes
+from maximus.samplers.postgres_waits import WaitSampler, wait_readings
 from maximus.samplers.base import Reading, Sampler, SamplerUnavailable, SamplingContext
 
 SOURCE = "postgres"
-WAIT_SAMPLES_PER_S = 10.0
 FINAL_WAIT_S = 2.0  # at most this long for the run's backends to exit and publish their last counters
 IO_TIMING, WAL_IO_TIMING = "track_io_timing", "track_wal_io_timing"
 _MS = 0.001
@@ -191,219 +187,6 @@ def wal_io_readings(rows: Iterable[Mapping[str, Any]], timings: Mapping[str, boo
     return readings if normal else []
 
 
-# --- the server's processes ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ProcessTimes:
-    """What ``/proc/PID/stat`` says about a process's CPU, and about its reaped children's."""
-
-    state: str
-    parent: int
-    user_s: float
-    system_s: float
-    children_user_s: float  # children that have exited and been waited for
-    children_system_s: float
-
-
-def parse_process_times(text: str) -> ProcessTimes:
-    """``/proc/PID/stat``; the command name may hold spaces and ')', so fields count from the last ')'."""
-    fields = text[text.rindex(")") + 2:].split()
-    ticks = [int(v) / os_linux.CLOCK_TICKS for v in fields[11:15]]
-    return ProcessTimes(fields[0], int(fields[1]), *ticks)
-
-
-def _read(path: Path) -> str:
-    with open(path, encoding="ascii", errors="replace") as handle:
-        return handle.read()
-
-
-def children_of(pid: int) -> list[int]:
-    """Direct children of a single-threaded process: its ``children`` file, or a scan of ``/proc``."""
-    try:
-        return [int(child) for child in _read(environment.PROC / str(pid) / "task" / str(pid) / "children").split()]
-    except FileNotFoundError:  # kernels built without CONFIG_PROC_CHILDREN
-        return [int(entry) for entry in os.listdir(environment.PROC) if entry.isdigit() and _parent(int(entry)) == pid]
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        return parse_process_times(_read(environment.PROC / str(pid) / "stat")).parent
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class ServerProcesses:
-    """The postmaster and its children as the process group ``server``, children that exited included.
-
-    The kernel adds the CPU time and I/O of a child its parent has waited for to the parent's own
-    counters (``cutime``/``cstime`` in ``stat``; ``io``), and the postmaster waits for every child it
-    forks. So postmaster + its reaped children + its live children covers every server process that
-    ever ran. The postmaster is read first: a child reaped in between is then missing from one
-    reading, never counted twice; the counters are also kept from ever going back.
-    """
-
-    def __init__(self, postmaster: int, with_io: bool) -> None:
-        self.postmaster = postmaster
-        self.with_io = with_io
-        self._highest: dict[str, float] = {}
-
-    def read(self) -> list[Reading]:
-        main = parse_process_times(_read(environment.PROC / str(self.postmaster) / "stat"))  # the server died: raise
-        user, system = main.user_s + main.children_user_s, main.system_s + main.children_system_s
-        io = Tally(self._io(self.postmaster))
-        alive = 1
-        for child in children_of(self.postmaster):
-            try:
-                times = parse_process_times(_read(environment.PROC / str(child) / "stat"))
-            except (OSError, ValueError, IndexError):
-                continue  # exited since the list was read: its counters reach the postmaster's
-            user += times.user_s + times.children_user_s
-            system += times.system_s + times.children_system_s
-            io.update(self._io(child))
-            alive += times.state not in ("Z", "X")
-        labels = {"group": "server"}
-        readings = [Reading("process_cpu_seconds_total", self._never_less("user", user), "s",
-                            {**labels, "mode": "user"}),
-                    Reading("process_cpu_seconds_total", self._never_less("system", system), "s",
-                            {**labels, "mode": "system"}),
-                    Reading("processes", alive, "count", labels)]
-        if self.with_io:
-            readings += [Reading(name, self._never_less(key, io[key]), "bytes", labels)
-                         for key, name in os_linux.PROCESS_IO.items()]
-        return readings
-
-    def _io(self, pid: int) -> dict[str, int]:
-        if not self.with_io:
-            return {}
-        try:
-            return os_linux.parse_pid_io(_read(environment.PROC / str(pid) / "io"))
-        except OSError:
-            return {}  # exited (or a zombie): its I/O reaches the postmaster's counters when reaped
-
-    def _never_less(self, key: str, value: float) -> float:
-        self._highest[key] = max(value, self._highest.get(key, 0.0))
-        return self._highest[key]
-
-
-def postmaster_pid(pid_file: Path) -> int:
-    """The postmaster's pid: the first line of ``postmaster.pid`` in the data directory."""
-    try:
-        return int(_read(pid_file).split()[0])
-    except (OSError, ValueError, IndexError) as error:
-        raise SamplerUnavailable(f"cannot read the server's pid from {pid_file}: {error}") from None
-
-
-# --- wait events, sampled ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WaitCounts:
-    """What the wait sampler has seen since it started."""
-
-    snapshots: int
-    active: int  # active client backends seen, summed over snapshots
-    events: Mapping[str, int]  # of those, seen waiting, by ``type:name``
-    cpu_s: float  # the sampling thread's own CPU time
-
-
-WAIT_QUERY = ("SELECT wait_event_type, wait_event, count(*) FROM pg_stat_activity "
-              "WHERE datname = $1 AND backend_type = 'client backend' AND state = 'active' "
-              "AND pid <> ALL($2::int[]) GROUP BY 1, 2")
-_WAIT_STATEMENT = b"maximus_wait_snapshot"
-
-
-class WaitSampler:
-    """Snapshots of ``pg_stat_activity`` at a fixed rate, in a thread with its own connection.
-
-    The monitor reads counters once a second; a wait lasts from microseconds to milliseconds, so one
-    look a second would see too few of them. Each snapshot counts the run database's active client
-    backends and what each waits for; the shares of the samples estimate the shares of time.
-
-    A snapshot is one libpq call (``exec_prepared``) of a statement prepared once, with its parameters in
-    text, not psycopg's ``execute``: the thread sleeps between two snapshots, so each one runs with the
-    caches cold. Through ``execute`` a snapshot cost the thread about 660 µs of CPU, its wake-up
-    included, ten times a second on the CPUs the run shares; this way, about 330.
-    """
-
-    def __init__(self, connection: Any, database: str, excluded_pids: Sequence[int],
-                 per_second: float = WAIT_SAMPLES_PER_S) -> None:
-        self._connection = connection
-        from psycopg.pq import ExecStatus
-
-        self._succeeded = (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK)
-        self._encoding = connection.info.encoding  # the session's client_encoding, as psycopg names it
-        self._parameters = [database.encode(self._encoding),
-                            ("{" + ",".join(map(str, excluded_pids)) + "}").encode(self._encoding)]
-        self._interval_s = 1.0 / per_second
-        self._lock = threading.Lock()
-        self._counts = WaitCounts(0, 0, {}, 0.0)
-        self._error: Exception | None = None
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="maximus-pg-waits", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def counts(self) -> WaitCounts:
-        """The counts so far; raises what stopped the thread, so the failure is not mistaken for no waits."""
-        with self._lock:
-            if self._error is not None:
-                raise RuntimeError(f"wait-event sampling stopped: {type(self._error).__name__}: {self._error}")
-            return self._counts
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread.is_alive():
-            self._thread.join()
-        self._connection.close()
-
-    def _run(self) -> None:
-        due = time.monotonic()
-        try:
-            self._result(self._connection.pgconn.prepare(_WAIT_STATEMENT, WAIT_QUERY.encode()))
-            while not self._stopping.wait(max(0.0, due - time.monotonic())):
-                self._add(self._snapshot())
-                due = max(due + self._interval_s, time.monotonic())  # a slow snapshot skips, never bunches
-        except Exception as error:  # reported by the next counts(), from the monitor's thread
-            with self._lock:
-                self._error = error
-
-    def _snapshot(self) -> list[tuple[str | None, str | None, int]]:
-        result = self._result(self._connection.pgconn.exec_prepared(_WAIT_STATEMENT, self._parameters))
-        text = self._text
-        return [(text(result.get_value(row, 0)), text(result.get_value(row, 1)), int(result.get_value(row, 2)))
-                for row in range(result.ntuples)]
-
-    def _text(self, value: bytes | None) -> str | None:
-        return None if value is None else value.decode(self._encoding)
-
-    def _result(self, result: Any) -> Any:
-        """``result``, or the exception psycopg would have raised for it."""
-        if result.status not in self._succeeded:
-            from psycopg import errors
-
-            raise errors.error_from_result(result, encoding=self._encoding)
-        return result
-
-    def _add(self, rows: Sequence[tuple[str | None, str | None, int]]) -> None:
-        events = dict(self._counts.events)
-        for kind, name, count in rows:
-            if name is not None:
-                event = f"{kind}:{name}"
-                events[event] = events.get(event, 0) + count
-        with self._lock:
-            self._counts = WaitCounts(self._counts.snapshots + 1, self._counts.active + sum(r[2] for r in rows),
-                                      events, time.thread_time())
-
-
-def wait_readings(counts: WaitCounts) -> list[Reading]:
-    return [Reading("activity_snapshots_total", counts.snapshots, "count"),
-            Reading("active_backend_samples_total", counts.active, "count"),
-            *(Reading("wait_samples_total", n, "count", {"event": event}) for event, n in sorted(counts.events.items())),
-            Reading("sampling_cpu_seconds_total", counts.cpu_s, "s")]
-
-
 # --- the sampler -------------------------------------------------------------------------------------------
 
 
@@ -428,7 +211,7 @@ class PostgresSampler(Sampler):
         self.views: set[str] = set()
         self._connection: Any = None
         self._waits: WaitSampler | None = None
-        self._server: ServerProcesses | None = None
+        self._server: processes.ProcessTree | None = None
         self._clients: tuple[int, ...] = ()
         self._final_done = False
 
@@ -501,12 +284,12 @@ class PostgresSampler(Sampler):
             return ["the server is not managed by Maximus and may be on another machine: its processes are not "
                     "sampled, so there is no server CPU, no client-bound check and no reads cross-check"]
         try:
-            postmaster = postmaster_pid(self.pid_file)
+            postmaster = processes.pid_in_file(self.pid_file)
         except SamplerUnavailable as error:  # the statistics views are still worth reading
             return [f"{error}: the server's processes are not sampled, so there is no server CPU, no client-bound "
                     "check and no reads cross-check"]
-        with_io = _readable(environment.PROC / str(postmaster) / "io")
-        self._server = ServerProcesses(postmaster, with_io)
+        with_io = processes.io_readable(postmaster)
+        self._server = processes.ProcessTree(postmaster, with_io)
         return [] if with_io else [f"the server's I/O counters (/proc/{postmaster}/io) are not readable: the reads "
                                    "cross-check is skipped"]
 
@@ -569,9 +352,3 @@ def _connect(dsn: str) -> Any:
     connection.execute("SET statement_timeout = '5s'")
     return connection
 
-
-def _readable(path: Path) -> bool:
-    try:
-        return bool(os_linux.parse_pid_io(_read(path)))
-    except OSError:
-        return False

@@ -51,25 +51,55 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             queued REAL NOT NULL, completed REAL NOT NULL, outcome TEXT NOT NULL, record TEXT)""",
         "CREATE INDEX deferred_results_by_run ON deferred_results (run_id, queued)",
     ),
+    (  # version 6: a run's workload settings as the workload gives them back (JSON), not TPC-C's three columns
+        """CREATE TABLE runs_v6 (
+            id INTEGER PRIMARY KEY, started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL,
+            engine TEXT NOT NULL, workload TEXT NOT NULL, workload_settings TEXT NOT NULL,
+            terminals INTEGER NOT NULL, warmup_s REAL NOT NULL, duration_s REAL NOT NULL, seed INTEGER NOT NULL,
+            knobs TEXT NOT NULL, effective_knobs TEXT NOT NULL, engine_settings TEXT NOT NULL, database TEXT NOT NULL,
+            load_seconds REAL, loaded_in_run INTEGER NOT NULL, load_seed INTEGER, constants TEXT NOT NULL,
+            environment TEXT NOT NULL, warnings TEXT NOT NULL DEFAULT '[]', errors TEXT NOT NULL DEFAULT '[]',
+            window_start REAL NOT NULL, window_end REAL NOT NULL, elapsed_s REAL,
+            experiment_id INTEGER REFERENCES experiments(id), plan_key TEXT, options TEXT NOT NULL DEFAULT '{}',
+            runner TEXT)""",
+        """INSERT INTO runs_v6 SELECT id, started_at, finished_at, status, engine, workload,
+            json_object('warehouses', warehouses,
+                        'keying', json(CASE WHEN keying_and_think THEN 'true' ELSE 'false' END), 'mix', mix),
+            terminals, warmup_s, duration_s, seed, knobs, effective_knobs, engine_settings, database, load_seconds,
+            loaded_in_run, load_seed, constants, environment, warnings, errors, window_start, window_end, elapsed_s,
+            experiment_id, plan_key, options, runner FROM runs""",
+        "DROP INDEX runs_by_experiment",
+        "DROP TABLE runs",
+        "ALTER TABLE runs_v6 RENAME TO runs",
+        "CREATE INDEX runs_by_experiment ON runs (experiment_id, plan_key)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def migrate(connection: sqlite3.Connection) -> int:
-    """Bring the database up to SCHEMA_VERSION; return the version it had before."""
-    connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-    row = connection.execute("SELECT version FROM schema_version").fetchone()
-    before = row[0] if row else 0
-    if before > SCHEMA_VERSION:
-        from maximus.errors import UserError
+    """Bring the database up to SCHEMA_VERSION; return the version it had before. One process at a time, in
+    one transaction: two Maximus processes that open a new results database together would otherwise both
+    create its tables, and the second would fail on "table runs already exists"."""
+    connection.execute("BEGIN IMMEDIATE")  # the other waits here (the connection's timeout), then finds it done
+    try:
+        connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = connection.execute("SELECT version FROM schema_version").fetchone()
+        before = row[0] if row else 0
+        if before > SCHEMA_VERSION:
+            from maximus.errors import UserError
 
-        raise UserError(f"the results database has schema version {before}, newer than this Maximus "
-                        f"understands ({SCHEMA_VERSION}): upgrade Maximus")
-    with connection:
+            raise UserError(f"the results database has schema version {before}, newer than this Maximus "
+                            f"understands ({SCHEMA_VERSION}): upgrade Maximus")
         for statements in MIGRATIONS[before:]:
             for statement in statements:
                 connection.execute(statement)
-        connection.execute("DELETE FROM schema_version")
-        connection.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        if before != SCHEMA_VERSION:
+            connection.execute("DELETE FROM schema_version")
+            connection.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        connection.commit()
+    except BaseException:
+        connection.rollback()
+        raise
     return before

@@ -11,7 +11,6 @@ import math
 import os
 import socket
 import sqlite3
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -19,7 +18,8 @@ from typing import Any, Iterable, Mapping
 from maximus import limits
 from maximus.errors import UserError
 from maximus.locks import unusable_directory
-from maximus.records import DeferredResult, Outcome, RunSpec, RunStatus, TxnSample, Window
+from maximus.records import (CheckResult, DeferredResult, ExperimentRecord, Outcome, RunRecord, RunSpec, RunStatus,
+                             TxnSample, Window)
 from maximus.samplers.base import MetricSample
 from maximus.samplers.os_linux import parse_pid_stat
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
@@ -44,7 +44,7 @@ _NOTHING_MEASURED = "window_end = window_start"
 def _process_start(pid: int) -> int | None:
     """The process's start time in clock ticks since boot; None when it is gone."""
     try:
-        return parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())[0]
+        return parse_pid_stat(Path(f"/proc/{pid}/stat").read_text()).started
     except OSError:
         return None
 
@@ -82,49 +82,6 @@ def _storable(number: int) -> bool:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    id: int
-    started_at: str
-    finished_at: str | None
-    status: RunStatus
-    spec: RunSpec
-    effective_knobs: Mapping[str, str]
-    engine_settings: Mapping[str, str]
-    load_seconds: float | None
-    loaded_in_run: bool
-    load_seed: int | None
-    constants: Mapping[str, Any]
-    environment: Mapping[str, Any]
-    warnings: tuple[str, ...]
-    errors: tuple[str, ...]
-    window: Window
-    elapsed_s: float | None
-    experiment_id: int | None = None
-    plan_key: str | None = None
-
-
-@dataclass(frozen=True)
-class ExperimentRecord:
-    id: int
-    name: str
-    created_at: str
-    finished_at: str | None
-    source_path: str
-    source_text: str
-    plan: Any  # the expanded plan, as JSON data
-    status: str  # running, complete
-
-
-@dataclass(frozen=True)
-class ConsistencyRecord:
-    condition: int
-    clause: str
-    description: str
-    passed: bool | None
-    detail: str
 
 
 class ResultsStore:
@@ -209,14 +166,13 @@ class ResultsStore:
         window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
         with self._db:
             cursor = self._db.execute(
-                "INSERT INTO runs (started_at, status, engine, workload, warehouses, terminals, warmup_s, duration_s,"
-                " seed, keying_and_think, mix, knobs, effective_knobs, engine_settings, database, load_seconds,"
-                " loaded_in_run, load_seed, constants, environment, warnings, window_start, window_end,"
-                " experiment_id, plan_key, options, runner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (_now(), RunStatus.RUNNING.value, spec.engine, spec.workload, spec.warehouses, spec.terminals,
-                 spec.warmup_s, spec.duration_s, spec.seed, int(spec.keying_and_think), spec.mix,
-                 json.dumps(dict(spec.knobs)), json.dumps(dict(effective_knobs)), json.dumps(dict(engine_settings)),
+                "INSERT INTO runs (started_at, status, engine, workload, workload_settings, terminals, warmup_s,"
+                " duration_s, seed, knobs, effective_knobs, engine_settings, database, load_seconds, loaded_in_run,"
+                " load_seed, constants, environment, warnings, window_start, window_end, experiment_id, plan_key,"
+                " options, runner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (_now(), RunStatus.RUNNING.value, spec.engine, spec.workload, json.dumps(dict(spec.settings)),
+                 spec.terminals, spec.warmup_s, spec.duration_s, spec.seed, json.dumps(dict(spec.knobs)),
+                 json.dumps(dict(effective_knobs)), json.dumps(dict(engine_settings)),
                  spec.database, load_seconds, int(loaded_in_run), load_seed, json.dumps(dict(constants)),
                  json.dumps(environment), json.dumps(list(warnings)), window.start, window.end, experiment_id,
                  plan_key, json.dumps(dict(spec.options)), _this_runner()))
@@ -341,10 +297,10 @@ class ResultsStore:
         return dict(self._db.execute("SELECT name, value FROM run_facts WHERE run_id = ?", (run_id,)))
 
     @guarded
-    def consistency(self, run_id: int) -> list[ConsistencyRecord]:
+    def consistency(self, run_id: int) -> list[CheckResult]:
         rows = self._db.execute("SELECT condition, clause, description, passed, detail FROM consistency"
                                 " WHERE run_id = ? ORDER BY condition", (run_id,))
-        return [ConsistencyRecord(c, cl, d, None if p is None else bool(p), det) for c, cl, d, p, det in rows]
+        return [CheckResult(c, cl, d, None if p is None else bool(p), det) for c, cl, d, p, det in rows]
 
     @staticmethod
     def _experiment(row: tuple) -> ExperimentRecord:
@@ -353,11 +309,11 @@ class ResultsStore:
 
     @staticmethod
     def _record(row: tuple) -> RunRecord:
-        (run_id, started, finished, status, engine, workload, warehouses, terminals, warmup, duration, seed, keyed,
-         mix, knobs, effective, settings, database, load_s, loaded, load_seed, constants, environment, warnings,
+        (run_id, started, finished, status, engine, workload, workload_settings, terminals, warmup, duration, seed,
+         knobs, effective, settings, database, load_s, loaded, load_seed, constants, environment, warnings,
          errors, w_start, w_end, elapsed, experiment_id, plan_key, options) = row
-        spec = RunSpec(engine, json.loads(knobs), workload, warehouses, terminals, warmup, duration, seed,
-                       bool(keyed), mix, database, json.loads(options))
+        spec = RunSpec(engine, json.loads(knobs), workload, json.loads(workload_settings), terminals, warmup, duration,
+                       seed, database, json.loads(options))
         finite = all(isinstance(v, (int, float)) and math.isfinite(v) for v in (w_start, w_end))
         return RunRecord(run_id, started, finished, RunStatus(status), spec, json.loads(effective),
                          json.loads(settings), load_s, bool(loaded), load_seed, json.loads(constants),
@@ -383,8 +339,8 @@ class ResultsStore:
                 for t, source, name, value, unit, labels in rows]
 
 
-_SELECT_RUN = ("SELECT id, started_at, finished_at, status, engine, workload, warehouses, terminals, warmup_s,"
-               " duration_s, seed, keying_and_think, mix, knobs, effective_knobs, engine_settings, database,"
+_SELECT_RUN = ("SELECT id, started_at, finished_at, status, engine, workload, workload_settings, terminals, warmup_s,"
+               " duration_s, seed, knobs, effective_knobs, engine_settings, database,"
                " load_seconds, loaded_in_run, load_seed, constants, environment, warnings, errors, window_start,"
                " window_end, elapsed_s, experiment_id, plan_key, options FROM runs")
 _SELECT_EXPERIMENT = ("SELECT id, name, created_at, finished_at, source_path, source_text, plan, status"

@@ -1,40 +1,214 @@
-"""The Workload contract: schema and load, transactions, the mix, consistency and validity checks.
+"""The Workload contract: its settings, scale and database, transactions, checks and headline figure.
 
-A workload is one package under ``workloads/``. The driver only sees ``TerminalPlan`` objects and the
-transaction objects a workload hands it; it never branches on a workload's or a transaction's name.
+A workload is one package under ``workloads/``, registered with one line in ``workloads/__init__.py``.
+Generic code (the run, the experiment file, analysis, the report, the exports) asks the workload and never
+branches on a workload's or a transaction's name; the driver sees only the transaction objects and the
+terminal emulators a workload hands it.
+
+Contract (checked for every registered workload by ``tests/contracts/test_workloads.py``):
+- ``settings(given)`` validates the workload's own settings (a mapping of plain values from the command line
+  or the experiment file) into a frozen settings object, or raises ``SettingError`` naming the key;
+  ``settings.to_mapping()`` gives them back as stored with every run.
+- ``load()`` builds the database in an empty engine database and records what it built, so that
+  ``database_info()`` can later tell a finished build of this version from anything else.
+- ``transactions()`` and ``emulator()`` are what the driver runs; ``check()`` gives the database's
+  consistency conditions, each a ``CheckResult``.
+- ``headline`` names the figure of merit: completions of one transaction per minute of the measured window.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 from maximus.engines.base import Dialect, Engine, Session
+from maximus import limits
+from maximus.errors import UserError
+from maximus.records import CheckResult, DeferredResult, Window
+
+Progress = Callable[[str, int], None]  # (table, rows just written)
+
+
+class SettingError(UserError):
+    """A workload setting that is not valid; ``key`` names it, for the experiment file's or the CLI's message.
+    A number outside its documented range carries the range (``limit``) and the ``value``."""
+
+    def __init__(self, key: str, message: str, limit: limits.Limit | None = None, value: object = None) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key, self.reason, self.limit, self.value = key, message, limit, value
+
+    def for_option(self, flag: str) -> UserError:
+        """The same error, as the command line's option ``flag`` gives it."""
+        if self.limit is not None:
+            return UserError(limits.out_of_range(flag, self.value, self.limit))
+        return UserError(f"{flag}: {self.reason}")
+
+
+class Settings(Protocol):
+    """A workload's settings object: frozen, and stored with every run as the mapping it gives."""
+
+    def to_mapping(self) -> dict[str, Any]: ...
+
+
+class RunSettings(Protocol):
+    """What every terminal of one run shares (``Workload.run_settings``), as the driver needs to know of it."""
+
+    server_side: bool  # each transaction is one stored-procedure call
+    pauses: bool  # the terminals wait between transactions (keying and think times), or run back to back
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The workload's figure of merit: completed ``transaction``s per minute of the measured window,
+    truncated to an integer (TPC-C's tpmC, 5.4), and the same counting committed ones only."""
+
+    key: str  # as exports name it: "tpmc"
+    name: str  # as tables show it: "tpmC"
+    meaning: str  # "New-Orders per minute incl. rollbacks (5.4)"
+    transaction: str  # whose completions it counts: "new_order"
+    committed_key: str  # "nopm"
+    committed_name: str  # "NOPM"
+    committed_meaning: str  # "committed New-Orders per minute"
+    per_second_name: str  # the headline transaction's completions as a timeline counts them: "New-Orders"
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """How tables, reports and exports name a run of a workload with given settings
+    (``Workload.presentation``), so that none of them needs to know the workload."""
+
+    headline: Headline
+    benchmark: str  # "TPC-C"; "TPC-C-like (keying and think times off)" when the settings leave the specification
+    conforming: bool  # the settings follow the workload's specification
+    scale: str  # "2 warehouse(s)"
+    short_scale: str  # as a narrow column shows it: "2 wh"
+    details: str  # the other settings, as a header shows them: "mix deck"
+    conformance: str  # what the settings mean for conformance, a sentence under the report's label
+    transaction_labels: Mapping[str, str]  # name -> as tables show it ("new_order" -> "New-Order")
+    response_time_limits: Mapping[str, float]  # name -> the specification's 90th-percentile limit, seconds
+
+    def label(self, transaction: str) -> str:
+        return self.transaction_labels.get(transaction, transaction)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    scale: int
+    seed: int
+    seconds: float
+    rows: dict[str, int]
+    inputs: Any = None  # the workload's own, as ``DatabaseInfo.inputs`` reads them back
+
+
+@dataclass(frozen=True)
+class DatabaseInfo:
+    """What a finished build records about itself."""
+
+    scale: int
+    seed: int
+    load_seconds: float
+    fresh: bool  # no run has changed it since the build
+    creation_settings: dict[str, str]  # the engine's knobs fixed when it was built
+    inputs: Any = None  # the workload's own: what a run's inputs depend on (TPC-C: the NURand C-Load)
+
+
+@dataclass(frozen=True)
+class BandResult:
+    """A figure of the run against the band a valid run must keep it in (TPC-C 5.5.1.5, 5.2.3, 2.7.4.2)."""
+
+    name: str
+    value: float | None  # None: nothing to measure
+    low: float
+    high: float
+    sample: int  # how many draws the value rests on
+    note: str = ""  # why the band does not apply
+    clause: str = ""
+
+    @property
+    def status(self) -> str:
+        if self.note:
+            return "n/a"
+        if self.value is None:
+            return "no data"
+        return "ok" if self.low <= self.value <= self.high else "OUT OF BAND"
 
 
 class Workload(ABC):
     name: ClassVar[str]
-    transaction_names: ClassVar[tuple[str, ...]]
+    headline: ClassVar[Headline]
+    reported_transactions: ClassVar[tuple[str, ...]]  # in the order tables show them, deferred ones included
+    setting_names: ClassVar[tuple[str, ...]]  # the keys ``settings`` takes
 
     @abstractmethod
-    def load(self, engine: Engine, scale: int, seed: int, progress: Callable[[str, int], None]) -> Any: ...
+    def settings(self, given: Mapping[str, Any]) -> Settings:
+        """``given`` validated, the rest defaulted; ``SettingError`` for an unknown key or a bad value."""
 
     @abstractmethod
-    def database_info(self, session: Session, dialect: Dialect) -> Any | None:
-        """What the loaded database records about itself, or None when it is not a finished load that this
+    def presentation(self, settings: Any) -> Presentation:
+        """How reports name runs of these settings: benchmark label, scale, transactions, limits."""
+
+    @abstractmethod
+    def scale(self, settings: Any) -> int:
+        """How big the database is, in the workload's unit (TPC-C: warehouses): estimates and labels use it."""
+
+    @abstractmethod
+    def database_name(self, settings: Any) -> str:
+        """The name of the database these settings build (before any creation knob is added to it)."""
+
+    @abstractmethod
+    def load(self, engine: Engine, settings: Any, seed: int, progress: Progress) -> LoadResult: ...
+
+    @abstractmethod
+    def database_info(self, session: Session, dialect: Dialect) -> DatabaseInfo | None:
+        """What the loaded database records about itself, or None when it is not a finished build that this
         version's transactions can run on in this dialect."""
 
     @abstractmethod
-    def expected_rows(self, scale: int) -> Mapping[str, int]: ...
+    def expected_rows(self, settings: Any) -> Mapping[str, int]:
+        """Rows per table a build writes (for progress bars)."""
+
+    def prepare(self, engine: Engine, session: Session, loaded_now: bool) -> None:
+        """Before each run, on its restored database: e.g. install this version's stored procedures."""
+
+    def mark_used(self, session: Session) -> None:
+        """A run starts changing the database: ``DatabaseInfo.fresh`` is over."""
 
     @abstractmethod
-    def transactions(self, dialect: Dialect, settings: Any = None) -> Mapping[str, Any]:
+    def run_settings(self, settings: Any, seed: int, info: DatabaseInfo, server_side: bool) -> RunSettings:
+        """What every terminal of one run shares (handed to ``transactions`` and ``emulator``)."""
+
+    def recorded_inputs(self, info: DatabaseInfo, run_settings: Any) -> Mapping[str, Any]:
+        """What a run records of the inputs it drew from, beside its seed (TPC-C: the NURand constants)."""
+        return {}
+
+    @abstractmethod
+    def transactions(self, dialect: Dialect, run_settings: Any = None) -> Mapping[str, Any]:
         """The transaction objects for this dialect, as the run's settings want them (e.g. server-side)."""
 
     @abstractmethod
-    def check(self, session: Session, fresh: bool, dialect: Dialect) -> list[Any]: ...
+    def emulator(self, run_settings: Any, terminal: int, dialect: Dialect) -> Any:
+        """The decisions of one terminal: ``next()`` -> (transaction, inputs), ``batch(n)`` -> the next n
+        of them at once, ``pauses``, keying and think times, ``headline``."""
 
     @abstractmethod
-    def emulator(self, settings: Any, terminal: int, dialect: Dialect) -> Any:
-        """The decisions of one terminal: ``next()`` -> (transaction, inputs), ``batch(n)`` -> the next n
-        of them at once, ``pauses``, keying and think times."""
+    def check(self, session: Session, fresh: bool, dialect: Dialect) -> list[CheckResult]: ...
+
+    def warnings(self, settings: Any, terminals: int) -> list[str]:
+        """What makes a run of these settings something less than the workload's specification asks."""
+        return []
+
+    def validity(self, settings: Any, counts: Mapping[str, int], facts: Mapping[str, int],
+                 deferred: Sequence[DeferredResult], window: Window) -> list[BandResult]:
+        """The run's input-validity bands, from its counts per transaction, its summed facts and its deferred
+        transactions' results."""
+        return []
+
+    def mix(self, counts: Mapping[str, int]) -> list[BandResult]:
+        """Each transaction's share of the run against its minimum."""
+        return []
+
+    def write_transactions(self, dialect: Dialect) -> set[str]:
+        """Sample names of the transactions that commit changes; a deferred one under its completion's name."""
+        transactions = self.transactions(dialect).values()
+        return {f"deferred_{t.name}" if t.deferred else t.name for t in transactions if not t.read_only}

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from dataclasses import asdict
+from typing import Any, Mapping, Sequence
 
 from maximus.engines.base import Dialect, Engine, Session
-from maximus.workloads.base import Workload
+from maximus.records import DeferredResult, Window
+from maximus.workloads.base import (BandResult, CheckResult, DatabaseInfo, Headline, LoadResult, Presentation,
+                                    Progress, Workload)
 from maximus.workloads.tpcc import generate, loader
-from maximus.workloads.tpcc.constants import DEFERRED_DELIVERY, TERMINALS_PER_WAREHOUSE, TRANSACTIONS
+from maximus.workloads.tpcc.constants import (DEFERRED_DELIVERY, RESPONSE_TIME_LIMIT, TERMINALS_PER_WAREHOUSE,
+                                             TRANSACTION_LABELS, TRANSACTIONS)
 from maximus.workloads.tpcc.delivery import Delivery
 from maximus.workloads.tpcc.emulator import TerminalEmulator, TpccRunSettings
 from maximus.workloads.tpcc.new_order import NewOrder
 from maximus.workloads.tpcc.order_status import OrderStatus
 from maximus.workloads.tpcc.payment import Payment
-from maximus.workloads.tpcc.stock_level import StockLevel
+from maximus.workloads.tpcc.mix import parse_mix
+from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.server_side import ServerSide
+from maximus.workloads.tpcc.settings import KEYS, TpccSettings, parse_settings
+from maximus.workloads.tpcc.stock_level import StockLevel
 from maximus.workloads.tpcc.transaction import Home, Transaction
+from maximus.workloads.tpcc.validity import mix_report, validity_report
 
 TRANSACTION_TYPES = (NewOrder, Payment, OrderStatus, Delivery, StockLevel)
 
@@ -32,18 +40,58 @@ def home_of(terminal: int, warehouses: int) -> Home:
 
 class Tpcc(Workload):
     name = "tpcc"
-    transaction_names = TRANSACTIONS
+    headline = Headline("tpmc", "tpmC", "New-Orders per minute incl. rollbacks (5.4)", TRANSACTIONS[0], "nopm", "NOPM",
+                        "committed New-Orders per minute", "New-Orders")
     reported_transactions = TRANSACTIONS[:3] + (TRANSACTIONS[3], DEFERRED_DELIVERY, TRANSACTIONS[4])
+    setting_names = KEYS
 
-    def load(self, engine: Engine, scale: int, seed: int,
-             progress: Callable[[str, int], None] = lambda table, rows: None) -> loader.LoadResult:
-        return loader.load(engine, scale, seed, progress)
+    def settings(self, given: Mapping[str, Any]) -> TpccSettings:
+        return parse_settings(given)
 
-    def database_info(self, session: Session, dialect: Dialect) -> loader.DatabaseInfo | None:
+    def presentation(self, settings: TpccSettings) -> Presentation:
+        """A run without keying and think times is TPC-C-like, never TPC-C (5.2.5)."""
+        if settings.keying:
+            benchmark, meaning = "TPC-C", "Keying and think times were on (5.2.5)."
+        else:
+            benchmark = "TPC-C-like (keying and think times off)"
+            meaning = ("Keying and think times were off: these runs measure the database flat out and are labelled "
+                       "TPC-C-like, not TPC-C (5.2.5).")
+        return Presentation(self.headline, benchmark, settings.keying, f"{settings.warehouses} warehouse(s)",
+                            f"{settings.warehouses} wh",
+                            f"mix {settings.mix}", meaning, TRANSACTION_LABELS, RESPONSE_TIME_LIMIT)
+
+    def scale(self, settings: TpccSettings) -> int:
+        return settings.warehouses
+
+    def database_name(self, settings: TpccSettings) -> str:
+        return f"tpcc-{settings.warehouses}wh"
+
+    def load(self, engine: Engine, settings: TpccSettings, seed: int, progress: Progress) -> LoadResult:
+        return loader.load(engine, settings.warehouses, seed, progress)
+
+    def database_info(self, session: Session, dialect: Dialect) -> DatabaseInfo | None:
         return loader.read_info(session, dialect)
 
-    def expected_rows(self, scale: int) -> Mapping[str, int]:
-        return generate.expected_rows(scale)
+    def expected_rows(self, settings: TpccSettings) -> Mapping[str, int]:
+        return generate.expected_rows(settings.warehouses)
+
+    def prepare(self, engine: Engine, session: Session, loaded_now: bool) -> None:
+        """A copy built by an older Maximus runs this version's stored functions."""
+        if not loaded_now:
+            loader.install_procedures(engine.dialect, session)
+
+    def mark_used(self, session: Session) -> None:
+        loader.mark_used(session)
+
+    def run_settings(self, settings: TpccSettings, seed: int, info: DatabaseInfo,
+                     server_side: bool) -> TpccRunSettings:
+        """C-Run chosen from the seed against the build's C-Load (2.1.6.1)."""
+        constants = NURandConstants.for_run(info.inputs.c_last, seed)
+        return TpccRunSettings(settings.warehouses, seed, constants, parse_mix(settings.mix), settings.keying,
+                               server_side)
+
+    def recorded_inputs(self, info: DatabaseInfo, run_settings: TpccRunSettings) -> Mapping[str, Any]:
+        return {"c_load": asdict(info.inputs), "c_run": asdict(run_settings.constants)}
 
     def transactions(self, dialect: Dialect, settings: TpccRunSettings | None = None) -> dict[str, Transaction]:
         """Client-side transactions, or wrapped as stored-function calls when the run asks for them."""
@@ -55,10 +103,27 @@ class Tpcc(Workload):
     def emulator(self, settings: TpccRunSettings, terminal: int, dialect: Dialect) -> TerminalEmulator:
         return TerminalEmulator(settings, terminal, dialect)
 
-    def check(self, session: Session, fresh: bool, dialect: Dialect) -> list:
+    def check(self, session: Session, fresh: bool, dialect: Dialect) -> list[CheckResult]:
         from maximus.workloads.tpcc.consistency import check_consistency
 
         return check_consistency(session, fresh, dialect.money_in_cents)
 
+    def warnings(self, settings: TpccSettings, terminals: int) -> list[str]:
+        warnings = []
+        if not settings.keying:
+            warnings.append("keying and think times off: a TPC-C-like run, not a TPC-C result (5.2.5)")
+        per_warehouse = terminals / settings.warehouses
+        if per_warehouse > TERMINALS_PER_WAREHOUSE:
+            warnings.append(f"{per_warehouse:g} terminals per warehouse, more than the {TERMINALS_PER_WAREHOUSE} of "
+                            "4.2.2: terminals share (warehouse, district) pairs, which 2.8.1.1 gives one each")
+        return warnings
 
-__all__ = ["Home", "Tpcc", "home_of"]
+    def validity(self, settings: TpccSettings, counts: Mapping[str, int], facts: Mapping[str, int],
+                 deferred: Sequence[DeferredResult], window: Window) -> list[BandResult]:
+        return validity_report(counts, facts, settings.warehouses, deferred, window)
+
+    def mix(self, counts: Mapping[str, int]) -> list[BandResult]:
+        return mix_report(counts)
+
+
+__all__ = ["Home", "Tpcc", "TpccSettings", "home_of"]

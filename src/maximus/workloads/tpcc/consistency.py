@@ -14,21 +14,13 @@ from decimal import Decimal
 from typing import Any, Callable, NamedTuple, Sequence
 
 from maximus.engines.base import Session
+from maximus.workloads.base import CheckResult
 from maximus.workloads.tpcc.constants import FIRST_UNDELIVERED_ORDER
 
 # Money is exact on every engine (integer cents where the engine's NUMERIC is binary floating point, as
 # SQLite's is), so amounts are compared exactly: a tolerance would hide a lost cent.
 SHOWN_VIOLATIONS = 3  # enough to start investigating; the count tells how many more there are
 DELIVERED_AT_LOAD = FIRST_UNDELIVERED_ORDER - 1  # 4.3.3.1: orders 1..2100 of a district are delivered
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    condition: int  # 1..12
-    clause: str  # "3.3.2.1" .. "3.3.2.12"
-    description: str
-    passed: bool | None  # None: skipped
-    detail: str  # "" when passed; the violations, or why it was skipped
 
 
 class Query(NamedTuple):

@@ -79,3 +79,5 @@ BAND_CLAUSES = {"skipped_delivery_percent": "2.7.4.2"}  # the others' is 5.5.1.5
 
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
 DEFERRED_DELIVERY = "deferred_delivery"
+TRANSACTION_LABELS = {"new_order": "New-Order", "payment": "Payment", "order_status": "Order-Status",
+                      "delivery": "Delivery", DEFERRED_DELIVERY: "Deferred-Delivery", "stock_level": "Stock-Level"}

@@ -1,11 +1,11 @@
 """A terminal's batch of inputs drawn in C (``_draws.Drawer``), when the extension is built.
 
-A busy terminal draws about 4,000 transactions a second on this machine, between round trips, on the
-CPUs the server uses. Drawn in Python, a transaction cost 3.3 µs over the mix on a warm core, and about
-three times as much in a run, where the server keeps evicting the interpreter from the caches: replacing
-the draws by a batch drawn once took a quarter off the terminal processes' CPU (bench/README.md). The C
-drawer does the same draws from the same stream, the terminal's ``random.Random``, and makes the same
-objects: the Python draws stay the reference, and the fallback without a C compiler.
+A busy terminal draws its inputs between round trips, on the CPUs the server uses, where the server
+keeps evicting the interpreter from the caches: drawn in Python, the draws were about a quarter of the
+terminal processes' CPU; drawn in C, those processes spend about 9 % less CPU per transaction
+(bench/README.md, docs/internals.md). The C drawer does the same draws from the same stream, the
+terminal's ``random.Random``, and makes the same objects: the Python draws stay the reference, and the
+fallback without a C compiler.
 """
 
 from __future__ import annotations

@@ -25,6 +25,11 @@ class TpccRunSettings:
     keying_and_think: bool = False
     server_side: bool = False  # each transaction one stored-function call
 
+    @property
+    def pauses(self) -> bool:
+        """The terminals key and think between transactions (5.2.5)."""
+        return self.keying_and_think
+
 
 class TerminalEmulator:
     """One terminal's own random stream, mix and home; seeded so a run can be repeated."""

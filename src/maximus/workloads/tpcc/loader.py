@@ -8,56 +8,25 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from maximus import __version__
 from maximus.engines.base import Dialect, Engine, Session
-from maximus.errors import EngineError, UserError
+from maximus.errors import EngineError
 from maximus.workers import ignore_interrupts, spawning
+from maximus.workloads.base import DatabaseInfo, LoadResult, Progress
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.server_side import procedures_sql
 
-Progress = Callable[[str, int], None]  # (table, rows just written)
-
-
-@dataclass(frozen=True)
-class LoadResult:
-    warehouses: int
-    seed: int
-    seconds: float
-    rows: dict[str, int]
-    constants: NURandConstants
-
-
 MONEY_IN_CENTS, MONEY_AS_DECIMALS = "cents", "decimal"
-
-
-@dataclass(frozen=True)
-class DatabaseInfo:
-    """What a loaded database says about itself (the ``maximus_meta`` table)."""
-
-    warehouses: int
-    seed: int
-    constants: NURandConstants
-    load_seconds: float
-    fresh: bool
-    creation_settings: dict[str, str]
-    money_in_cents: bool = False  # a build older than this record kept SQLite's money as REAL
-
-    def fits(self, dialect: Dialect) -> bool:
-        """Whether this Maximus's transactions can run on it: they read and write money as the dialect keeps it."""
-        return self.money_in_cents == dialect.money_in_cents
 
 
 def load(engine: Engine, warehouses: int, seed: int, progress: Progress = lambda table, rows: None) -> LoadResult:
     """Provision ``engine``'s database and fill it with ``warehouses`` warehouses; time all of it."""
-    if warehouses < 1:
-        raise UserError(f"warehouses must be at least 1, got {warehouses}")
     constants = NURandConstants.for_load(seed)
     started = time.perf_counter()
     engine.provision()
@@ -253,11 +222,11 @@ def read_info(session: Session, dialect: Dialect) -> DatabaseInfo | None:
         return None
     if meta.get("workload") != "tpcc":
         return None
+    if (meta.get("money") == MONEY_IN_CENTS) != dialect.money_in_cents:  # a SQLite build that kept money as REAL
+        return None
     constants = NURandConstants(int(meta["c_load_c_last"]), int(meta["c_load_c_id"]), int(meta["c_load_ol_i_id"]))
-    info = DatabaseInfo(int(meta["warehouses"]), int(meta["seed"]), constants, float(meta["load_seconds"]),
-                        meta["fresh"] == "1", json.loads(meta["creation_settings"]),
-                        meta.get("money") == MONEY_IN_CENTS)
-    return info if info.fits(dialect) else None
+    return DatabaseInfo(int(meta["warehouses"]), int(meta["seed"]), float(meta["load_seconds"]), meta["fresh"] == "1",
+                        json.loads(meta["creation_settings"]), constants)
 
 
 def mark_used(session: Session) -> None:

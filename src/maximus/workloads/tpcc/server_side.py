@@ -24,8 +24,8 @@ class Call(NamedTuple):
     """A drawn input and the function call that carries it out, built when drawn so the terminal's
     loop between two round trips does as little as possible.
 
-    A named tuple, like every transaction's input: a frozen dataclass of seven fields costs five times as
-    much to build (about 1.4 µs against 0.3), and a terminal builds a few thousand of each a second."""
+    A named tuple, like every transaction's input: a frozen dataclass costs several times as much to build,
+    and a terminal builds a few thousand of each a second."""
 
     inputs: Any
     sql: str

@@ -2,35 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from maximus.records import DeferredResult, Outcome, Window
+from maximus.workloads.base import BandResult
 from maximus.workloads.tpcc.constants import BAND_CLAUSES, MIX_MINIMA, TRANSACTIONS, VALIDITY_BANDS
 
 DELIVERY = TRANSACTIONS[3]
-
-
-@dataclass(frozen=True)
-class BandResult:
-    name: str
-    value: float | None  # None: nothing to measure (no such transaction in the window)
-    low: float
-    high: float
-    sample: int  # how many draws the value rests on
-    note: str = ""
-
-    @property
-    def clause(self) -> str:
-        return BAND_CLAUSES.get(self.name, "5.5.1.5")
-
-    @property
-    def status(self) -> str:
-        if self.note:
-            return "n/a"
-        if self.value is None:
-            return "no data"
-        return "ok" if self.low <= self.value <= self.high else "OUT OF BAND"
 
 
 def _percent(part: int, whole: int) -> float | None:
@@ -58,7 +36,7 @@ def validity_report(counts: Mapping[str, int], facts: Mapping[str, int], warehou
                                                   counts.get("order_status", 0)), counts.get("order_status", 0), ""),
         "skipped_delivery_percent": (_percent(skipped, districts), districts, ""),
     }
-    return [BandResult(name, value, *VALIDITY_BANDS[name], sample, note)
+    return [BandResult(name, value, *VALIDITY_BANDS[name], sample, note, BAND_CLAUSES.get(name, "5.5.1.5"))
             for name, (value, sample, note) in values.items()]
 
 
@@ -76,5 +54,5 @@ def mix_report(counts: Mapping[str, int]) -> list[BandResult]:
     """5.2.3: each type's share of all transactions against its minimum (New-Order has none)."""
     total = sum(counts.get(name, 0) for name in TRANSACTIONS)
     return [BandResult(f"{name}_share_percent", _percent(counts.get(name, 0), total), MIX_MINIMA.get(name, 0.0),
-                       100.0, total, "" if name in MIX_MINIMA else "no minimum (the measured metric)")
+                       100.0, total, "" if name in MIX_MINIMA else "no minimum (the measured metric)", "5.2.3")
             for name in TRANSACTIONS]

@@ -1,8 +1,8 @@
 """What a report or an export needs, read from the results store in one go.
 
-A ``RunData`` is one stored run analysed (``api.analyse_run``) with its raw monitoring samples and
-its place in an experiment's plan; an ``ExperimentData`` is ``api.analyse_experiment`` plus every
-run of the experiment as ``RunData``. Both are frozen and hold no store handle, so rendering and
+A ``RunData`` is one stored run analysed (``analysis.run.analyse_run``) with its raw monitoring samples
+and its place in an experiment's plan; an ``ExperimentData`` is ``analysis.experiment.analyse_experiment``
+plus every run of the experiment as ``RunData``. Both are frozen and hold no store handle, so rendering and
 exporting are pure functions of them.
 """
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from maximus import api
 from maximus.analysis.compare import Estimate, estimate
+from maximus.analysis.experiment import ExperimentReport, analyse_experiment
+from maximus.analysis.run import RunReport, analyse_run
 from maximus.experiment.plan import PlannedRun, from_data
 from maximus.records import RunStatus
 from maximus.samplers.base import MetricSample
@@ -23,7 +24,7 @@ from maximus.store import ResultsStore
 class RunData:
     """One run, analysed, with its raw metric samples; ``planned`` is None for a run outside experiments."""
 
-    report: api.RunReport
+    report: RunReport
     metrics: tuple[MetricSample, ...]
     planned: PlannedRun | None = None
 
@@ -57,7 +58,7 @@ def _plural(count: int, noun: str) -> str:
 
 @dataclass(frozen=True)
 class ExperimentData:
-    report: api.ExperimentReport
+    report: ExperimentReport
     runs: tuple[RunData, ...]  # in the order they were stored
     tps: Mapping[tuple[int, int], Estimate]  # (step, clients) -> transactions per second over repeats
 
@@ -69,12 +70,12 @@ class ExperimentData:
 
 
 def gather_run(store: ResultsStore, run_id: int, planned: PlannedRun | None = None) -> RunData:
-    return RunData(api.analyse_run(store, run_id), tuple(store.metric_samples(run_id)), planned)
+    return RunData(analyse_run(store, run_id), tuple(store.metric_samples(run_id)), planned)
 
 
 def gather_experiment(store: ResultsStore, experiment_id: int) -> ExperimentData:
     """The experiment's summary and every run that belongs to its plan (raises UserError if unknown)."""
-    report = api.analyse_experiment(store, experiment_id)
+    report = analyse_experiment(store, experiment_id)
     planned = {run.key: run for run in from_data(report.record.plan["runs"])}
     runs = tuple(gather_run(store, r.id, planned[r.plan_key]) for r in store.runs(experiment_id)
                  if r.plan_key in planned)
@@ -85,10 +86,10 @@ def gather_experiment(store: ResultsStore, experiment_id: int) -> ExperimentData
 
 
 def representative(runs: Sequence[RunData]) -> RunData | None:
-    """The complete run with the median tpmC (the lower one of an even count); None without one.
+    """The complete run with the median headline figure (the lower one of an even count); None without one.
 
     The run table and the per-run charts show one real run per cell rather than averages of
     latencies or CPU shares, which would describe no run that happened.
     """
-    complete = sorted((r for r in runs if r.complete), key=lambda r: (r.report.figures.tpmc, r.id))
+    complete = sorted((r for r in runs if r.complete), key=lambda r: (r.report.figures.headline, r.id))
     return complete[(len(complete) - 1) // 2] if complete else None

@@ -1,0 +1,63 @@
+"""One stored run analysed: every figure ``show``, the report and the exports give of it, recomputed from its
+raw samples in the results store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from maximus.analysis import monitoring
+from maximus.analysis.metrics import RunFigures, run_figures
+from maximus.analysis.monitoring import RunColumn, RunMonitoring
+from maximus.engines import Engine, engine_class
+from maximus.records import CheckResult, DeferredResult, RunRecord, TxnSample
+from maximus.store import ResultsStore
+from maximus.workloads import workload as workload_named
+from maximus.workloads.base import BandResult, Presentation
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Everything `show` prints about a run, recomputed from the stored raw samples."""
+
+    record: RunRecord
+    presentation: Presentation  # how the run's workload names its figures: ``figures.headline`` is its headline
+    figures: RunFigures
+    validity: tuple[BandResult, ...]
+    mix: tuple[BandResult, ...]
+    consistency: tuple[CheckResult, ...]
+    monitoring: RunMonitoring
+    deferred: tuple[DeferredResult, ...] = ()  # the deferred transactions' result file (TPC-C 2.7.2.3)
+
+
+def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
+    record = store.run(run_id)
+    workload = workload_named(record.spec.workload)
+    samples = store.samples(run_id)
+    figures = run_figures(samples, record.window, workload.reported_transactions, workload.headline.transaction)
+    deferred = tuple(store.deferred_results(run_id))
+    settings = workload.settings(record.spec.settings)
+    validity = workload.validity(settings, figures.counts, store.facts(run_id), deferred, record.window)
+    return RunReport(record, workload.presentation(settings), figures, tuple(validity),
+                     tuple(workload.mix(figures.counts)),
+                     tuple(store.consistency(run_id)), analyse_monitoring(store, record, samples, figures), deferred)
+
+
+def analyse_monitoring(store: ResultsStore, record: RunRecord, samples: Sequence[TxnSample],
+                       figures: RunFigures) -> RunMonitoring:
+    """The run's monitoring figures and cross-checks, recomputed from its stored samples."""
+    engine = engine_class(record.spec.engine)
+    writers = workload_named(record.spec.workload).write_transactions(engine.dialect)
+    return monitoring.analyse(store.metric_samples(record.id), samples, record.window, writers, figures.tpm / 60,
+                              embedded(engine))
+
+
+def embedded(engine: type[Engine]) -> bool:
+    """An engine without a server process runs inside Maximus's client processes (SQLite)."""
+    return not engine.capabilities.server_process
+
+
+def run_column(report: RunReport) -> RunColumn:
+    """One column of the run table of the file-system study (``report.console.render_run_table``), headed by
+    its terminals."""
+    return RunColumn(str(report.record.spec.terminals), report.figures, report.monitoring.figures)

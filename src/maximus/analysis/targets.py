@@ -1,0 +1,81 @@
+"""``maximus compare``: the headline figure of two runs, or of two steps of an experiment, B against A."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maximus.analysis.compare import Ratio, batch_means, compare
+from maximus.analysis.experiment import analyse_experiment
+from maximus.analysis.run import analyse_run
+from maximus.analysis.steady import window_series
+from maximus.errors import UserError
+from maximus.experiment.model import Experiment
+from maximus.records import RunStatus, differences
+from maximus.store import ResultsStore
+from maximus.workloads.base import Headline
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a_label: str
+    b_label: str
+    headline: Headline  # the figure compared (TPC-C: tpmC)
+    a_values: list[float]
+    b_values: list[float]
+    method: str  # "repeats" or "batch means within one run"
+    ratio: Ratio
+    differences: tuple[tuple[str, str, str], ...] = ()  # two runs: what their setups set differently (what, A, B)
+
+
+def compare_targets(store: ResultsStore, a: str, b: str, experiment_id: int | None = None,
+                    clients: int | None = None) -> Comparison:
+    """Compare the headline figure of two runs (by number) or of two steps of an experiment (by name or index,
+    at one client count: the largest unless ``clients`` says otherwise)."""
+    a_label, headline, a_values, a_method = _target_values(store, a, experiment_id, clients)
+    b_label, _, b_values, b_method = _target_values(store, b, experiment_id, clients)
+    method = a_method if a_method == b_method else f"{a_method} against {b_method}"
+    setups = tuple(differences(store.run(int(a)).spec, store.run(int(b)).spec)) \
+        if experiment_id is None and a.isdigit() and b.isdigit() else ()
+    return Comparison(a_label, b_label, headline, a_values, b_values, method, compare(a_values, b_values), setups)
+
+
+def _target_values(store: ResultsStore, target: str, experiment_id: int | None,
+                   clients: int | None) -> tuple[str, Headline, list[float], str]:
+    if target.isdigit() and experiment_id is None:
+        return _run_values(store, int(target))
+    report = analyse_experiment(store, experiment_id or _newest_experiment(store))
+    step = _step_index(report.experiment, target)
+    count = clients or max(report.summary.clients)
+    if count not in report.summary.clients:
+        raise UserError(f"experiment {report.record.id} has no runs with {count} clients "
+                        f"(client counts: {', '.join(map(str, report.summary.clients))})")
+    values = [float(analyse_run(store, run_id).figures.headline)
+              for run_id in report.summary.cell(step, count).run_ids
+              if store.run(run_id).status is RunStatus.COMPLETE]
+    return (f"step {report.experiment.steps[step].name!r} at {count} clients", report.summary.figure, values,
+            "repeats")
+
+
+def _run_values(store: ResultsStore, run_id: int) -> tuple[str, Headline, list[float], str]:
+    """One run has no repeats: its measured window cut into batches gives within-run noise only."""
+    report = analyse_run(store, run_id)
+    window = report.record.window
+    series = window_series(report.figures.per_second, window.start, window.end)
+    return (f"run {run_id}", report.presentation.headline, [v * 60 for v in batch_means(series)],
+            "batch means within one run")
+
+
+def _step_index(experiment: Experiment, target: str) -> int:
+    names = [step.name for step in experiment.steps]
+    if target in names:
+        return names.index(target)
+    if target.isdigit() and int(target) < len(names):
+        return int(target)
+    raise UserError(f"no step {target!r} in experiment {experiment.name!r} (steps: {', '.join(names)})")
+
+
+def _newest_experiment(store: ResultsStore) -> int:
+    experiments = store.experiments()
+    if not experiments:
+        raise UserError("no experiment stored yet: name two runs by number, or run an experiment first")
+    return experiments[-1].id

@@ -1,0 +1,317 @@
+"""One measured run, end to end: its database prepared, its terminals driven with the samplers beside them,
+everything stored as it ends, its consistency checked, and a fault made a failed run, never a result."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from maximus import environment, limits
+from maximus.analysis import monitoring
+from maximus.analysis.crosschecks import cross_checks
+from maximus.analysis.run import embedded
+from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
+                              make_engine, prepare_database, quietly, raise_fault)
+from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
+from maximus.engines import Engine
+from maximus.errors import EngineError, UserError, describe
+from maximus.records import MAX_FAILED_PERCENT, CheckResult, Outcome, RunSpec, RunStatus, TxnSample, Window
+from maximus.samplers.base import Sampler
+from maximus.samplers.monitor import Monitor
+from maximus.samplers.os_linux import OsSampler
+from maximus.store import ResultsStore, default_results_path
+from maximus.store.failures import ResultsUnavailable
+
+
+@dataclass(frozen=True)
+class BenchmarkOptions:
+    engine: str = "sqlite"
+    knobs: Mapping[str, str] = field(default_factory=dict)
+    workload: str = "tpcc"
+    settings: Mapping[str, Any] = field(default_factory=dict)  # the workload's own (TPC-C: warehouses, keying, mix)
+    terminals: int = 2
+    warmup_s: float = 5.0
+    duration_s: float = 30.0
+    seed: int = 1
+    workdir: Path = field(default_factory=default_workdir)
+    results: Path = field(default_factory=default_results_path)
+    check: bool = True
+    rebuild: bool = False
+    restore: bool = True  # start from the pristine copy; False continues on the data the last run left
+    transactions: str = "auto"  # client (SQL from the driver), server (stored functions), auto: server if any
+    connection: Mapping[str, str] = field(default_factory=dict)  # the engine's own connection options
+    database: str | None = None  # a database name of its own (experiments build one per step)
+    monitor: bool = True  # sample OS and engine statistics during the run (maximus.samplers)
+    experiment_id: int | None = None  # set by the experiment runner: which experiment and plan entry
+    plan_key: str | None = None
+    max_failed_percent: float = MAX_FAILED_PERCENT  # a run with more failed transactions in its window is failed
+
+    @property
+    def build(self) -> Build:
+        """The workload and its settings, validated by it (``SettingError``)."""
+        return Build.of(self.workload, self.settings)
+
+    def validate(self) -> None:
+        """Every number within its documented range (``maximus.limits``), the workload's settings and the mode,
+        before anything runs."""
+        for option, value, limit in (("--terminals", self.terminals, limits.TERMINALS),
+                                     ("--warmup", self.warmup_s, limits.WARMUP_S),
+                                     ("--duration", self.duration_s, limits.DURATION_S),
+                                     ("--seed", self.seed, limits.SEED)):
+            limits.check(option, value, limit)
+        self.build  # noqa: B018  (validates)
+        if self.transactions not in ("auto", "client", "server"):
+            raise UserError(f"--transactions must be auto, client or server, got {self.transactions!r}")
+        if not 0 <= self.max_failed_percent <= 100:  # a NaN is refused too
+            raise UserError(f"--max-failed must be a percentage between 0 and 100, got {self.max_failed_percent:g}")
+
+    def estimate(self) -> limits.Estimate:
+        """How long the run takes, a build of its database included (which a pristine copy spares)."""
+        return limits.estimate(1, 1, self.warmup_s, self.duration_s, self.build.scale)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: int
+    status: RunStatus
+    result: DriveResult
+    consistency: list[CheckResult]
+
+
+@dataclass(frozen=True)
+class _Begun:
+    """A run's row as it was stored when it began: ``_store_end`` begins it again elsewhere if it must."""
+
+    run_id: int
+    row: dict
+    run_settings: Any  # the workload's, shared by the terminals
+
+
+def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
+                  progress: LoadProgress | None = None) -> RunOutcome:
+    """Load if needed, restore the pristine data, drive the terminals, store everything, check consistency."""
+    options.validate()
+    build = options.build
+    engine = make_engine(options.engine, options.workdir, build, options.knobs, options.database, options.connection)
+    engine.validate_run(options.terminals)
+    if options.transactions == "server" and not engine.capabilities.server_side_procedures:
+        raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
+    with locked(engine):
+        store = ResultsStore(options.results)
+        try:
+            outcome = _run(store, engine, build, options, observer, progress)
+        except BaseException as error:
+            store.close()
+            quietly(engine.stop, f"stopping {engine.name}")  # the error on its way is the cause
+            raise_fault(engine, error)
+            raise
+        store.close()
+        if outcome.status is RunStatus.FAILED:
+            quietly(engine.stop, f"stopping {engine.name}")
+        else:
+            _stop_after(engine, outcome.run_id)
+        return outcome
+
+
+def _run(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOptions, observer: Observer | None,
+         progress: LoadProgress | None) -> RunOutcome:
+    store.check_writable()  # before a build that may take an hour
+    engine.start()  # a fresh server for every run: restarted between runs, as the tuning articles rebooted
+    prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore)
+    begun = _begin(store, engine, build, options, prepared)
+    watch = engine.watch()
+    result = _drive_and_store(store, begun, engine, build, options, observer, watch)
+    consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
+    return RunOutcome(begun.run_id, result.status, result, consistency)
+
+
+def _stop_after(engine: Engine, run_id: int | None) -> None:
+    """``engine.stop()``; one that fails after the run was stored says that the run is kept."""
+    try:
+        engine.stop()
+    except EngineError as error:
+        if run_id is None:
+            raise
+        raise EngineError(f"{error} (run {run_id} is stored: `maximus show {run_id}`)") from None
+
+
+def _begin(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOptions,
+           prepared: PreparedDatabase) -> _Begun:
+    """The run's row, stored as it starts."""
+    server_side = options.transactions == "server" or (
+        options.transactions == "auto" and engine.capabilities.server_side_procedures)
+    run_settings = build.workload.run_settings(build.settings, options.seed, prepared.info, server_side)
+    session = engine.connect()
+    try:
+        reported = engine.reported_settings(session)
+        session.begin()
+        build.workload.mark_used(session)
+        session.commit()
+    finally:
+        session.close()
+    spec = RunSpec(engine.name, dict(engine.settings), build.workload.name, build.settings.to_mapping(),
+                   options.terminals, options.warmup_s, options.duration_s, options.seed, engine.database,
+                   {"transactions": "server" if server_side else "client",
+                    "isolation": isolation_text(engine, build, run_settings)})
+    row = dict(
+        spec=spec, effective_knobs=engine.effective_settings, engine_settings=reported,
+        load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
+        constants=dict(build.workload.recorded_inputs(prepared.info, run_settings)),
+        environment=environment.fingerprint(engine.data_path(), engine.name, engine.version()),
+        warnings=[*engine.durability_warnings(), *build.workload.warnings(build.settings, options.terminals),
+                  *engine.reported_otherwise(reported)],
+        experiment_id=options.experiment_id, plan_key=options.plan_key)
+    return _Begun(store.begin_run(**row), row, run_settings)
+
+
+def isolation_text(engine: Engine, build: Build, run_settings: Any) -> str:
+    """How each transaction is isolated in this run (TPC-C 3.4.0.1): the level it runs at, and what its
+    statements do for the rest; recorded with the run."""
+    transactions = build.workload.transactions(engine.dialect, run_settings).values()
+    return "; ".join(f"{t.name}: {engine.isolation(t.one_snapshot, run_settings.server_side)}, {t.isolation_means}"
+                     for t in transactions)
+
+
+def deferred_workers(terminals: int) -> int:
+    """One deferred worker per 10 terminals (TPC-C's Delivery is 4 % of the mix, about ten New-Orders of work
+    each), at most two per core: beyond that processes cost memory, not throughput."""
+    return max(1, min(terminals // 10, 2 * (os.cpu_count() or 1)))
+
+
+def terminal_hosting(engine: Engine, run_settings: Any, terminals: int) -> tuple[str, int]:
+    """How the terminals share worker processes (``DriveSpec.hosting``) and how many each process hosts.
+
+    Sharing needs every transaction to be one statement (server-side mode). Busy terminals (no keying
+    or think times) share one process per core, each keeping a call in flight, on engines that split
+    a call in two: far cheaper than a process each once there are more terminals than cores. Keyed
+    terminals, which mostly wait, share one process per core on an event loop, so a thousand fit in
+    little memory. Everything else gets a process per terminal.
+    """
+    shared = -(-terminals // min(terminals, os.cpu_count() or 1))
+    if run_settings.server_side and not run_settings.pauses and engine.capabilities.split_calls:
+        return "multiplexed", shared
+    if run_settings.server_side and run_settings.pauses and engine.capabilities.async_sessions:
+        return "asyncio", shared
+    return "process", 1
+
+
+def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: Build, options: BenchmarkOptions,
+                     observer: Observer | None, watch: Callable[[], str | None]) -> DriveResult:
+    hosting, per_process = terminal_hosting(engine, begun.run_settings, options.terminals)
+    spec = DriveSpec(engine, build.workload, begun.run_settings, options.terminals, options.warmup_s,
+                     options.duration_s,
+                     deferred_workers=0 if hosting == "multiplexed" or engine.one_connection()
+                     else deferred_workers(options.terminals),
+                     hosting=hosting, terminals_per_process=per_process)
+    monitor = Monitor(run_samplers(engine), Window(options.warmup_s, options.warmup_s + options.duration_s)) \
+        if options.monitor else None
+    try:
+        result = _judged(drive(spec, observer, monitor, watch), options.max_failed_percent)
+    except BaseException as error:  # the run row must not stay "running": record why it ended
+        status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
+        reason, warnings = f"{type(error).__name__}: {error}", monitor.warnings if monitor else []
+        _store_end(store, begun, monitor, lambda target, run_id: target.finish_run(
+            run_id, status, [], {}, [reason], 0.0, warnings))
+        raise
+    warnings = monitoring_warnings(monitor, result, engine, build) if monitor else []
+    _store_end(store, begun, monitor, lambda target, run_id: target.finish_run(
+        run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s, warnings, result.window,
+        result.deferred))
+    return result
+
+
+def _store_end(store: ResultsStore, begun: _Begun, monitor: Monitor | None,
+               finish: Callable[[ResultsStore, int], None]) -> None:
+    """Store the run's monitoring samples and ``finish`` it in the results database; if that fails, say because
+    another process kept it locked for all of $MAXIMUS_RESULTS_TIMEOUT, in a results database of its own beside
+    it instead, and say where: what was measured is not lost, whatever holds the lock."""
+
+    def write(target: ResultsStore, target_id: int) -> None:
+        target.add_metric_samples(target_id, monitor.samples if monitor else [])
+        finish(target, target_id)
+
+    try:
+        write(store, begun.run_id)
+    except ResultsUnavailable as error:
+        kept = store.path.with_name(f"{store.path.stem}.run-{begun.run_id}{store.path.suffix}")
+        spare = ResultsStore(kept)
+        try:
+            spare_id = spare.begin_run(**begun.row)
+            write(spare, spare_id)
+        finally:
+            spare.close()
+        raise ResultsUnavailable(f"{error}; run {begun.run_id} is kept in {kept} instead: `maximus show "
+                                 f"{spare_id} --results {kept}`", error.exit_code) from None
+
+
+def _judged(result: DriveResult, max_failed_percent: float) -> DriveResult:
+    """A run that went to its end is failed all the same when too many of its transactions failed."""
+    excess = failure_excess(result.samples, result.window, max_failed_percent)
+    if result.status is RunStatus.COMPLETE and excess:
+        result.status, result.errors = RunStatus.FAILED, [excess, *result.errors]
+    return result
+
+
+def failure_excess(samples: Sequence[TxnSample], window: Window, max_failed_percent: float) -> str | None:
+    """Why the failed transactions of the measured window are too many to call the run a measurement,
+    or None: they are at most ``max_failed_percent`` of all."""
+    counted = [sample for sample in samples if window.contains(sample)]
+    failed = [sample for sample in counted if sample.outcome is Outcome.FAILED]
+    if not failed or 100 * len(failed) <= max_failed_percent * len(counted):
+        return None
+    first = failed[0].error.strip().splitlines()[0] if failed[0].error.strip() else "no error text"
+    return (f"{len(failed):,} of {len(counted):,} transactions in the measured window failed "
+            f"({100 * len(failed) / len(counted):.1f} %, more than the {max_failed_percent:g} % allowed); "
+            f"the first: {first}")
+
+
+def run_samplers(engine: Engine) -> list[Sampler]:
+    """The samplers of one run: the OS's, then the engine's own. Tests replace this to inject faults."""
+    return [OsSampler(engine.data_path()), *engine.samplers()]
+
+
+def monitoring_warnings(monitor: Monitor, result: DriveResult, engine: Engine, build: Build) -> list[str]:
+    """The monitor's own warnings, every failed cross-check with both of its numbers, and a client-bound run."""
+    checks = cross_checks(monitor.samples, result.samples, result.window,
+                          build.workload.write_transactions(engine.dialect), embedded(type(engine)))
+    bound = monitoring.client_bound_warning(monitor.samples, result.window)
+    return [*monitor.warnings, *(check.warning() for check in checks if not check.passed), *([bound] if bound else [])]
+
+
+def _check_after(store: ResultsStore, run_id: int, engine: Engine, build: Build, result: DriveResult, check: bool,
+                 watch: Callable[[], str | None]) -> list[CheckResult]:
+    """The consistency check of the database the run left, on the run's server (not restarted). A fault it
+    meets fails the run, which is then no result: the check never runs on a pristine copy restored instead."""
+    if not check or result.status is not RunStatus.COMPLETE:
+        return []
+    try:
+        if not engine.exists():  # the fault itself: never a reason to check the pristine copy instead
+            raise EngineError(f"the database {engine.database} disappeared during the run")
+        consistency = check_running(engine, build.workload, False)
+    except Exception as error:
+        cause = watch() or (str(error) if isinstance(error, EngineError) else engine.fault(describe(error)))
+        if not cause:
+            raise
+        store.fail_run(run_id, cause)
+        result.status, result.errors = RunStatus.FAILED, [cause, *result.errors]
+        return []
+    store.add_consistency(run_id, consistency)
+    return consistency
+
+
+def record_failed_run(options: BenchmarkOptions, reason: str) -> int:
+    """Store a run that failed before it could start (a build that broke, a server that would not start)."""
+    store = ResultsStore(options.results)
+    try:
+        spec = RunSpec(options.engine, dict(options.knobs), options.workload, dict(options.settings),
+                       options.terminals, options.warmup_s, options.duration_s, options.seed, options.database or "")
+        run_id = store.begin_run(spec, effective_knobs=dict(options.knobs), engine_settings={}, load_seconds=None,
+                                 loaded_in_run=False, load_seed=None, constants={},
+                                 environment=environment.fingerprint(Path(options.workdir), options.engine, ""),
+                                 warnings=[], experiment_id=options.experiment_id, plan_key=options.plan_key)
+        store.finish_run(run_id, RunStatus.FAILED, [], {}, [reason], 0.0)
+        return run_id
+    finally:
+        store.close()

@@ -1,0 +1,126 @@
+"""A minimal second engine, for the contract tests: one file of Python's own ``sqlite3``, two knobs.
+
+It implements ``engines.base.Engine`` and ``engines.session.Session`` and nothing else, and names no other
+engine: registered with one line (the tests put it in ``ENGINES``), it passes the engine contract suite and
+runs through ``maximus run -e mini`` end to end, which shows that generic code asks the engine for its
+capabilities and options instead of checking names. Its SQL is SQLite's, so its dialect is named so: the
+workloads choose their statements by dialect, not by engine.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from maximus.engines.base import Capabilities, Dialect, Engine, Session
+from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue
+from maximus.records import Outcome
+
+MINI_KNOBS = KnobCatalogue("mini", [
+    Knob("synchronous", Choice(("off", "normal", "full"), {"0": "off", "1": "normal", "2": "full"}), "full",
+         Applies.CONNECTION, "How hard commits are flushed.", weakens_durability_when=frozenset({"off"})),
+    Knob("busy_timeout", Integer(0, 60_000), "10000", Applies.CONNECTION, "How long a lock is waited for.",
+         unit="ms"),
+])
+_REPORTED = {0: "off", 1: "normal", 2: "full"}
+
+
+class MiniSession(Session):
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+    def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
+        self.connection.execute("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.connection.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.connection.execute(sql, params).rowcount
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        return self.connection.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self.connection.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class MiniEngine(Engine):
+    name = "mini"
+    knobs = MINI_KNOBS
+    capabilities = Capabilities(single_writer=True, server_process=False, server_side_procedures=False)
+    dialect = Dialect("sqlite", money_in_cents=True, utc_now="strftime('%Y-%m-%d %H:%M:%f', 'now')")
+    lock_wait_knob = "busy_timeout"
+    example_knob = ("synchronous", "normal", "normal")
+
+    @classmethod
+    def driver_error(cls) -> type[Exception]:
+        return sqlite3.Error
+
+    @property
+    def path(self) -> Path:
+        return self.workdir / f"{self.database}.mini"
+
+    @property
+    def pristine(self) -> Path:
+        return self.workdir / f"{self.database}.mini-pristine"
+
+    def provision(self) -> None:
+        self.destroy()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        sqlite3.connect(self.path).close()
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def destroy(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def connect(self) -> MiniSession:
+        settings = self.effective_settings
+        connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                     timeout=int(settings["busy_timeout"]) / 1000)
+        connection.execute(f"PRAGMA synchronous = {settings['synchronous']}")
+        return MiniSession(connection)
+
+    def reported_settings(self, session: Session) -> dict[str, str]:
+        assert isinstance(session, MiniSession)
+        (synchronous,) = session.connection.execute("PRAGMA synchronous").fetchone()
+        return {"synchronous": _REPORTED[synchronous]}
+
+    def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+        assert isinstance(session, MiniSession)
+        marks = ", ".join("?" * len(columns))
+        session.connection.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+
+    def classify(self, error: BaseException) -> Outcome:
+        busy = isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
+        return Outcome.RETRY if busy else Outcome.FAILED
+
+    def snapshot(self) -> None:
+        shutil.copyfile(self.path, self.pristine)
+
+    def has_snapshot(self) -> bool:
+        return self.pristine.exists()
+
+    def restore(self) -> None:
+        shutil.copyfile(self.pristine, self.path)
+
+    def discard_build(self) -> None:
+        self.destroy()
+        self.pristine.unlink(missing_ok=True)
+
+    def version(self) -> str:
+        return sqlite3.sqlite_version
+
+    def data_path(self) -> Path:
+        return self.workdir

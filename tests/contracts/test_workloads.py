@@ -1,0 +1,161 @@
+"""The Workload contract, checked for every registered workload and for a minimal second one (``kv_workload``),
+which then runs through ``maximus run``, ``show`` and ``export`` under its own names."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from kv_workload import KvWorkload
+from typer.testing import CliRunner
+
+from maximus import api
+from maximus.cli.app import app
+from maximus.engines.sqlite import SQLiteEngine
+from maximus.errors import UserError
+from maximus.workloads import WORKLOADS, workload
+from maximus.workloads.base import SettingError, Workload
+
+# the registered ones, and the minimal one as a registry line would add it
+CANDIDATES = {**WORKLOADS, KvWorkload.name: KvWorkload}
+SMALLEST = {"tpcc": {"warehouses": 1}, "kv": {"rows": 200}}
+
+
+@pytest.fixture(params=sorted(CANDIDATES), ids=str)
+def chosen(request: pytest.FixtureRequest) -> Workload:
+    return CANDIDATES[request.param]()
+
+
+@pytest.fixture
+def kv_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(WORKLOADS, KvWorkload.name, KvWorkload)
+
+
+def test_every_workload_in_the_minimal_ones_list() -> None:
+    assert set(WORKLOADS) <= set(SMALLEST), "give a new workload its smallest settings here"
+
+
+def test_settings_default_round_trip_and_name_their_keys(chosen: Workload) -> None:
+    settings = chosen.settings({})
+    assert chosen.settings(settings.to_mapping()) == settings
+    assert tuple(settings.to_mapping()) == chosen.setting_names
+    with pytest.raises(SettingError) as refused:
+        chosen.settings({"no_such_setting": 1})
+    assert refused.value.key == "no_such_setting" and isinstance(refused.value, UserError)
+    with pytest.raises(AttributeError):  # frozen: a run's settings are what it stored
+        setattr(settings, chosen.setting_names[0], None)
+
+
+def test_the_scale_is_checked_with_its_range(chosen: Workload) -> None:
+    key = next(iter(SMALLEST[chosen.name]))
+    with pytest.raises(SettingError) as refused:
+        chosen.settings({key: 0})
+    assert refused.value.key == key and refused.value.limit is not None and refused.value.value == 0
+    assert "--scale must be at least 1" in str(refused.value.for_option("--scale"))
+
+
+def test_the_presentation_names_every_reported_transaction_and_the_headline(chosen: Workload) -> None:
+    shown = chosen.presentation(chosen.settings(SMALLEST[chosen.name]))
+    assert shown.headline == chosen.headline
+    assert tuple(shown.transaction_labels) == chosen.reported_transactions
+    assert chosen.headline.transaction in chosen.reported_transactions
+    assert chosen.headline.key != chosen.headline.committed_key
+    assert shown.benchmark and shown.scale and shown.short_scale and shown.conformance
+    assert set(shown.response_time_limits) <= set(chosen.reported_transactions)
+
+
+def test_transactions_are_what_is_reported(chosen: Workload) -> None:
+    names = {f"deferred_{t.name}" if t.deferred else t.name
+             for t in chosen.transactions(SQLiteEngine.dialect).values()}
+    assert names <= set(chosen.reported_transactions)
+    assert chosen.write_transactions(SQLiteEngine.dialect) <= names
+
+
+def test_a_build_reads_back_runs_and_passes_its_checks(chosen: Workload, tmp_path: Path) -> None:
+    settings = chosen.settings(SMALLEST[chosen.name])
+    engine = SQLiteEngine(tmp_path, chosen.database_name(settings), {})
+    loaded = chosen.load(engine, settings, 3, lambda table, rows: None)
+    assert loaded.scale == chosen.scale(settings) and loaded.seed == 3
+    assert set(loaded.rows) >= set(chosen.expected_rows(settings))
+    session = engine.connect()
+    try:
+        info = chosen.database_info(session, engine.dialect)
+        assert info is not None and info.fresh and (info.scale, info.seed) == (loaded.scale, 3)
+        assert info.creation_settings == engine.creation_settings()
+        run_settings = chosen.run_settings(settings, 5, info, server_side=False)
+        emulator = chosen.emulator(run_settings, 0, engine.dialect)
+        transaction, inputs = emulator.next()
+        assert transaction.name in chosen.transactions(engine.dialect, run_settings)
+        assert all(chosen.check(session, True, engine.dialect))
+        assert all(result.passed is not False for result in chosen.check(session, True, engine.dialect))
+        session.begin()
+        chosen.mark_used(session)
+        session.commit()
+        assert not chosen.database_info(session, engine.dialect).fresh
+    finally:
+        session.close()
+
+
+def test_what_is_not_a_build_of_the_workload_reads_back_as_none(chosen: Workload, tmp_path: Path) -> None:
+    engine = SQLiteEngine(tmp_path, "empty", {})
+    engine.provision()
+    session = engine.connect()
+    try:
+        assert chosen.database_info(session, engine.dialect) is None
+    finally:
+        session.close()
+
+
+def test_a_second_workload_runs_end_to_end_under_its_own_names(kv_registered: None, tmp_path: Path) -> None:
+    """One registry line: ``maximus run --workload kv`` builds, drives, stores, checks and reports it, and the
+    run table, ``show`` and the CSV export name its figures as it does."""
+    results, workdir = tmp_path / "results.db", tmp_path / "work"
+    ran = CliRunner().invoke(app, ["run", "--workload", "kv", "--terminals", "2", "--warmup", "0.5", "--duration",
+                                   "2", "--workdir", str(workdir), "--results", str(results)])
+    assert ran.exit_code == 0, ran.output
+    assert "reads/min" in ran.output and "tpmC" not in ran.output and "New-Order" not in ran.output
+    store = api.open_results(results)
+    try:
+        (record,) = store.runs()
+        report = api.analyse_run(store, record.id)
+    finally:
+        store.close()
+    assert record.spec.workload == "kv" and record.spec.settings == {"rows": 1000, "write_percent": 20}
+    assert report.figures.headline > 0 and report.presentation.benchmark == "key-value"
+    assert [c.passed for c in report.consistency] == [True]
+    assert {t.name for t in report.figures.transactions} == {"read", "write"}
+    listed = CliRunner().invoke(app, ["runs", "--results", str(results)])
+    assert "kv 1000" in listed.output and "reads/min" in listed.output
+    exported = CliRunner().invoke(app, ["export", "--run", str(record.id), "--format", "csv", "--results",
+                                        str(results)])
+    row = next(csv.DictReader(io.StringIO(exported.output)))
+    assert (row["workload"], row["rows"], row["benchmark"]) == ("kv", "1000", "key-value")
+    assert int(row["reads_per_min"]) == report.figures.headline and float(row["read_p90_ms"]) > 0
+    assert "tpmc" not in row and "warehouses" not in row
+    tpcc_option = CliRunner().invoke(app, ["run", "--workload", "kv", "-w", "2", "--workdir", str(workdir),
+                                           "--results", str(results)])
+    assert isinstance(tpcc_option.exception, UserError)  # `maximus` prints it as one line, exit code 2
+    assert str(tpcc_option.exception) == "--warehouses: not a setting of the kv workload"
+
+
+def test_an_experiment_file_names_the_workload_and_its_own_settings(kv_registered: None, tmp_path: Path) -> None:
+    from maximus.experiment.loader import load_experiment
+
+    path = tmp_path / "kv.toml"
+    path.write_text('name = "kv"\nclients = [1]\n\n[workload]\nname = "kv"\nrows = 300\nduration = 2\n\n'
+                    '[[steps]]\nname = "wal"\nset = { journal_mode = "wal" }\n')
+    experiment = load_experiment(path)
+    assert experiment.workload.name == "kv" and experiment.workload.settings == {"rows": 300, "write_percent": 20}
+    path.write_text(path.read_text().replace("rows = 300", "rows = 0"))
+    with pytest.raises(UserError, match=r"kv.toml:6: workload.rows: expected an integer of at least 1"):
+        load_experiment(path)
+    path.write_text(path.read_text().replace("rows = 0", "rowz = 3"))
+    with pytest.raises(UserError, match=r"workload.rowz: unknown key; did you mean rows\?"):
+        load_experiment(path)
+
+
+def test_an_unknown_workload_is_one_line() -> None:
+    with pytest.raises(UserError, match=r"unknown workload 'nope' \(available: tpcc\)"):
+        workload("nope")
