@@ -4,6 +4,7 @@ check that nothing a command started is left behind."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -117,7 +118,8 @@ class Harness:
 
     def assert_nothing_left(self, *directories: Path) -> None:
         """No worker or server process of the test's commands runs any more (a server's backends take a moment
-        to see their postmaster gone), and no partial copy of a database is left in ``directories``."""
+        to see their postmaster gone), and no partial copy of a database nor a held lock is left in
+        ``directories`` (a lock file left by a killed Maximus is allowed: it blocks nobody)."""
         deadline = time.monotonic() + 15
         while self.processes() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -125,6 +127,18 @@ class Harness:
         assert not left, [_process.command_line(pid) for pid in left]
         for directory in directories:
             assert not list(Path(directory).rglob("*.partial")), sorted(Path(directory).rglob("*"))
+            held = [lock for lock in Path(directory).rglob("*.lock") if _held(lock)]
+            assert not held, held
+
+
+def _held(lock: Path) -> bool:
+    with open(lock, "rb") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(file, fcntl.LOCK_UN)
+        return False
 
 
 @pytest.fixture

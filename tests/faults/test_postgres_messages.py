@@ -17,7 +17,7 @@ def test_a_server_that_will_not_start_is_explained_by_this_start_alone(harness, 
     line = harness.one_error(result.stderr)
     assert line.startswith("error: PostgreSQL would not start: superuser_reserved_connections (3) must be less than "
                            "max_connections (3)"), line
-    harness.assert_nothing_left()
+    harness.assert_nothing_left(postgres_build)
 
 
 def test_a_knob_value_with_a_newline_is_refused_before_anything_runs(harness, tmp_path: Path) -> None:
@@ -36,4 +36,4 @@ def test_a_backslash_in_a_knob_value_reaches_the_server_as_given(harness, postgr
     assert result.returncode == 0, result.stderr
     [run] = harness.runs()
     assert run.engine_settings["application_name"] == "a\\b"
-    harness.assert_nothing_left()
+    harness.assert_nothing_left(postgres_build)

@@ -113,7 +113,7 @@ def test_a_postgres_server_killed_mid_window_fails_the_run(harness, postgres_bui
     run = _failed_run(harness, stderr, returncode, "the PostgreSQL server stopped during the run")
     assert "stopping PostgreSQL failed" not in stderr  # a stop that fails after the fault never replaces it
     assert run.spec.options["transactions"] == mode
-    harness.assert_nothing_left()
+    harness.assert_nothing_left(postgres_build)
 
 
 def test_a_fast_shutdown_of_the_server_mid_run_fails_the_run(harness, postgres_build: Path, stop_fast) -> None:
@@ -124,7 +124,7 @@ def test_a_fast_shutdown_of_the_server_mid_run_fails_the_run(harness, postgres_b
     returncode, _, stderr = harness.finish(process)
     _failed_run(harness, stderr, returncode, "the PostgreSQL server stopped during the run: received fast shutdown "
                                              "request")
-    harness.assert_nothing_left()
+    harness.assert_nothing_left(postgres_build)
 
 
 EXPERIMENT = """\

@@ -55,7 +55,7 @@ def test_sigterm_during_a_postgres_run_stops_its_server(harness, postgres_build:
     process.terminate()
     returncode, _, stderr = harness.finish(process)
     _interrupted_run(harness, returncode, stderr)
-    harness.assert_nothing_left()
+    harness.assert_nothing_left(postgres_build)
 
 
 def test_sigterm_during_a_build_leaves_no_half_of_it(harness, tmp_path: Path) -> None:
