@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sqlite3
 from pathlib import Path
 
 from maximus import api
@@ -10,8 +12,8 @@ from maximus.workloads.tpcc.constants import TRANSACTIONS
 
 
 def _run(workdir: Path, tmp_path: Path, **overrides) -> api.RunOutcome:
-    options = api.BenchmarkOptions(workdir=workdir, results=tmp_path / "results.db", terminals=3, warmup_s=1.0,
-                                   duration_s=4.0, **overrides)
+    options = api.BenchmarkOptions(**{"workdir": workdir, "results": tmp_path / "results.db", "terminals": 3,
+                                      "warmup_s": 1.0, "duration_s": 4.0, **overrides})
     return api.run_benchmark(options)
 
 
@@ -33,6 +35,10 @@ def test_multi_terminal_run_is_stored_and_passes_every_consistency_condition(wor
     assert record.environment["engine"]["name"] == "sqlite"
     assert record.engine_settings["journal_mode"] == "delete"
     assert record.load_seconds and record.load_seconds > 0
+    with sqlite3.connect(workdir / "tpcc-1wh.sqlite") as database:  # SQLite's own clock, to the millisecond
+        stamps = [stamp for (stamp,) in database.execute("SELECT o_entry_d FROM orders WHERE o_id > 3000")]
+    assert stamps and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}", stamp) for stamp in stamps)
+    assert any(not stamp.endswith(".000") for stamp in stamps)
 
 
 def test_wal_knob_takes_effect_and_runs_restore_pristine_data(workdir: Path, tmp_path: Path) -> None:
@@ -54,4 +60,20 @@ def test_keyed_run_with_think_times_is_throttled(workdir: Path, tmp_path: Path) 
     assert len(interactive) <= 3 * 2
     store = api.open_results(tmp_path / "results.db")
     assert not any("TPC-C-like" in w for w in store.run(outcome.run_id).warnings)
+    assert api.analyse_run(store, outcome.run_id).presentation.benchmark == "TPC-C"
     store.close()
+
+
+def test_more_terminals_than_a_warehouse_has_run_and_are_labelled_tpc_c_like(workdir: Path, tmp_path: Path) -> None:
+    """2.8.1.1 gives each (warehouse, district) pair one terminal: eleven on one warehouse share a pair. The run is
+    allowed, warned about, and labelled TPC-C-like even with keying and think times on."""
+    outcome = _run(workdir, tmp_path, terminals=11, duration_s=1.0, settings={"keying": True})
+    assert outcome.status is RunStatus.COMPLETE
+    store = api.open_results(tmp_path / "results.db")
+    try:
+        record, report = store.run(outcome.run_id), api.analyse_run(store, outcome.run_id)
+    finally:
+        store.close()
+    assert any(w.startswith("11 terminals per warehouse, more than the 10 of 4.2.2") for w in record.warnings)
+    assert report.presentation.benchmark == "TPC-C-like (more than 10 terminals per warehouse)"
+    assert not report.presentation.conforming and "2.8.1.1" in report.presentation.conformance

@@ -211,6 +211,8 @@ def run_columns(runs: Sequence[RunData]) -> list[Column]:
           for name in ("committed", "rolled_back", "retried", "failed")),
         *_latency_columns(_union([list(r.presentation.transaction_labels) for r in reports])),
         *((name, _band("validity", name)) for name in _union([[b.name for b in r.validity] for r in reports])),
+        ("out_of_band", lambda r: " ".join(b.name for b in (*r.report.validity, *r.report.mix)
+                                           if b.status == "OUT OF BAND")),
         *((name.removesuffix("_percent") + "_pct", _band("mix", name))
           for name in _union([[b.name for b in r.mix] for r in reports])),
         *_MONITORING,

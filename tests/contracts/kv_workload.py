@@ -101,7 +101,7 @@ class KvWorkload(Workload):
             raise SettingError("rows", f"expected {ROWS.describe()}, got {settings.rows!r}", ROWS, settings.rows)
         return settings
 
-    def presentation(self, settings: KvSettings) -> Presentation:
+    def presentation(self, settings: KvSettings, terminals: int | None = None) -> Presentation:
         return Presentation(self.headline, "key-value", True, f"{settings.rows} rows", f"{settings.rows} rows",
                             f"{settings.write_percent} % writes", "Not a specified benchmark.",
                             {"read": "Read", "write": "Write"}, {})

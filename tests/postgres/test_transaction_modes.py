@@ -97,7 +97,7 @@ def _dated(value: Any, since: datetime) -> Any:
 
 def test_both_modes_return_the_same_screens_and_leave_the_same_database(loaded: Path) -> None:
     engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
-    results = {}
+    results, stamps = {}, {}
     since = datetime.now(timezone.utc).replace(tzinfo=None)
     with api.running(engine):
         for mode in ("server", "client"):
@@ -107,8 +107,14 @@ def test_both_modes_return_the_same_screens_and_leave_the_same_database(loaded: 
                 cases = _cases(session)
                 results[mode] = [_dated(screen, since) for screen in _run(engine, session, mode, cases)], \
                     _contents(session)
+                stamps[mode] = [stamp for (stamp,) in session.fetchall(
+                    "SELECT o_entry_d FROM orders WHERE o_entry_d >= ? UNION ALL "
+                    "SELECT h_date FROM history WHERE h_date >= ?", (since, since))]
             finally:
                 session.close()
+    for mode, stamped in stamps.items():  # one clock, the server's, to the microsecond in both modes
+        assert len(stamped) >= 4 and any(stamp.microsecond for stamp in stamped), (mode, stamped)
+        assert all(since <= stamp <= datetime.now(timezone.utc).replace(tzinfo=None) for stamp in stamped)
     assert results["server"][1] == results["client"][1]
     server, client = results["server"][0], results["client"][0]
     for case, (one, other) in enumerate(zip(server, client)):

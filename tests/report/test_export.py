@@ -90,6 +90,9 @@ def test_csv_has_one_row_per_run_with_its_figures(finished_experiment, document)
         assert float(row["new_order_p90_ms"]) == pytest.approx(1000 * run["transactions"][0]["latency"]["p90"])
         assert row["log_sync_wait_ms"] == ""  # SQLite reports no waits: an empty cell, not 0
         assert int(row["consistency_passed"]) + int(row["consistency_skipped"]) == 12
+        out_of_band = {b["name"] for b in run["validity"] + run["mix"] if b["status"] == "OUT OF BAND"}
+        assert set(row["out_of_band"].split()) == out_of_band
+    assert any(row["out_of_band"] for row in rows)  # short runs: too few New-Orders to roll back 0.9-1.1 %
 
 
 def test_csv_cells_and_series(finished_experiment) -> None:

@@ -42,6 +42,10 @@ def test_a_run_without_keying_and_think_times_is_tpc_c_like_never_tpc_c() -> Non
     tpcc = Tpcc()
     assert tpcc.presentation(tpcc.settings({"keying": False})).benchmark.startswith("TPC-C-like")
     assert tpcc.presentation(tpcc.settings({"keying": True})).benchmark == "TPC-C"
+    assert tpcc.presentation(tpcc.settings({"keying": True, "warehouses": 2}), 20).benchmark == "TPC-C"
+    crowded = tpcc.presentation(tpcc.settings({"keying": False, "warehouses": 2}), 21)
+    assert crowded.benchmark == "TPC-C-like (keying and think times off; more than 10 terminals per warehouse)"
+    assert "5.2.5" in crowded.conformance and "10.5 terminals per warehouse" in crowded.conformance
     assert tables.conformance([_run(1, 10)])[0].benchmark.startswith("TPC-C-like")
     assert tables.conformance([_run(1, 10, keyed=True)])[0].benchmark == "TPC-C"
 

@@ -150,4 +150,5 @@ def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentRep
         rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures))
     summary = summarise(workload.headline, [s.name for s in experiment.steps], experiment.clients, len(planned), rows)
     return ExperimentReport(record, experiment, summary,
-                            workload.presentation(workload.settings(experiment.workload.settings)))
+                            workload.presentation(workload.settings(experiment.workload.settings),
+                                                  max(experiment.clients)))

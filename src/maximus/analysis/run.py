@@ -38,7 +38,7 @@ def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     deferred = tuple(store.deferred_results(run_id))
     settings = workload.settings(record.spec.settings)
     validity = workload.validity(settings, figures.counts, store.facts(run_id), deferred, record.window)
-    return RunReport(record, workload.presentation(settings), figures, tuple(validity),
+    return RunReport(record, workload.presentation(settings, record.spec.terminals), figures, tuple(validity),
                      tuple(workload.mix(figures.counts)),
                      tuple(store.consistency(run_id)), analyse_monitoring(store, record, samples, figures), deferred)
 

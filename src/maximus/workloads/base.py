@@ -145,8 +145,9 @@ class Workload(ABC):
         """``given`` validated, the rest defaulted; ``SettingError`` for an unknown key or a bad value."""
 
     @abstractmethod
-    def presentation(self, settings: Any) -> Presentation:
-        """How reports name runs of these settings: benchmark label, scale, transactions, limits."""
+    def presentation(self, settings: Any, terminals: int | None = None) -> Presentation:
+        """How reports name runs of these settings with ``terminals`` at most (None: not known): benchmark label,
+        whether it conforms, scale, transactions, limits."""
 
     @abstractmethod
     def scale(self, settings: Any) -> int:
