@@ -19,7 +19,7 @@ demo: $(STAMP)
 # cache directory of its own makes each run meet what a fresh machine does (the PostgreSQL knob catalogue).
 test: system-packages $(STAMP) lint
 	XDG_CACHE_HOME="$$(mktemp -d)" && trap 'rm -rf "$$XDG_CACHE_HOME"' EXIT && export XDG_CACHE_HOME && \
-		$(VENV)/bin/python -m pytest -q --timeout=300
+		$(VENV)/bin/python -m pytest -q --timeout=300 -n 2 --dist loadfile
 
 # ruff (unused and undefined names, line length) and import-linter (the layers of the README's architecture)
 lint: $(STAMP)
