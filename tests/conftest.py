@@ -9,9 +9,30 @@ from typing import Iterator
 
 import pytest
 
-from maximus import api
+from maximus import api, system
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+_MACHINE_AT_START: dict[str, str] = {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the whole run's, not each parallel worker's
+        _MACHINE_AT_START.update(system.current_values(Path(tempfile.gettempdir())))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After the whole suite no operating-system knob differs from its start, and Maximus left nothing of its own
+    to put back (no journal of changes)."""
+    if hasattr(session.config, "workerinput") or not _MACHINE_AT_START:
+        return
+    now = system.current_values(Path(tempfile.gettempdir()))
+    changed = {name: (value, now[name]) for name, value in _MACHINE_AT_START.items() if now[name] != value}
+    left = system.journal_path().exists()
+    if changed or left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line(f"FAILED: the suite left the machine changed: {changed or ''} "
+                            f"{'journal ' + str(system.journal_path()) if left else ''}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

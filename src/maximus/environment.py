@@ -240,6 +240,13 @@ def queue_info(major_minor: str) -> dict[str, object]:
     }
 
 
+def queue_dir(data_path: Path) -> Path | None:
+    """The request queue (``/sys/block/DISK/queue``) of the disk that holds ``data_path``; None if it has none."""
+    mount = find_mount(nearest_existing(data_path), parse_mountinfo(read_text(PROC / "self/mountinfo")))
+    device = block_device_dir(mount.major_minor) if mount else None
+    return SYS / "block" / device.name / "queue" if device else None  # the name users know, not the bus path
+
+
 def storage_info(data_path: Path) -> dict[str, object]:
     """Where ``data_path`` lives: mount point, filesystem, device, options and disk queue."""
     existing = nearest_existing(data_path)

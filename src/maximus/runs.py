@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from maximus import environment, limits
+from maximus import environment, limits, system
 from maximus.analysis import monitoring
 from maximus.analysis.crosschecks import cross_checks
 from maximus.analysis.run import embedded
@@ -47,6 +47,16 @@ class BenchmarkOptions:
     experiment_id: int | None = None  # set by the experiment runner: which experiment and plan entry
     plan_key: str | None = None
     max_failed_percent: float = MAX_FAILED_PERCENT  # a run with more failed transactions in its window is failed
+    system_changes: bool = False  # the user allows operating-system knobs to be changed (as root), and put back
+
+    @property
+    def engine_knobs(self) -> dict[str, str]:
+        return system.split(self.knobs)[0]
+
+    @property
+    def os_knobs(self) -> dict[str, str]:
+        """The operating-system knobs among ``knobs``, validated (canonical names and values)."""
+        return system.OS.resolve(system.split(self.knobs)[1])
 
     @property
     def build(self) -> Build:
@@ -66,6 +76,7 @@ class BenchmarkOptions:
             raise UserError(f"--transactions must be auto, client or server, got {self.transactions!r}")
         if not 0 <= self.max_failed_percent <= 100:  # a NaN is refused too
             raise UserError(f"--max-failed must be a percentage between 0 and 100, got {self.max_failed_percent:g}")
+        system.require(list(self.os_knobs), self.system_changes)
 
     def estimate(self) -> limits.Estimate:
         """How long the run takes, a build of its database included (which a pristine copy spares)."""
@@ -94,14 +105,16 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
     """Load if needed, restore the pristine data, drive the terminals, store everything, check consistency."""
     options.validate()
     build = options.build
-    engine = make_engine(options.engine, options.workdir, build, options.knobs, options.database, options.connection)
+    engine = make_engine(options.engine, options.workdir, build, options.engine_knobs, options.database,
+                         options.connection)
     engine.validate_run(options.terminals)
     if options.transactions == "server" and not engine.capabilities.server_side_procedures:
         raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
     with locked(engine):
         store = ResultsStore(options.results)
         try:
-            outcome = _run(store, engine, build, options, observer, progress)
+            with system.applied(options.os_knobs, engine.data_path(), options.system_changes) as taken_otherwise:
+                outcome = _run(store, engine, build, options, observer, progress, taken_otherwise)
         except BaseException as error:
             store.close()
             quietly(engine.stop, f"stopping {engine.name}")  # the error on its way is the cause
@@ -116,11 +129,11 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
 
 
 def _run(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOptions, observer: Observer | None,
-         progress: LoadProgress | None) -> RunOutcome:
+         progress: LoadProgress | None, os_warnings: list[str]) -> RunOutcome:
     store.check_writable()  # before a build that may take an hour
     engine.start()  # a fresh server for every run: restarted between runs, as the tuning articles rebooted
     prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore)
-    begun = _begin(store, engine, build, options, prepared)
+    begun = _begin(store, engine, build, options, prepared, os_warnings)
     watch = engine.watch()
     result = _drive_and_store(store, begun, engine, build, options, observer, watch)
     consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
@@ -138,7 +151,7 @@ def _stop_after(engine: Engine, run_id: int | None) -> None:
 
 
 def _begin(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOptions,
-           prepared: PreparedDatabase) -> _Begun:
+           prepared: PreparedDatabase, os_warnings: list[str]) -> _Begun:
     """The run's row, stored as it starts."""
     server_side = options.transactions == "server" or (
         options.transactions == "auto" and engine.capabilities.server_side_procedures)
@@ -151,17 +164,19 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
         session.commit()
     finally:
         session.close()
-    spec = RunSpec(engine.name, dict(engine.settings), build.workload.name, build.settings.to_mapping(),
-                   options.terminals, options.warmup_s, options.duration_s, options.seed, engine.database,
+    spec = RunSpec(engine.name, {**engine.settings, **options.os_knobs}, build.workload.name,
+                   build.settings.to_mapping(), options.terminals, options.warmup_s, options.duration_s, options.seed,
+                   engine.database,
                    {"transactions": "server" if server_side else "client",
                     "isolation": isolation_text(engine, build, run_settings)})
     row = dict(
         spec=spec, effective_knobs=engine.effective_settings, engine_settings=reported,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
         constants=dict(build.workload.recorded_inputs(prepared.info, run_settings)),
-        environment=environment.fingerprint(engine.data_path(), engine.name, engine.version()),
+        environment=environment.fingerprint(engine.data_path(), engine.name, engine.version())
+        | {"os_knobs": system.current_values(engine.data_path())},
         warnings=[*engine.durability_warnings(), *build.workload.warnings(build.settings, options.terminals),
-                  *engine.reported_otherwise(reported)],
+                  *engine.reported_otherwise(reported), *os_warnings],
         experiment_id=options.experiment_id, plan_key=options.plan_key)
     return _Begun(store.begin_run(**row), row, run_settings)
 

@@ -35,7 +35,10 @@ out = Console(width=None if sys.stdout.isatty() else 120)  # piped output: wide 
 Engine = Annotated[str, typer.Option("--engine", "-e", help=f"Database engine: {' or '.join(ENGINES)}.")]
 Connection = Optional[dict[str, str]]  # the engines' connection options (cli/connection.py) stand in its place
 Knobs = Annotated[Optional[list[str]], typer.Option(
-    "--knob", "-k", help="Engine setting NAME=VALUE, repeatable (e.g. -k journal_mode=wal).")]
+    "--knob", "-k", help="Engine or operating-system setting NAME=VALUE, repeatable (e.g. -k journal_mode=wal, "
+    "-k vm.dirty_ratio=5).")]
+AllowSystemChanges = Annotated[bool, typer.Option("--allow-system-changes", help="Let Maximus change the "
+                               "operating-system knobs given with -k (as root); they are put back after.")]
 WorkloadName = Annotated[str, typer.Option("--workload", help="The workload: tpcc, or another registered one (its "
                                            "other settings come from an experiment file).")]
 Warehouses = Annotated[Optional[int], typer.Option("--warehouses", "-w", help="TPC-C's scale: number of "
@@ -111,13 +114,14 @@ def _with_duration(experiment, duration: float):
 @app.command()
 @with_connection_options("text", "path", "flag")
 def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None, seed: Seed = 1,
-         workdir: Workdir = None, connection: Connection = None, workload: WorkloadName = "tpcc") -> None:
+         workdir: Workdir = None, connection: Connection = None, workload: WorkloadName = "tpcc",
+         allow_system_changes: AllowSystemChanges = False) -> None:
     """Build a TPC-C database from scratch (timed) and keep a pristine copy for later runs."""
     options = _options(engine, knob, _given(warehouses=warehouses), workdir, None, connection, seed=seed,
-                       workload=workload)
+                       workload=workload, system_changes=allow_system_changes)
     build = options.build
-    target = api.make_engine(options.engine, options.workdir, build, options.knobs, None, options.connection)
-    with api.running(target):
+    target = api.make_engine(options.engine, options.workdir, build, options.engine_knobs, None, options.connection)
+    with api.system_applied(options.os_knobs, target.data_path(), options.system_changes), api.running(target):
         result = api.load_database(target, build, seed, LoadBars(out))
         if not target.exists():
             target.restore()  # a working copy to look at, as `load` always left
@@ -148,12 +152,13 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 
                                                   "PCT % of the transactions in its window failed.")]
         = MAX_FAILED_PERCENT,
         workdir: Workdir = None, results: Results = None, connection: Connection = None, yes: Yes = False,
-        workload: WorkloadName = "tpcc") -> None:
+        workload: WorkloadName = "tpcc", allow_system_changes: AllowSystemChanges = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
     options = _options(engine, knob, _given(warehouses=warehouses, keying=keying, mix=mix), workdir, results,
                        connection, terminals=terminals, warmup_s=warmup,
                        duration_s=duration, seed=seed, check=check, rebuild=rebuild, monitor=monitor,
-                       transactions=transactions, max_failed_percent=max_failed, workload=workload)
+                       transactions=transactions, max_failed_percent=max_failed, workload=workload,
+                       system_changes=allow_system_changes)
     _announce(options.estimate(), yes)
     _run_and_show(options)
 
@@ -172,7 +177,7 @@ def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: War
     """Check the twelve consistency conditions of 3.3.2 on the database of the last run."""
     options = _options(engine, knob, _given(warehouses=warehouses), workdir, None, connection, workload=workload)
     build = options.build
-    target = api.make_engine(options.engine, options.workdir, build, options.knobs, None, options.connection)
+    target = api.make_engine(options.engine, options.workdir, build, options.engine_knobs, None, options.connection)
     results = api.check_database(target, build.workload, announce=out.print)
     view.render_consistency(out, results)
     failed = [r for r in results if r.passed is False]
@@ -209,6 +214,9 @@ app.command("compare")(compare)
 from maximus.cli.reports import export, report  # noqa: E402  (registered below)
 app.command("report")(report)
 app.command("export")(export)
+from maximus.cli.system import system_app  # noqa: E402  (registered below)
+
+app.add_typer(system_app, name="system")
 
 
 def _run_and_show(options: api.BenchmarkOptions) -> None:
@@ -297,6 +305,7 @@ def main() -> None:
     _print_notes()
     terminated = _noting_terminations()
     try:
+        api.recover_system()  # what a Maximus that did not finish left changed, put back before anything else
         code = app(standalone_mode=False)
     except TyperException as error:  # bad command line: typer's usage errors, one line
         _fail(error.format_message())

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from maximus import limits
+from maximus import limits, system
 from maximus.engines import engine_class
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
@@ -19,7 +19,7 @@ from maximus.workloads import workload as workload_named
 from maximus.workloads.base import SettingError
 
 _TOP = {"name", "description", "engine", "clients", "repeats", "order", "seed", "workload", "hygiene",
-        "baseline", "steps"}
+        "baseline", "steps", "system_changes"}
 _WORKLOAD = {"name", "warmup", "duration", "max_failed"}  # every other key is the workload's own setting
 _HYGIENE = {"load", "restore", "drop_caches"}
 _STEP = {"name", "set", "multi"}
@@ -101,6 +101,7 @@ def parse_experiment(text: str, path: Path = Path("<experiment>")) -> Experiment
         seed=_integer(source, data, ("seed",), 1, limits.SEED),
         workload=_workload(source, data.get("workload", {})),
         hygiene=_hygiene(source, data.get("hygiene", {})),
+        system_changes=_boolean(source, data, ("system_changes",), False),
     )
     _plannable(source, experiment)
     return experiment
@@ -240,15 +241,16 @@ def _resolve(source: _Source, where: tuple, engine: str, settings: Any,
     version of the server, which may lack a setting, or a value, an earlier step chose."""
     if not isinstance(settings, dict):
         raise source.error(where, "expected a table of knob = value")
-    catalogue = _catalogue(source, where, engine, {**(previous or {}), **settings})
-    _check_kept(source, where, catalogue, {name: value for name, value in (previous or {}).items()
-                                           if name not in settings})
+    previous = system.split(previous or {})[0]  # the operating system's knobs are checked once, when set
+    catalogue = _catalogue(source, where, engine, {**previous, **system.split(settings)[0]})
+    _check_kept(source, where, catalogue, {name: value for name, value in previous.items() if name not in settings})
     resolved = {}
     for name, value in settings.items():
         if isinstance(value, (dict, list)):
             raise source.error((*where, name), "expected a single value")
+        knob = system.OS.get if system.is_os_knob(name) else catalogue.get
         try:
-            resolved[name] = catalogue.get(name).parse(str(value).lower() if isinstance(value, bool) else value)
+            resolved[name] = knob(name).parse(str(value).lower() if isinstance(value, bool) else value)
         except UserError as error:
             raise source.error((*where, name), str(error)) from None
     return resolved
@@ -294,7 +296,9 @@ def _step(source: _Source, index: int, raw: Any, engine: str, previous: Step) ->
     if "set" not in raw or not raw["set"]:
         raise source.error((*where, "set"), "a step must set at least one knob, e.g. set = { page_size = 8192 }")
     changes = _resolve(source, (*where, "set"), engine, raw["set"], previous.knobs)
-    before = _catalogue(source, where, engine, previous.knobs).with_defaults(previous.knobs)
+    engine_knobs, os_knobs = system.split(previous.knobs)
+    before = {**_catalogue(source, where, engine, engine_knobs).with_defaults(engine_knobs),
+              **{name: os_knobs.get(name, "the machine's") for name in system.split(changes)[1]}}
     unchanged = [knob for knob, value in changes.items() if before[knob] == value]
     if unchanged:
         raise source.error((*where, "set", unchanged[0]),
@@ -313,7 +317,7 @@ def _servable(source: _Source, engine: str, steps: tuple[Step, ...], clients: tu
     for index, step in enumerate(steps):
         for count in clients:
             try:
-                engine_class(engine)(Path("."), "validation", step.knobs).validate_run(count)
+                engine_class(engine)(Path("."), "validation", system.split(step.knobs)[0]).validate_run(count)
             except UserError as error:
                 where = ("baseline",) if index == 0 else ("steps", index - 1, "set")
                 raise source.error(where, f"with {count} clients: {error}") from None

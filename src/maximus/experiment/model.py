@@ -60,6 +60,7 @@ class Experiment:
     workload: Workload = field(default_factory=Workload)
     hygiene: Hygiene = field(default_factory=Hygiene)
     description: str = ""
+    system_changes: bool = False  # the user allows the operating-system knobs its steps set (as root)
 
     @property
     def baseline(self) -> Step:

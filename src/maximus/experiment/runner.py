@@ -12,7 +12,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable, ContextManager, Protocol
 
-from maximus import locks
+from maximus import locks, system
 from maximus.driver.scheduler import Observer
 from maximus.errors import MaximusError, UserError, cause
 from maximus.experiment.loader import load_experiment, stored_experiment, stored_overrides
@@ -43,6 +43,7 @@ def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver
     experiment = load_experiment(path)
     if overrides:
         experiment = overrides(experiment)
+    _allowed(experiment)
     planned = estimate(experiment)
     planned.confirm(yes, f"experiment {experiment.name!r}")
     observer.note(f"estimated time: {planned.text()}")
@@ -72,11 +73,18 @@ def resume(experiment_id: int | None, workdir: Path, results: Path, observer: Ex
             observer.note(f"{stale} run(s) left running by a stopped runner were marked interrupted and will run "
                           "again")
         experiment = stored_experiment(record)
+        _allowed(experiment)
         runs = from_data(record.plan["runs"])
         left = [run for run in runs if run.key not in _finished_keys(results, record.id)]
         observer.note(f"estimated time of what is left: {estimate(experiment, left).text()}")
         execute(record.id, experiment, runs, workdir, results, observer)
     return record.id
+
+
+def _allowed(experiment: Experiment) -> None:
+    """Operating-system knobs in any step need the file's ``system_changes = true`` and root, before anything runs."""
+    names = sorted({name for step in experiment.steps for name in system.split(step.knobs)[1]})
+    system.require(names, experiment.system_changes, "system_changes = true to the experiment file")
 
 
 def running_experiment(results: Path, experiment_id: int) -> ContextManager[None]:
@@ -157,7 +165,7 @@ def _options(experiment: Experiment, planned: PlannedRun, workdir: Path, results
         terminals=planned.clients, warmup_s=workload.warmup_s, duration_s=workload.duration_s, seed=planned.seed,
         workdir=workdir, results=results, rebuild=planned.build, restore=experiment.hygiene.restore,
         database=planned.database, experiment_id=experiment_id, plan_key=planned.key,
-        max_failed_percent=workload.max_failed_percent)
+        max_failed_percent=workload.max_failed_percent, system_changes=experiment.system_changes)
 
 
 def _hygiene(experiment: Experiment, observer: ExperimentObserver) -> None:

@@ -46,7 +46,8 @@ def _render_knobs(console: Console, record: RunRecord) -> None:
                         for k, v in settings.items())
 
     if len(record.effective_knobs) <= KNOBS_SHOWN_WHOLE:
-        console.print(f"Knobs: {pairs(record.effective_knobs, record.spec.knobs)}")
+        # the run's operating-system knobs are not the engine's: they come after its own, marked alike
+        console.print(f"Knobs: {pairs({**record.effective_knobs, **record.spec.knobs}, record.spec.knobs)}")
         return
     console.print(f"Knobs set by the run: {pairs(record.spec.knobs, record.spec.knobs) or 'none'}")
     if record.engine_settings:

@@ -1,0 +1,50 @@
+"""``maximus system``: the operating-system knobs as they are now, and putting back what a Maximus left changed."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from maximus import api
+from maximus.errors import UserError
+from maximus.system import OS, current_values, journal_path
+
+system_app = typer.Typer(no_args_is_help=True, help="The operating system's knobs: show them, put them back.")
+
+Workdir = Annotated[Optional[Path], typer.Option("--workdir", help="Where the databases are (the disk whose queue "
+                                                 "the block.* knobs tune) [default: $MAXIMUS_WORKDIR or "
+                                                 "./maximus-work].")]
+
+
+@system_app.command("show")
+def show(workdir: Workdir = None) -> None:
+    """Print every operating-system knob with its value now, its risk and a line of advice."""
+    out = Console(width=None if sys.stdout.isatty() else 120)
+    values = current_values(workdir or api.default_workdir())
+    table = Table("Knob", "Now", "Values", "Advice", show_lines=True)
+    for knob in OS:
+        unit = f" {knob.unit}" if knob.unit else ""
+        risk = f" [yellow]Risk: {knob.risk}.[/]" if knob.risk else ""
+        table.add_row(f"[bold]{knob.name}[/]\n{knob.description}", (values[knob.name] or "(not offered)") + unit,
+                      knob.type.describe(), knob.advice + risk)
+    out.print(table)
+    if journal_path().exists():
+        out.print(f"[yellow]note:[/] {journal_path()} lists changes a Maximus made: `maximus system restore` puts "
+                  "them back once it has ended")
+
+
+@system_app.command("restore")
+def restore() -> None:
+    """Put back the operating-system knobs a Maximus that did not finish left changed (as root)."""
+    if journal_path().exists() and os.geteuid() != 0:
+        raise UserError("putting back the operating-system knobs needs root: run maximus system restore as root")
+    changes = api.recover_system()
+    if journal_path().exists():
+        raise UserError("the Maximus that changed the operating-system knobs still runs: it puts them back itself")
+    Console().print(f"Put back {len(changes)} operating-system knob(s)" if changes else "Nothing left to put back")

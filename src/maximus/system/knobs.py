@@ -1,0 +1,211 @@
+"""Operating-system knobs: the kernel's settings a step may change like a database knob, one variable at a time.
+
+Each is read and written where the kernel keeps it: a sysctl under ``/proc/sys``, a sysfs file whose current
+choice is the bracketed word (transparent huge pages, the I/O scheduler), or the request queue of the disk that
+holds the data (``/sys/block/DISK/queue``). Names are the kernel's own (``vm.dirty_ratio``), or the sysfs
+directory's and the file's (``transparent_hugepage.enabled``, ``block.scheduler``), so they never meet an
+engine's knob: generic code tells them apart by the catalogue, never by the engine.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from maximus import environment
+from maximus.errors import EngineError, UserError
+from maximus.knobs import Choice, Integer
+from maximus.knobs.registry import ValueType
+
+PROC_SYS = Path("/proc/sys")
+SYS_KERNEL_MM = Path("/sys/kernel/mm")
+_INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Sysctl:
+    """``vm.dirty_ratio`` is ``/proc/sys/vm/dirty_ratio``."""
+
+    def path(self, name: str, data_path: Path) -> Path:
+        return PROC_SYS / name.replace(".", "/")
+
+    def read(self, path: Path) -> str:
+        return path.read_text().strip()
+
+
+@dataclass(frozen=True)
+class Bracketed:
+    """A sysfs file that lists the choices and brackets the current one: ``always [madvise] never``."""
+
+    file: Path
+
+    def path(self, name: str, data_path: Path) -> Path:
+        return self.file
+
+    def read(self, path: Path) -> str:
+        return environment.bracketed(path.read_text())
+
+
+@dataclass(frozen=True)
+class DiskQueue:
+    """An attribute of the request queue of the disk that holds ``data_path`` (a partition's is its disk's)."""
+
+    attribute: str
+    bracketed: bool = False
+
+    def path(self, name: str, data_path: Path) -> Path:
+        queue = environment.queue_dir(data_path)
+        if queue is None:
+            raise UserError(f"{name}: the disk holding {data_path} has no request queue of its own to tune")
+        return queue / self.attribute
+
+    def read(self, path: Path) -> str:
+        text = path.read_text()
+        return environment.bracketed(text) if self.bracketed else text.strip()
+
+
+Location = Sysctl | Bracketed | DiskQueue
+
+
+@dataclass(frozen=True)
+class OsKnob:
+    """One kernel setting: its type and unit, what it risks, and a line of advice."""
+
+    name: str
+    type: ValueType
+    location: Location
+    description: str
+    advice: str
+    unit: str = ""
+    risk: str = ""  # what a bad value costs: durability (data lost in a crash) or the machine's health
+    weakens_durability_when: frozenset[str] = frozenset()
+    also_changes: tuple[str, ...] = ()  # knobs the kernel resets when this one changes, to be put back too
+
+    def parse(self, raw: object) -> str:
+        try:
+            return self.type.parse(str(raw))
+        except ValueError as error:
+            raise UserError(f"bad value {raw!r} for knob {self.name}: {error}") from None
+
+    def path(self, data_path: Path) -> Path:
+        return self.location.path(self.name, data_path)
+
+    def read(self, data_path: Path) -> str:
+        """The value in force now; EngineError when the kernel does not offer this knob."""
+        path = self.path(data_path)
+        try:
+            return self.location.read(path)
+        except OSError as error:
+            raise EngineError(f"cannot read {self.name} ({path}): {error.strerror}") from None
+
+    def choices(self, data_path: Path) -> tuple[str, ...] | None:
+        """The choices this kernel offers, where the file lists them (the disk's schedulers)."""
+        if isinstance(self.location, (Bracketed, DiskQueue)) and getattr(self.location, "bracketed", True):
+            text = self.path(data_path).read_text()
+            return tuple(word.strip("[]") for word in text.split())
+        return None
+
+    def weakens_durability(self, value: str) -> bool:
+        return value in self.weakens_durability_when
+
+
+_DIRTY = ("Lower values start writeback sooner and keep a checkpoint's burst of dirty pages small; the classic "
+          "articles tuned the kernel's flushing daemon (bdflush) this way for a shorter load and more throughput.")
+
+OS_KNOBS: tuple[OsKnob, ...] = (
+    OsKnob("vm.dirty_ratio", Integer(0, 100), Sysctl(), "Share of reclaimable memory that may be dirty before a "
+           "writing process must flush pages itself.", _DIRTY, unit="%",
+           risk="higher values lose more unflushed file data in a crash of the machine (not of the database, "
+                "whose commits are synced)"),
+    OsKnob("vm.dirty_background_ratio", Integer(0, 100), Sysctl(), "Share of reclaimable memory that may be dirty "
+           "before the kernel's flusher threads start writing in the background.", _DIRTY, unit="%"),
+    OsKnob("vm.dirty_expire_centisecs", Integer(0, _INT_MAX), Sysctl(), "Age after which a dirty page is written "
+           "back by the flusher threads.", _DIRTY, unit="cs"),
+    OsKnob("vm.dirty_writeback_centisecs", Integer(0, _INT_MAX), Sysctl(), "How often the flusher threads wake up "
+           "(0 disables the periodic writeback).", _DIRTY, unit="cs"),
+    OsKnob("vm.swappiness", Integer(0, 200), Sysctl(), "How readily the kernel swaps anonymous memory (a buffer "
+           "cache) out rather than dropping file pages.", "Lower it (1-10) so a large buffer cache is not swapped "
+           "out under file-system pressure."),
+    OsKnob("vm.nr_hugepages", Integer(0, _INT_MAX), Sysctl(), "Persistent 2 MB huge pages reserved for shared "
+           "memory (PostgreSQL's huge_pages=on uses them).", "Reserve enough for the buffer cache and set the "
+           "engine's huge-page knob: the classic articles measured 8 % more throughput. The kernel may reserve "
+           "fewer than asked when memory is fragmented: the run then says so.", unit="pages",
+           risk="reserved pages are taken from the rest of the machine"),
+    OsKnob("transparent_hugepage.enabled", Choice(("always", "madvise", "never")),
+           Bracketed(SYS_KERNEL_MM / "transparent_hugepage/enabled"), "Transparent huge pages: for every "
+           "anonymous mapping, only where asked (madvise), or never.", "Database vendors advise never (or "
+           "madvise): compaction stalls and memory bloat outweigh the fewer TLB misses for a buffer cache."),
+    OsKnob("transparent_hugepage.defrag", Choice(("always", "defer", "defer+madvise", "madvise", "never")),
+           Bracketed(SYS_KERNEL_MM / "transparent_hugepage/defrag"), "Whether a fault waits for memory to be "
+           "compacted into a huge page.", "madvise or never keep compaction out of the transactions' way."),
+    OsKnob("block.scheduler", Choice(("none", "mq-deadline", "kyber", "bfq")), DiskQueue("scheduler", True),
+           "The I/O scheduler of the disk that holds the work directory.", "none or mq-deadline suit fast "
+           "virtual and solid-state disks; bfq favours interactivity; the classic articles tuned the elevator.",
+           also_changes=("block.nr_requests",)),  # a new scheduler brings its own queue depth
+    OsKnob("block.read_ahead_kb", Integer(0, 65536), DiskQueue("read_ahead_kb"), "How far the kernel reads ahead "
+           "of a sequential read on that disk.", "OLTP reads are random: a small read-ahead saves I/O a load "
+           "or a scan would have used.", unit="KiB"),
+    OsKnob("block.nr_requests", Integer(4, 65536), DiskQueue("nr_requests"), "How many requests that disk's "
+           "queue holds before a writer waits.", "Deeper queues let the scheduler merge and sort more writes "
+           "at checkpoints; the kernel may cap it by the scheduler's and the driver's limits."),
+)
+
+
+class OsCatalogue:
+    """The operating-system knobs, looked up by name in any case."""
+
+    def __init__(self, knobs: Iterable[OsKnob]) -> None:
+        self._knobs = {knob.name: knob for knob in knobs}
+
+    def __iter__(self):
+        return iter(self._knobs.values())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._knobs
+
+    def get(self, name: str) -> OsKnob:
+        knob = self._knobs.get(name.lower())
+        if knob is None:
+            close = difflib.get_close_matches(name.lower(), list(self._knobs), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise UserError(f"unknown operating-system knob {name!r}{hint}")
+        return knob
+
+    def resolve(self, settings: Mapping[str, object]) -> dict[str, str]:
+        resolved: dict[str, str] = {}
+        for name, raw in settings.items():
+            knob = self.get(name)
+            if knob.name in resolved:
+                raise UserError(f"knob {knob.name} is set twice")
+            resolved[knob.name] = knob.parse(raw)
+        return resolved
+
+
+OS = OsCatalogue(OS_KNOBS)
+
+
+def is_os_knob(name: str) -> bool:
+    """An operating-system knob's name: one of the catalogue's, or a name under one of its prefixes (so that a
+    mistyped ``vm.dirty_ration`` gets the OS catalogue's "did you mean", not an engine's)."""
+    prefixes = {knob.name.split(".", 1)[0] + "." for knob in OS}
+    return name in OS or name.lower().startswith(tuple(prefixes))
+
+
+def split(knobs: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The engine's knobs and the operating system's, from one mapping of both."""
+    engine = {name: value for name, value in knobs.items() if not is_os_knob(name)}
+    system = {name: value for name, value in knobs.items() if is_os_knob(name)}
+    return engine, system
+
+
+def current_values(data_path: Path) -> dict[str, str]:
+    """Every OS knob's value now, for the run's record: '' for one this kernel does not offer."""
+    values = {}
+    for knob in OS:
+        try:
+            values[knob.name] = knob.read(data_path)
+        except (EngineError, UserError):
+            values[knob.name] = ""
+    return values

@@ -1,0 +1,192 @@
+"""Operating-system knobs, as root on this machine: each applied, read back and put back; a run and an experiment
+that set them; the opt-in and root they need; and a Maximus killed in the middle of a change, after which the next
+command puts everything back. The suite itself checks at its end that no knob differs from its start
+(tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from maximus import api, system
+from maximus.cli.app import app
+from maximus.errors import UserError
+from maximus.records import RunStatus
+from maximus.system.changes import JOURNAL_VARIABLE
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="operating-system knobs are changed as root (CI is root)")
+
+# two values for each knob: the test uses the first that differs from the machine's
+OTHER_VALUES = {
+    "vm.dirty_ratio": ("15", "25"), "vm.dirty_background_ratio": ("5", "8"),
+    "vm.dirty_expire_centisecs": ("1500", "2000"), "vm.dirty_writeback_centisecs": ("250", "300"),
+    "vm.swappiness": ("10", "20"), "vm.nr_hugepages": ("4", "8"),
+    "transparent_hugepage.enabled": ("never", "madvise"), "transparent_hugepage.defrag": ("never", "madvise"),
+    "block.scheduler": ("none", "mq-deadline"), "block.read_ahead_kb": ("256", "512"),
+    "block.nr_requests": ("64", "128"),
+}
+
+
+@pytest.fixture
+def journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A journal of the test's own, so that no other test's command puts back what this one changes."""
+    path = tmp_path / "system-journal.json"
+    monkeypatch.setenv(JOURNAL_VARIABLE, str(path))
+    return path
+
+
+def _others(data_path: Path) -> dict[str, str]:
+    now = system.current_values(data_path)
+    return {name: next(value for value in values if value != now[name]) for name, values in OTHER_VALUES.items()}
+
+
+def _in_force(asked: dict[str, str], data_path: Path) -> bool:
+    now = system.current_values(data_path)
+    return all(now[name] == value for name, value in asked.items())
+
+
+def _maximus(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "maximus", *args], capture_output=True, text=True, timeout=240,
+                          **kwargs)
+
+
+def test_every_knob_is_applied_read_back_and_put_back(journal: Path, tmp_path: Path) -> None:
+    assert set(OTHER_VALUES) == {knob.name for knob in system.OS}, "give a new OS knob its test values here"
+    before = system.current_values(tmp_path)
+    assert all(before.values()), before  # this machine offers every knob
+    asked = _others(tmp_path)
+    with system.applied(asked, tmp_path, allowed=True) as taken_otherwise:
+        assert not taken_otherwise
+        assert system.current_values(tmp_path) == {**before, **asked}
+        assert journal.exists()  # written before the changes, with the values they replaced
+    assert system.current_values(tmp_path) == before
+    assert not journal.exists()
+
+
+def test_a_knob_the_kernel_resets_with_another_is_put_back_too(journal: Path, tmp_path: Path) -> None:
+    """A new I/O scheduler brings its own queue depth, and so does the old one when it is put back: a depth the
+    user had set (64, not the scheduler's default) comes back with block.scheduler."""
+    depth = system.OS.get("block.nr_requests").path(tmp_path)
+    original = depth.read_text().strip()
+    depth.write_text("64")
+    try:
+        before = system.current_values(tmp_path)
+        with system.applied({"block.scheduler": _others(tmp_path)["block.scheduler"]}, tmp_path, allowed=True):
+            assert system.current_values(tmp_path)["block.nr_requests"] != "64"  # the kernel's doing
+        assert system.current_values(tmp_path) == before
+    finally:
+        depth.write_text(original)
+
+
+def test_knobs_are_put_back_when_the_block_fails_and_a_refused_value_is_one_line(journal: Path,
+                                                                                  tmp_path: Path) -> None:
+    before = system.current_values(tmp_path)
+    with pytest.raises(RuntimeError, match="boom"):
+        with system.applied({"vm.dirty_ratio": _others(tmp_path)["vm.dirty_ratio"]}, tmp_path, allowed=True):
+            raise RuntimeError("boom")
+    assert system.current_values(tmp_path) == before and not journal.exists()
+    asked = {"vm.dirty_ratio": _others(tmp_path)["vm.dirty_ratio"], "block.nr_requests": "65536"}
+    with pytest.raises(UserError, match=r"^the kernel refused block.nr_requests=65536 \(/sys/block/\w+/queue/"
+                                        r"nr_requests\): Invalid argument$"):
+        with system.applied(asked, tmp_path, allowed=True):
+            pass
+    assert system.current_values(tmp_path) == before and not journal.exists()  # the one made before is put back
+
+
+def test_a_run_sets_them_records_every_value_and_puts_them_back(journal: Path, workdir: Path, tmp_path: Path) -> None:
+    before = system.current_values(workdir)
+    asked = {name: _others(workdir)[name] for name in ("vm.dirty_background_ratio", "transparent_hugepage.enabled",
+                                                        "block.read_ahead_kb")}
+    knobs = [arg for name, value in asked.items() for arg in ("-k", f"{name}={value}")]
+    results = tmp_path / "results.db"
+    ran = _maximus("run", "-k", "journal_mode=wal", *knobs, "--allow-system-changes", "--warmup", "0.5", "--duration",
+                   "2", "--workdir", str(workdir), "--results", str(results))
+    assert ran.returncode == 0, ran.stderr
+    assert system.current_values(workdir) == before and not journal.exists()
+    store = api.open_results(results)
+    try:
+        (record,) = store.runs()
+    finally:
+        store.close()
+    assert record.status is RunStatus.COMPLETE
+    assert record.spec.knobs == {"journal_mode": "wal", **asked}  # a step's variable, whichever layer it is in
+    assert record.environment["os_knobs"] == {**before, **asked}  # every OS knob as it was during the run
+    assert record.effective_knobs["journal_mode"] == "wal" and "vm.dirty_background_ratio" not in record.effective_knobs
+    shown = _maximus("show", str(record.id), "--results", str(results))
+    assert f"block.read_ahead_kb={asked['block.read_ahead_kb']}" in shown.stdout
+
+
+def test_an_experiment_steps_through_os_knobs_and_needs_the_files_consent(journal: Path, workdir: Path,
+                                                                            tmp_path: Path) -> None:
+    before = system.current_values(workdir)
+    dirty = _others(workdir)["vm.dirty_ratio"]
+    path = tmp_path / "os.toml"
+    path.write_text(f'name = "os"\nclients = [1]\nrepeats = 1\nsystem_changes = true\n\n[workload]\nduration = 1\n'
+                    f'warmup = 0.5\n\n[[steps]]\nname = "dirty"\nset = {{ "vm.dirty_ratio" = {dirty} }}\n')
+    results = tmp_path / "results.db"
+    ran = _maximus("experiment", "run", str(path), "--workdir", str(workdir), "--results", str(results))
+    assert ran.returncode == 0, ran.stderr
+    assert f"vm.dirty_ratio the machine's → {dirty}" in ran.stdout
+    assert system.current_values(workdir) == before and not journal.exists()
+    store = api.open_results(results)
+    try:
+        baseline, step = store.runs()
+    finally:
+        store.close()
+    assert baseline.environment["os_knobs"]["vm.dirty_ratio"] == before["vm.dirty_ratio"]
+    assert step.environment["os_knobs"]["vm.dirty_ratio"] == dirty and step.spec.knobs == {"vm.dirty_ratio": dirty}
+    path.write_text(path.read_text().replace("system_changes = true\n", ""))
+    refused = _maximus("experiment", "run", str(path), "--workdir", str(workdir), "--results", str(results))
+    assert refused.returncode == 2
+    assert refused.stderr == ("error: vm.dirty_ratio: Maximus changes the operating system only when allowed: add "
+                              "system_changes = true to the experiment file\n")
+
+
+def test_without_the_opt_in_or_root_nothing_changes(journal: Path, tmp_path: Path) -> None:
+    before = system.current_values(tmp_path)
+    work, results = tmp_path / "work", tmp_path / "results.db"
+    refused = _maximus("run", "-k", "vm.swappiness=10", "--workdir", str(work), "--results", str(results))
+    assert refused.returncode == 2
+    assert refused.stderr == ("error: vm.swappiness: Maximus changes the operating system only when allowed: add "
+                              "--allow-system-changes (system_changes = true in an experiment file)\n")
+    with pytest.MonkeyPatch.context() as patched:  # a user who is not root, as the check sees one
+        patched.setattr("maximus.system.changes.os.geteuid", lambda: 1000)
+        as_user = CliRunner().invoke(app, ["run", "-k", "vm.swappiness=10", "--allow-system-changes", "--workdir",
+                                           str(work), "--results", str(results)])
+    assert isinstance(as_user.exception, UserError)  # `maximus` prints it as one line, exit code 2
+    assert str(as_user.exception) == "vm.swappiness: changing the operating system needs root: run maximus as root"
+    typo = _maximus("run", "-k", "vm.swapiness=10", "--workdir", str(work), "--results", str(results))
+    assert typo.returncode == 2
+    assert typo.stderr == "error: unknown operating-system knob 'vm.swapiness'; did you mean vm.swappiness?\n"
+    assert system.current_values(tmp_path) == before and not work.exists() and not results.exists()
+
+
+def test_after_a_sigkill_the_next_command_puts_everything_back(journal: Path, workdir: Path, tmp_path: Path) -> None:
+    before = system.current_values(workdir)
+    asked = {name: _others(workdir)[name] for name in ("vm.dirty_expire_centisecs", "block.scheduler")}
+    knobs = [arg for name, value in asked.items() for arg in ("-k", f"{name}={value}")]
+    results = tmp_path / "results.db"
+    for putting_back in (["runs", "--results", str(results)], ["system", "restore"]):
+        process = subprocess.Popen([sys.executable, "-m", "maximus", "run", *knobs, "--allow-system-changes",
+                                    "--warmup", "0", "--duration", "60", "--workdir", str(workdir), "--results",
+                                    str(results)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not _in_force(asked, workdir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _in_force(asked, workdir)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        assert _in_force(asked, workdir) and journal.exists()
+        after = _maximus(*putting_back)
+        assert after.returncode == 0, after.stderr
+        assert system.current_values(workdir) == before and not journal.exists()
+        put_back = f"put back block.scheduler={before['block.scheduler']}, which a Maximus that did not finish"
+        assert put_back in after.stdout, after.stdout
