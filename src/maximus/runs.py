@@ -110,10 +110,12 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
     engine.validate_run(options.terminals)
     if options.transactions == "server" and not engine.capabilities.server_side_procedures:
         raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
+    system.check_server(options.os_knobs, engine.capabilities.server_process and engine.manages_server, engine.name)
     with locked(engine):
         store = ResultsStore(options.results)
         try:
-            with system.applied(options.os_knobs, engine.data_path(), options.system_changes) as taken_otherwise:
+            with system.applied(system.machine(options.os_knobs), engine.data_path(),
+                                options.system_changes) as taken_otherwise:
                 outcome = _run(store, engine, build, options, observer, progress, taken_otherwise)
         except BaseException as error:
             store.close()
@@ -132,11 +134,13 @@ def _run(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOp
          progress: LoadProgress | None, os_warnings: list[str]) -> RunOutcome:
     store.check_writable()  # before a build that may take an hour
     engine.start()  # a fresh server for every run: restarted between runs, as the tuning articles rebooted
-    prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore)
-    begun = _begin(store, engine, build, options, prepared, os_warnings)
-    watch = engine.watch()
-    result = _drive_and_store(store, begun, engine, build, options, observer, watch)
-    consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
+    system.apply_to_server(options.os_knobs, engine.server_pid())  # its backends, forked later, inherit them
+    with system.client_applied(options.os_knobs):  # after the server started: it must not inherit the client's
+        prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore)
+        begun = _begin(store, engine, build, options, prepared, os_warnings)
+        watch = engine.watch()
+        result = _drive_and_store(store, begun, engine, build, options, observer, watch)
+        consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
     return RunOutcome(begun.run_id, result.status, result, consistency)
 
 
@@ -174,11 +178,17 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
         constants=dict(build.workload.recorded_inputs(prepared.info, run_settings)),
         environment=environment.fingerprint(engine.data_path(), engine.name, engine.version())
-        | {"os_knobs": system.current_values(engine.data_path())},
+        | {"os_knobs": system.current_values(engine.data_path()), "processes": _scheduling(engine)},
         warnings=[*engine.durability_warnings(), *build.workload.warnings(build.settings, options.terminals),
                   *engine.reported_otherwise(reported), *os_warnings],
         experiment_id=options.experiment_id, plan_key=options.plan_key)
     return _Begun(store.begin_run(**row), row, run_settings)
+
+
+def _scheduling(engine: Engine) -> dict[str, dict[str, str]]:
+    """How the client (this process, whose terminals inherit it) and the server's main process are scheduled."""
+    server = engine.server_pid()
+    return {"client": system.scheduling(os.getpid()), **({"server": system.scheduling(server)} if server else {})}
 
 
 def isolation_text(engine: Engine, build: Build, run_settings: Any) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
+from maximus import system
 from maximus.cli.app import app
 from maximus.engines import ENGINES
 
@@ -60,6 +61,12 @@ def test_every_knob_is_documented(engine: str) -> None:
     documented = "\n".join(DOCS.values())
     for name in ENGINES[engine].documented_knobs():
         assert f"| `{name}` |" in documented, f"knob {name} of {engine} is in no table of README.md or docs/"
+
+
+def test_every_operating_system_knob_is_documented() -> None:
+    table = DOCS["docs/os.md"]
+    for knob in system.OS:
+        assert f"| `{knob.name}` |" in table, f"operating-system knob {knob.name} is in no table of docs/os.md"
 
 
 def test_quick_start_has_exactly_two_commands() -> None:

@@ -1,10 +1,10 @@
 """A minimal second engine, for the contract tests: one file of Python's own ``sqlite3``, two knobs.
 
-It implements ``engines.base.Engine`` and ``engines.session.Session`` and nothing else, and names no other
-engine: registered with one line (the tests put it in ``ENGINES``), it passes the engine contract suite and
-runs through ``maximus run -e mini`` end to end, which shows that generic code asks the engine for its
-capabilities and options instead of checking names. Its SQL is SQLite's, so its dialect is named so: the
-workloads choose their statements by dialect, not by engine.
+It implements ``engines.base.Engine`` and nothing else (its sessions are SQLite's, a ``sqlite3`` connection),
+and is named nowhere in ``src/``: registered with one line (the tests put it in ``ENGINES``), it passes the
+engine contract suite and runs through ``maximus run -e mini`` end to end, which shows that generic code asks
+the engine for its capabilities and options instead of checking names. Its SQL is SQLite's, so its dialect
+is named so: the workloads choose their statements by dialect, not by engine.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from maximus.engines.base import Capabilities, Dialect, Engine, Session
+from maximus.engines.sqlite import SQLiteSession
 from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue
 from maximus.records import Outcome
 
@@ -25,33 +26,6 @@ MINI_KNOBS = KnobCatalogue("mini", [
          unit="ms"),
 ])
 _REPORTED = {0: "off", 1: "normal", 2: "full"}
-
-
-class MiniSession(Session):
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self.connection = connection
-
-    def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
-        self.connection.execute("BEGIN" if read_only else "BEGIN IMMEDIATE")
-
-    def commit(self) -> None:
-        self.connection.execute("COMMIT")
-
-    def rollback(self) -> None:
-        if self.connection.in_transaction:
-            self.connection.execute("ROLLBACK")
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self.connection.execute(sql, params).rowcount
-
-    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
-        return self.connection.execute(sql, params).fetchone()
-
-    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        return self.connection.execute(sql, params).fetchall()
-
-    def close(self) -> None:
-        self.connection.close()
 
 
 class MiniEngine(Engine):
@@ -85,20 +59,20 @@ class MiniEngine(Engine):
     def destroy(self) -> None:
         self.path.unlink(missing_ok=True)
 
-    def connect(self) -> MiniSession:
+    def connect(self) -> SQLiteSession:
         settings = self.effective_settings
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                      timeout=int(settings["busy_timeout"]) / 1000)
         connection.execute(f"PRAGMA synchronous = {settings['synchronous']}")
-        return MiniSession(connection)
+        return SQLiteSession(connection)
 
     def reported_settings(self, session: Session) -> dict[str, str]:
-        assert isinstance(session, MiniSession)
+        assert isinstance(session, SQLiteSession)
         (synchronous,) = session.connection.execute("PRAGMA synchronous").fetchone()
         return {"synchronous": _REPORTED[synchronous]}
 
     def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
-        assert isinstance(session, MiniSession)
+        assert isinstance(session, SQLiteSession)
         marks = ", ".join("?" * len(columns))
         session.connection.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
 

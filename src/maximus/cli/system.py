@@ -29,10 +29,10 @@ def show(workdir: Workdir = None) -> None:
     values = current_values(workdir or api.default_workdir())
     table = Table("Knob", "Now", "Values", "Advice", show_lines=True)
     for knob in OS:
-        unit = f" {knob.unit}" if knob.unit else ""
-        risk = f" [yellow]Risk: {knob.risk}.[/]" if knob.risk else ""
-        table.add_row(f"[bold]{knob.name}[/]\n{knob.description}", (values[knob.name] or "(not offered)") + unit,
-                      knob.type.describe(), knob.advice + risk)
+        unit = f" {knob.unit}" if getattr(knob, "unit", "") else ""
+        risk = f" [yellow]Risk: {knob.risk}.[/]" if getattr(knob, "risk", "") else ""
+        now = (values[knob.name] or "(not offered)") + unit if knob.name in values else "(set per run)"
+        table.add_row(f"[bold]{knob.name}[/]\n{knob.description}", now, knob.type.describe(), knob.advice + risk)
     out.print(table)
     if journal_path().exists():
         out.print(f"[yellow]note:[/] {journal_path()} lists changes a Maximus made: `maximus system restore` puts "

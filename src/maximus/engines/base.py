@@ -269,6 +269,11 @@ class Engine(ABC):
         """
         return []
 
+    def server_pid(self) -> int | None:
+        """The main process of the server Maximus started for this run, whose children are the server's other
+        processes; None for an embedded engine, a server of the user's, or a server that is not running."""
+        return None
+
     def lock_target(self) -> tuple[Path, str] | None:
         """The file whose lock keeps a second Maximus off this engine's data while one uses it
         (``maximus.locks``), and what it guards, in words; None where the data is not Maximus's to guard."""

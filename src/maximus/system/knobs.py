@@ -9,15 +9,15 @@ engine's knob: generic code tells them apart by the catalogue, never by the engi
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from maximus import environment
 from maximus.errors import EngineError, UserError
-from maximus.knobs import Choice, Integer
+from maximus.knobs import Choice, Integer, KnobCatalogue
 from maximus.knobs.registry import ValueType
+from maximus.system.processes import PROCESS_KNOBS
 
 PROC_SYS = Path("/proc/sys")
 SYS_KERNEL_MM = Path("/sys/kernel/mm")
@@ -153,37 +153,8 @@ OS_KNOBS: tuple[OsKnob, ...] = (
 )
 
 
-class OsCatalogue:
-    """The operating-system knobs, looked up by name in any case."""
-
-    def __init__(self, knobs: Iterable[OsKnob]) -> None:
-        self._knobs = {knob.name: knob for knob in knobs}
-
-    def __iter__(self):
-        return iter(self._knobs.values())
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._knobs
-
-    def get(self, name: str) -> OsKnob:
-        knob = self._knobs.get(name.lower())
-        if knob is None:
-            close = difflib.get_close_matches(name.lower(), list(self._knobs), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            raise UserError(f"unknown operating-system knob {name!r}{hint}")
-        return knob
-
-    def resolve(self, settings: Mapping[str, object]) -> dict[str, str]:
-        resolved: dict[str, str] = {}
-        for name, raw in settings.items():
-            knob = self.get(name)
-            if knob.name in resolved:
-                raise UserError(f"knob {knob.name} is set twice")
-            resolved[knob.name] = knob.parse(raw)
-        return resolved
-
-
-OS = OsCatalogue(OS_KNOBS)
+# looked up, resolved and suggested ("did you mean") as an engine's knobs are: they parse as an engine's do
+OS = KnobCatalogue("operating-system", (*OS_KNOBS, *PROCESS_KNOBS))  # type: ignore[arg-type]
 
 
 def is_os_knob(name: str) -> bool:
@@ -200,10 +171,15 @@ def split(knobs: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     return engine, system
 
 
+def machine(settings: Mapping[str, str]) -> dict[str, str]:
+    """The knobs among ``settings`` that change the machine (journaled and put back), not a process."""
+    return {name: value for name, value in settings.items() if isinstance(OS.get(name), OsKnob)}
+
+
 def current_values(data_path: Path) -> dict[str, str]:
-    """Every OS knob's value now, for the run's record: '' for one this kernel does not offer."""
+    """Every machine knob's value now, for the run's record: '' for one this kernel does not offer."""
     values = {}
-    for knob in OS:
+    for knob in OS_KNOBS:
         try:
             values[knob.name] = knob.read(data_path)
         except (EngineError, UserError):

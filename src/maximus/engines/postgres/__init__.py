@@ -37,7 +37,8 @@ from maximus.engines.pump import Pump
 from maximus.errors import EngineError
 from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
-from maximus.samplers.base import Sampler
+from maximus.samplers import processes
+from maximus.samplers.base import Sampler, SamplerUnavailable
 from maximus.samplers.postgres import IO_TIMING, WAL_IO_TIMING, PostgresSampler
 
 _RETRYABLE_STATES = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
@@ -142,6 +143,13 @@ class PostgresEngine(Engine):
         if self._server_settings is not None:
             return {**self._server_settings, **self.server.chosen_settings(), **self.settings}
         return {**super().effective_settings, **self.server.monitoring_settings()}
+
+    def server_pid(self) -> int | None:
+        pid_file = self.server.pid_file()
+        try:
+            return processes.pid_in_file(pid_file) if pid_file else None
+        except SamplerUnavailable:
+            return None
 
     def samplers(self) -> list[Sampler]:
         """The server's statistics views, its sessions' wait events and (managed mode) its processes."""
