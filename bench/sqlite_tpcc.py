@@ -31,8 +31,6 @@ from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.driver.scheduler import DriveSpec, drive
 from maximus.engines import Engine
 from maximus.workloads.tpcc import Tpcc
-from maximus.workloads.tpcc.emulator import TpccRunSettings
-from maximus.workloads.tpcc.random import NURandConstants
 
 PEER_BUILD_S = 231.0  # BenchBase on SQLite, 1 warehouse, this machine: quoted in our issue, not measured here
 PEER_NO_PER_MIN = 25_000.0  # BenchBase on SQLite, 1 terminal, peer settings: quoted in our issue
@@ -140,14 +138,14 @@ def reported(engine: Engine) -> dict[str, str]:
 def run_once(workdir: Path, config: str, knobs: Mapping[str, str], terminals: int, options: Options
              ) -> tuple[Measured, dict[str, str]]:
     """Restore the pristine build, drive ``terminals`` terminals, compute the figures."""
-    engine = api.make_engine("sqlite", workdir, api.Build.of("tpcc", {"warehouses": WAREHOUSES}), knobs)
+    build = api.Build.of("tpcc", {"warehouses": WAREHOUSES})
+    engine = api.make_engine("sqlite", workdir, build, knobs)
     engine.validate_run(terminals)
-    prepared = api.prepare_database(engine, WAREHOUSES, SEED)
+    prepared = api.prepare_database(engine, build, SEED)
     if prepared.loaded_now:
         raise RuntimeError(f"{config}: expected the shared pristine build, but the database was rebuilt")
     settings_back = reported(engine)
-    constants = NURandConstants.for_run(prepared.info.constants.c_last, SEED)
-    settings = TpccRunSettings(WAREHOUSES, SEED, constants)
+    settings = Tpcc().run_settings(build.settings, SEED, prepared.info, server_side=False)
     spec = DriveSpec(engine, Tpcc(), settings, terminals, options.warmup_s, options.duration_s,
                      deferred_workers=max(1, terminals // 10))
     result = drive(spec)
