@@ -186,9 +186,15 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
 
 
 def _scheduling(engine: Engine) -> dict[str, dict[str, str]]:
-    """How the client (this process, whose terminals inherit it) and the server's main process are scheduled."""
+    """How the client (this process, whose terminals inherit it) and the server's main process are scheduled; a
+    server gone meanwhile is the run's watch's to report, not this record's."""
+    scheduled = {"client": system.scheduling(os.getpid())}
     server = engine.server_pid()
-    return {"client": system.scheduling(os.getpid()), **({"server": system.scheduling(server)} if server else {})}
+    try:
+        scheduled |= {"server": system.scheduling(server)} if server else {}
+    except ProcessLookupError:
+        pass
+    return scheduled
 
 
 def isolation_text(engine: Engine, build: Build, run_settings: Any) -> str:
