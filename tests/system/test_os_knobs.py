@@ -192,3 +192,28 @@ def test_after_a_sigkill_the_next_command_puts_everything_back(journal: Path, wo
         assert system.current_values(workdir) == before and not journal.exists()
         put_back = f"put back block.scheduler={before['block.scheduler']}, which a Maximus that did not finish"
         assert put_back in after.stdout, after.stdout
+
+
+def test_huge_pages_reserved_by_a_step_serve_postgres_huge_pages_on(journal: Path, server_workdir: Path,
+                                                                     tmp_path: Path) -> None:
+    """huge_pages=on makes PostgreSQL refuse to start without huge pages: with none reserved the run fails in one
+    line; with vm.nr_hugepages reserved by the same run it completes, and the pages are given back after it."""
+    before = system.current_values(server_workdir)
+    if before["vm.nr_hugepages"] != "0":
+        pytest.skip("this machine keeps huge pages reserved: a server could start on them without the step")
+    results = tmp_path / "results.db"
+    common = ("run", "-e", "postgres", "-k", "huge_pages=on", "-k", "shared_buffers=128MB", "--warmup", "0.5",
+              "--duration", "1.5", "--workdir", str(server_workdir), "--results", str(results))
+    without = _maximus(*common)
+    assert without.returncode == 3, without.stderr
+    assert without.stderr.startswith("error: PostgreSQL would not start"), without.stderr
+    reserved = _maximus(*common, "-k", "vm.nr_hugepages=200", "--allow-system-changes")
+    assert reserved.returncode == 0, reserved.stderr
+    assert system.current_values(server_workdir) == before and not journal.exists()
+    store = api.open_results(results)
+    try:
+        run = store.runs()[-1]
+    finally:
+        store.close()
+    assert run.status is RunStatus.COMPLETE and run.environment["os_knobs"]["vm.nr_hugepages"] == "200"
+    assert run.engine_settings["huge_pages"] == "on"
