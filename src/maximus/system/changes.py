@@ -80,7 +80,7 @@ def applied(settings: Mapping[str, str], data_path: Path, allowed: bool) -> Iter
 def _change(knob: OsKnob, value: str, data_path: Path, changes: list[Change], journal: Path) -> str:
     """Journal, then write, then read back: a warning when the kernel reports another value."""
     target = knob.path(data_path)
-    before = knob.location.read(target)
+    before = knob.read(data_path)  # a knob this kernel does not offer is one line, not a traceback
     offered = knob.choices(data_path)
     if offered is not None and value not in offered:
         raise UserError(f"{knob.name}={value}: this kernel offers {', '.join(offered)}")
@@ -97,7 +97,7 @@ def _change(knob: OsKnob, value: str, data_path: Path, changes: list[Change], jo
         target.write_text(value)
     except OSError as error:
         raise UserError(f"the kernel refused {knob.name}={value} ({target}): {error.strerror}") from None
-    now = knob.location.read(target)
+    now = knob.read(data_path)
     return "" if now == value else f"{knob.name}={value} was asked, but the kernel reports {now}"
 
 

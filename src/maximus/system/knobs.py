@@ -157,11 +157,13 @@ OS_KNOBS: tuple[OsKnob, ...] = (
 OS = KnobCatalogue("operating-system", (*OS_KNOBS, *PROCESS_KNOBS))  # type: ignore[arg-type]
 
 
+_PREFIXES = tuple({knob.name.split(".", 1)[0] + "." for knob in OS})  # vm., block., server., ...
+
+
 def is_os_knob(name: str) -> bool:
     """An operating-system knob's name: one of the catalogue's, or a name under one of its prefixes (so that a
     mistyped ``vm.dirty_ration`` gets the OS catalogue's "did you mean", not an engine's)."""
-    prefixes = {knob.name.split(".", 1)[0] + "." for knob in OS}
-    return name in OS or name.lower().startswith(tuple(prefixes))
+    return name in OS or name.lower().startswith(_PREFIXES)
 
 
 def split(knobs: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
