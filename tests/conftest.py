@@ -12,20 +12,32 @@ import pytest
 from maximus import api, system
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
-_MACHINE_AT_START: dict[str, str] = {}
+_MACHINE_AT_START: dict[str, object] = {}
+
+
+def _machine() -> dict[str, object]:
+    """Every OS knob's value, and the mounts, loop devices, zram devices and blkio cgroups there are."""
+    mounts = [line.partition(" - ")[2].split()[:2] + line.split()[4:5]
+              for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    return {**system.current_values(Path(tempfile.gettempdir())),
+            "mounts": sorted(" ".join(mount) for mount in mounts  # of the kinds Maximus makes
+                             if mount[1].startswith(("/dev/loop", "/dev/zram", "maximus-"))),
+            "loop devices": sorted(p.parent.parent.name for p in Path("/sys/block").glob("loop*/loop/backing_file")),
+            "zram devices": sorted(p.name for p in Path("/sys/block").glob("zram*")),
+            "blkio cgroups": sorted(p.name for p in Path("/sys/fs/cgroup/blkio").glob("maximus-*"))}
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):  # the whole run's, not each parallel worker's
-        _MACHINE_AT_START.update(system.current_values(Path(tempfile.gettempdir())))
+        _MACHINE_AT_START.update(_machine())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """After the whole suite no operating-system knob differs from its start, and Maximus left nothing of its own
-    to put back (no journal of changes)."""
+    """After the whole suite no operating-system knob differs from its start, nothing is mounted or attached that
+    was not, and Maximus left nothing of its own to put back (no journal of changes)."""
     if hasattr(session.config, "workerinput") or not _MACHINE_AT_START:
         return
-    now = system.current_values(Path(tempfile.gettempdir()))
+    now = _machine()
     changed = {name: (value, now[name]) for name, value in _MACHINE_AT_START.items() if now[name] != value}
     left = system.journal_path().exists()
     if changed or left:

@@ -13,11 +13,13 @@ from maximus.database import (Build, LoadProgress, PreparedDatabase, check_datab
 from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failure_excess, record_failed_run,
                           run_benchmark, terminal_hosting)
 from maximus.store import ResultsStore, default_results_path
+from maximus.system import Layout
 from maximus.system import applied as system_applied
 from maximus.system import recover as recover_system
 
 __all__ = [
-    "BenchmarkOptions", "Build", "Comparison", "ExperimentReport", "LoadProgress", "PreparedDatabase", "ResultsStore",
+    "BenchmarkOptions", "Build", "Comparison", "ExperimentReport", "Layout", "LoadProgress", "PreparedDatabase",
+    "ResultsStore",
     "RunOutcome", "RunReport", "analyse_experiment", "analyse_run", "check_database", "compare_targets",
     "default_results_path", "default_workdir", "deferred_workers", "failure_excess", "load_database", "locked",
     "make_engine", "open_results", "prepare_database", "record_failed_run", "report_of_run", "run_benchmark",

@@ -52,6 +52,14 @@ def read_text(path: Path) -> str:
         return ""
 
 
+def boot_id() -> str | None:
+    """This boot of the machine: a process, mount or device of another boot is gone."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
 def read_key_values(path: Path, sep: str) -> dict[str, str]:
     """``key<sep>value`` lines (``/proc/cpuinfo``, ``/proc/meminfo``); the first occurrence wins."""
     pairs: dict[str, str] = {}

@@ -104,19 +104,27 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
                   progress: LoadProgress | None = None) -> RunOutcome:
     """Load if needed, restore the pristine data, drive the terminals, store everything, check consistency."""
     options.validate()
+    with system.placed(options.os_knobs, options.workdir) as place:  # a layout's load is timed on it
+        return _run_placed(options, place, observer, progress)
+
+
+def _run_placed(options: BenchmarkOptions, place: system.Placement, observer: Observer | None,
+                progress: LoadProgress | None) -> RunOutcome:
     build = options.build
-    engine = make_engine(options.engine, options.workdir, build, options.engine_knobs, options.database,
+    engine = make_engine(options.engine, place.workdir, build, options.engine_knobs, options.database,
                          options.connection)
     engine.validate_run(options.terminals)
     if options.transactions == "server" and not engine.capabilities.server_side_procedures:
         raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
     system.check_server(options.os_knobs, engine.capabilities.server_process and engine.manages_server, engine.name)
+    system.check_throttle(options.os_knobs, not engine.capabilities.server_process or engine.manages_server,
+                          engine.name)
     with locked(engine):
         store = ResultsStore(options.results)
         try:
             with system.applied(system.machine(options.os_knobs), engine.data_path(),
                                 options.system_changes) as taken_otherwise:
-                outcome = _run(store, engine, build, options, observer, progress, taken_otherwise)
+                outcome = _run(store, engine, build, options, observer, progress, place, taken_otherwise)
         except BaseException as error:
             store.close()
             quietly(engine.stop, f"stopping {engine.name}")  # the error on its way is the cause
@@ -131,13 +139,16 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
 
 
 def _run(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOptions, observer: Observer | None,
-         progress: LoadProgress | None, os_warnings: list[str]) -> RunOutcome:
+         progress: LoadProgress | None, place: system.Placement, os_warnings: list[str]) -> RunOutcome:
     store.check_writable()  # before a build that may take an hour
     engine.start()  # a fresh server for every run: restarted between runs, as the tuning articles rebooted
+    place.server_started(engine.server_pid())  # stopped before its layout is unmounted, even after a SIGKILL
     system.apply_to_server(options.os_knobs, engine.server_pid())  # its backends, forked later, inherit them
-    with system.client_applied(options.os_knobs):  # after the server started: it must not inherit the client's
+    # the processes that do the database's I/O: the server's, or (embedded) this one's and its terminals'
+    io_pid = engine.server_pid() if engine.capabilities.server_process else os.getpid()
+    with place.throttled(io_pid or os.getpid()), system.client_applied(options.os_knobs):
         prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore)
-        begun = _begin(store, engine, build, options, prepared, os_warnings)
+        begun = _begin(store, engine, build, options, prepared, place, os_warnings)
         watch = engine.watch()
         result = _drive_and_store(store, begun, engine, build, options, observer, watch)
         consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
@@ -155,7 +166,7 @@ def _stop_after(engine: Engine, run_id: int | None) -> None:
 
 
 def _begin(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOptions,
-           prepared: PreparedDatabase, os_warnings: list[str]) -> _Begun:
+           prepared: PreparedDatabase, place: system.Placement, os_warnings: list[str]) -> _Begun:
     """The run's row, stored as it starts."""
     server_side = options.transactions == "server" or (
         options.transactions == "auto" and engine.capabilities.server_side_procedures)
@@ -178,9 +189,11 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
         constants=dict(build.workload.recorded_inputs(prepared.info, run_settings)),
         environment=environment.fingerprint(engine.data_path(), engine.name, engine.version())
-        | {"os_knobs": system.current_values(engine.data_path()), "processes": _scheduling(engine)},
-        warnings=[*engine.durability_warnings(), *build.workload.warnings(build.settings, options.terminals),
-                  *engine.reported_otherwise(reported), *os_warnings],
+        | {"os_knobs": system.current_values(engine.data_path()), "processes": _scheduling(engine)}
+        | ({"layout": place.record} if place.record else {}),
+        warnings=[*engine.durability_warnings(), *system.OS.durability_warnings(options.os_knobs),
+                  *build.workload.warnings(build.settings, options.terminals),
+                  *engine.reported_otherwise(reported), *os_warnings, *place.warnings()],
         experiment_id=options.experiment_id, plan_key=options.plan_key)
     return _Begun(store.begin_run(**row), row, run_settings)
 

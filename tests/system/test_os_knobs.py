@@ -19,7 +19,7 @@ from maximus import api, system
 from maximus.cli.app import app
 from maximus.errors import UserError
 from maximus.records import RunStatus
-from maximus.system.changes import JOURNAL_VARIABLE
+from maximus.system.journal import JOURNAL_VARIABLE
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="operating-system knobs are changed as root (CI is root)")
 
@@ -190,7 +190,8 @@ def test_after_a_sigkill_the_next_command_puts_everything_back(journal: Path, wo
         after = _maximus(*putting_back)
         assert after.returncode == 0, after.stderr
         assert system.current_values(workdir) == before and not journal.exists()
-        put_back = f"put back block.scheduler={before['block.scheduler']}, which a Maximus that did not finish"
+        put_back = (f"put back what a Maximus that did not finish left: block.scheduler={before['block.scheduler']} "
+                    f"(was set to {asked['block.scheduler']})")
         assert put_back in after.stdout, after.stdout
 
 

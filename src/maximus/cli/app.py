@@ -20,7 +20,7 @@ from typer.exceptions import Abort, Exit, TyperException
 from maximus import api, limits
 from maximus.cli.connection import with_connection_options
 from maximus.engines import ENGINES
-from maximus.errors import ConsistencyError, EngineError, MaximusError, cause
+from maximus.errors import ConsistencyError, EngineError, MaximusError, UserError, cause
 from maximus.knobs.registry import parse_assignments
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
@@ -120,6 +120,9 @@ def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses =
     options = _options(engine, knob, _given(warehouses=warehouses), workdir, None, connection, seed=seed,
                        workload=workload, system_changes=allow_system_changes)
     build = options.build
+    if api.Layout.of(options.os_knobs):
+        raise UserError("storage.* knobs put a run's database on a file system made for it and removed after it: "
+                        "use `maximus run` (its load is timed on the layout) or an experiment")
     target = api.make_engine(options.engine, options.workdir, build, options.engine_knobs, None, options.connection)
     with api.system_applied(options.os_knobs, target.data_path(), options.system_changes), api.running(target):
         result = api.load_database(target, build, seed, LoadBars(out))

@@ -41,10 +41,12 @@ def show(workdir: Workdir = None) -> None:
 
 @system_app.command("restore")
 def restore() -> None:
-    """Put back the operating-system knobs a Maximus that did not finish left changed (as root)."""
+    """Put back what a Maximus that did not finish left changed (as root): OS knobs, and its storage layouts'
+    servers, mounts, devices and files."""
     if journal_path().exists() and os.geteuid() != 0:
         raise UserError("putting back the operating-system knobs needs root: run maximus system restore as root")
     changes = api.recover_system()
     if journal_path().exists():
-        raise UserError("the Maximus that changed the operating-system knobs still runs: it puts them back itself")
-    Console().print(f"Put back {len(changes)} operating-system knob(s)" if changes else "Nothing left to put back")
+        raise UserError("the Maximus that changed the machine still runs: it puts everything back itself")
+    Console().print(f"Put back {len(changes)} change(s) to the machine" if changes
+                    else "Nothing left to put back: the machine is as Maximus found it")

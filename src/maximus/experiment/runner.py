@@ -106,9 +106,11 @@ def execute(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], 
             observer: ExperimentObserver) -> None:
     done = _finished_keys(results, experiment_id)
     try:
-        for position, planned in enumerate(runs, start=1):
-            if planned.key not in done:
-                _execute_one(experiment_id, experiment, planned, (position, len(runs)), workdir, results, observer)
+        with system.kept():  # a step's storage layout, and its pristine copy on it, serve all its runs
+            for position, planned in enumerate(runs, start=1):
+                if planned.key not in done:
+                    _execute_one(experiment_id, experiment, planned, (position, len(runs)), workdir, results,
+                                 observer)
     except (KeyboardInterrupt, *NOT_THE_RUNS):
         observer.note(f"experiment {experiment_id} stopped: `maximus experiment resume {experiment_id}` runs what "
                       "is left")

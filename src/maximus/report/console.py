@@ -12,7 +12,7 @@ from rich.table import Table
 from maximus import environment
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring, WaitEvent
-from maximus.report.format import band_value_text, measured_text, transactions_text
+from maximus.report.format import band_value_text, layout_text, measured_text, transactions_text
 from maximus.records import CheckResult, RunRecord
 from maximus.workloads.base import BandResult, Headline, Presentation
 
@@ -36,6 +36,8 @@ def render_header(console: Console, record: RunRecord, shown: Presentation) -> N
     how = "built for this run" if record.loaded_in_run else "pristine copy restored; built earlier"
     if record.load_seconds is not None:
         console.print(f"Load time: [bold]{record.load_seconds:,.1f} s[/] for {shown.scale} ({how})")
+    if layout := layout_text(record):
+        console.print(f"Storage: {escape(layout)}")
 
 
 def _render_knobs(console: Console, record: RunRecord) -> None:

@@ -52,3 +52,20 @@ def band_value_text(band: BandResult) -> str:
     if band.value is None or (band.note and not band.value):
         return "-"
     return f"{band.value:.2f}"
+
+
+def layout_text(record: RunRecord) -> str:
+    """The storage layout the run's database was put on, and the time it took to make, apart from the load's;
+    '' for the work directory's own file system."""
+    layout = record.environment.get("layout")
+    if not layout:
+        return ""
+    throttle = ", ".join(f"{rule.removesuffix('_device')} {value}" for rule, value in layout["throttle"].items())
+    throttled = f"; throttled to {throttle} (cgroup v1 blkio)" if throttle else ""
+    if layout["filesystem"] == "workdir":
+        return f"the work directory's own file system, on {layout['block_device']}{throttled}"
+    on = {"loop": f"a loop device ({layout['block_device']}, direct I/O to a sparse file on the disk under test)",
+          "zram": f"a zram device in memory ({layout['block_device']})"}.get(layout["device"], "memory")
+    return (f"{layout['filesystem']} of {layout['size'] / 2**30:g} GiB on {on}, mounted "
+            f"{layout['mount_options'] or 'with defaults'}; made in {layout['created_s']:.2f} s, before the "
+            f"load{throttled}")

@@ -15,7 +15,7 @@ from maximus import environment
 from maximus.analysis.compare import Estimate, Ratio, Verdict
 from maximus.analysis.bundle import ExperimentData, RunData, representative
 from maximus.report.charts import clients_label
-from maximus.report.format import measured_text, transactions_text
+from maximus.report.format import layout_text, measured_text, transactions_text
 from maximus.records import CheckResult
 from maximus.workloads.base import BandResult, Presentation
 
@@ -56,7 +56,8 @@ def run_facts(run: RunData) -> list[tuple[str, str]]:
             ("Status", record.status.value), ("Started", _date(record.started_at)),
             ("Finished", _date(record.finished_at)),
             ("Load time", "-" if record.load_seconds is None else
-             f"{record.load_seconds:,.1f} s ({'built for this run' if record.loaded_in_run else 'built earlier'})")]
+             f"{record.load_seconds:,.1f} s ({'built for this run' if record.loaded_in_run else 'built earlier'})"),
+            *([("Storage", storage)] if (storage := layout_text(record)) else [])]
 
 
 def _date(stamp: str | None) -> str:

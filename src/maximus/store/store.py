@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from maximus import limits
 from maximus.errors import UserError
+from maximus.environment import boot_id
 from maximus.locks import unusable_directory
 from maximus.records import (CheckResult, DeferredResult, ExperimentRecord, Outcome, RunRecord, RunSpec, RunStatus,
                              TxnSample, Window)
@@ -49,16 +50,9 @@ def _process_start(pid: int) -> int | None:
         return None
 
 
-def _boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return None
-
-
 def _this_runner() -> str | None:
     """This process, as ``_runner_alive`` can tell it apart from a later one with the same pid."""
-    boot, start = _boot_id(), _process_start(os.getpid())
+    boot, start = boot_id(), _process_start(os.getpid())
     return json.dumps({"host": socket.gethostname(), "boot": boot, "pid": os.getpid(), "start": start}) \
         if boot and start else None
 
@@ -69,7 +63,7 @@ def _runner_alive(runner: str) -> bool | None:
         known = json.loads(runner)
     except ValueError:
         return None
-    boot = _boot_id()
+    boot = boot_id()
     if known.get("host") != socket.gethostname() or boot is None:
         return None
     return known.get("boot") == boot and _process_start(int(known["pid"])) == known.get("start")

@@ -18,6 +18,7 @@ from maximus.errors import EngineError, UserError
 from maximus.knobs import Choice, Integer, KnobCatalogue
 from maximus.knobs.registry import ValueType
 from maximus.system.processes import PROCESS_KNOBS
+from maximus.system.storage import STORAGE_KNOBS
 
 PROC_SYS = Path("/proc/sys")
 SYS_KERNEL_MM = Path("/sys/kernel/mm")
@@ -154,10 +155,10 @@ OS_KNOBS: tuple[OsKnob, ...] = (
 
 
 # looked up, resolved and suggested ("did you mean") as an engine's knobs are: they parse as an engine's do
-OS = KnobCatalogue("operating-system", (*OS_KNOBS, *PROCESS_KNOBS))  # type: ignore[arg-type]
+OS = KnobCatalogue("operating-system", (*OS_KNOBS, *PROCESS_KNOBS, *STORAGE_KNOBS))  # type: ignore[arg-type]
 
 
-_PREFIXES = tuple({knob.name.split(".", 1)[0] + "." for knob in OS})  # vm., block., server., ...
+_PREFIXES = tuple({knob.name.split(".", 1)[0] + "." for knob in OS})  # vm., block., server., storage., ...
 
 
 def is_os_knob(name: str) -> bool:

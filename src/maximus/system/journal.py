@@ -1,0 +1,385 @@
+"""The journal of what Maximus changed on the machine: an undo log, written to disk before each change is made.
+
+Every change is an entry that knows how to undo itself: a kernel setting written (its value before), a file or
+directory created, a loop or zram device attached, a file system mounted, a server started on it, a cgroup
+made. Entries are undone last first, so a mount goes before its device and the device before its backing file.
+
+One process at a time holds the journal, under its lock (``maximus.locks``), from its first change until it has
+undone its last; within that process nested users share it (an experiment keeps a layout mounted while each run
+changes sysctls). A journal whose lock nobody holds was left by a Maximus that did not finish (SIGKILL, a crash):
+the next ``maximus`` command undoes it before anything else, and ``maximus system restore`` does it by hand.
+After a restart of the machine only what survives one is undone (files and directories on disk): the kernel
+booted with its own settings, and no mount or device of the old boot is left.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Callable, ClassVar, Iterator
+
+from maximus import environment, locks
+from maximus.errors import EngineError
+from maximus.samplers.os_linux import parse_pid_stat
+
+_log = logging.getLogger(__name__)  # what the user should know was put back (the CLI prints it)
+JOURNAL_VARIABLE = "MAXIMUS_SYSTEM_JOURNAL"
+DEFAULT_JOURNAL = Path("/var/lib/maximus/system-journal.json")
+_BUSY_WAIT_S = 15.0  # a server's processes, asked to stop, let go of a mount within this
+
+
+def journal_path() -> Path:
+    return Path(os.environ.get(JOURNAL_VARIABLE) or DEFAULT_JOURNAL)
+
+
+class Entry:
+    """One change to the machine, undone by ``undo()`` (an ``OSError`` or ``EngineError`` when it cannot be)."""
+
+    kind: ClassVar[str]
+    survives_reboot: ClassVar[bool] = False
+
+    def undo(self) -> None:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Written(Entry):
+    """A kernel setting (sysctl or sysfs file) written: ``before`` is put back."""
+
+    knob: str
+    path: str
+    before: str
+    asked: str
+    kind: ClassVar[str] = "write"
+
+    def undo(self) -> None:
+        Path(self.path).write_text(self.before)
+
+    def describe(self) -> str:
+        return f"{self.knob}={self.before} (was set to {self.asked})"
+
+
+@dataclass(frozen=True)
+class Created(Entry):
+    """A file (a loop device's backing file) or a directory (a mount point) Maximus made: removed."""
+
+    path: str
+    directory: bool = False
+    kind: ClassVar[str] = "created"
+    survives_reboot: ClassVar[bool] = True
+
+    def undo(self) -> None:
+        try:
+            os.rmdir(self.path) if self.directory else os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            if error.errno != errno.ENOTEMPTY:  # a directory something else now uses too stays
+                raise
+
+    def describe(self) -> str:
+        return f"removed {self.path}"
+
+
+@dataclass(frozen=True)
+class Attached(Entry):
+    """A loop device attached to a backing file of Maximus's: detached, if it still is ours."""
+
+    device: str
+    backing: str
+    kind: ClassVar[str] = "loop"
+
+    def undo(self) -> None:
+        backing = Path("/sys/block") / Path(self.device).name / "loop/backing_file"
+        try:
+            if backing.read_text().strip() != self.backing:
+                return  # detached already, and reused by someone else since: not ours to detach
+        except FileNotFoundError:
+            return
+        run_tool(["losetup", "-d", self.device])
+
+    def describe(self) -> str:
+        return f"detached {self.device}"
+
+
+@dataclass(frozen=True)
+class Zram(Entry):
+    """A zram device Maximus added (``hot_add``): reset, then removed."""
+
+    index: int
+    kind: ClassVar[str] = "zram"
+
+    def undo(self) -> None:
+        device = Path(f"/sys/block/zram{self.index}")
+        if not device.exists():
+            return
+        (device / "reset").write_text("1")
+        Path("/sys/class/zram-control/hot_remove").write_text(str(self.index))
+
+    def describe(self) -> str:
+        return f"removed /dev/zram{self.index}"
+
+
+@dataclass(frozen=True)
+class Mounted(Entry):
+    """A file system Maximus mounted: unmounted, once the processes of a server it started there have let go."""
+
+    target: str
+    source: str
+    kind: ClassVar[str] = "mount"
+
+    def undo(self) -> None:
+        deadline = time.monotonic() + _BUSY_WAIT_S
+        while mounted_source(Path(self.target)) == self.source:
+            done = subprocess.run(["umount", self.target], capture_output=True, text=True)
+            if done.returncode == 0:
+                return
+            if time.monotonic() > deadline:  # detached now, gone with the last process that holds a file in it
+                run_tool(["umount", "--lazy", self.target])
+                _log.warning("%s was still in use (%s): detached; its device is freed when those processes end",
+                             self.target, one_line(done.stderr))
+                return
+            time.sleep(0.2)
+
+    def describe(self) -> str:
+        return f"unmounted {self.target}"
+
+
+@dataclass(frozen=True)
+class Started(Entry):
+    """A server Maximus started on a file system it mounted: stopped (TERM, then KILL), if that pid is still it."""
+
+    pid: int
+    start_time: int  # the kernel's start time of the process, so that a reused pid is never signalled
+    kind: ClassVar[str] = "process"
+
+    def undo(self) -> None:
+        if process_start_time(self.pid) != self.start_time:
+            return
+        os.kill(self.pid, signal.SIGTERM)
+        deadline = time.monotonic() + _BUSY_WAIT_S
+        while process_start_time(self.pid) == self.start_time:
+            if time.monotonic() > deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                deadline = time.monotonic() + _BUSY_WAIT_S
+            time.sleep(0.1)
+
+    def describe(self) -> str:
+        return f"stopped the server process {self.pid}"
+
+
+@dataclass(frozen=True)
+class Cgroup(Entry):
+    """A cgroup Maximus made: its processes moved back to its parent, then removed."""
+
+    path: str
+    kind: ClassVar[str] = "cgroup"
+
+    def undo(self) -> None:
+        group = Path(self.path)
+        if not group.exists():
+            return
+        for pid in (group / "cgroup.procs").read_text().split():
+            try:
+                (group.parent / "cgroup.procs").write_text(pid)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + _BUSY_WAIT_S
+        while True:
+            try:
+                group.rmdir()
+                return
+            except OSError:  # a process still leaving it
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def describe(self) -> str:
+        return f"removed the cgroup {self.path}"
+
+
+_KINDS: dict[str, type[Entry]] = {kind.kind: kind for kind in (Written, Created, Attached, Zram, Mounted, Started,
+                                                                 Cgroup)}
+
+
+def _decode(data: dict) -> Entry:
+    kind = _KINDS[data.pop("kind", Written.kind)]  # the first journals listed written settings only
+    return kind(**{field.name: data[field.name] for field in fields(kind) if field.name in data})  # type: ignore
+
+
+def _encode(entry: Entry) -> dict:
+    return {"kind": entry.kind, **asdict(entry)}  # type: ignore[call-overload]
+
+
+class Journal:
+    """The entries of this process's changes not yet undone, kept on disk as they are."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: list[Entry] = []
+
+    def record(self, entry: Entry) -> None:
+        """On disk before the caller makes the change."""
+        self.entries.append(entry)
+        self._write()
+
+    @contextmanager
+    def scope(self) -> Iterator[Journal]:
+        """The changes recorded in the block, undone after it however it ends; an undo that fails while another
+        error is on its way is noted, not put in its place."""
+        mark = len(self.entries)
+        try:
+            yield self
+        except BaseException:
+            try:
+                self.undo_since(mark)
+            except EngineError as error:
+                _log.warning("%s", error)
+            raise
+        self.undo_since(mark)
+
+    def undo_since(self, mark: int) -> list[Entry]:
+        """Undo the entries from ``mark`` on, the last first; one that fails stays journaled (``maximus system
+        restore`` tries again) and the rest go on, except those it recorded before (a mount still busy keeps its
+        device and backing file)."""
+        undone, failed = [], []
+        for entry in reversed(self.entries[mark:]):
+            if failed and not isinstance(entry, Written):
+                failed.append((entry, "left for the one before it"))
+                continue
+            try:
+                entry.undo()
+                undone.append(entry)
+            except (OSError, EngineError) as error:
+                failed.append((entry, str(error) if isinstance(error, EngineError) else one_line(str(error))))
+        self.entries[mark:] = [entry for entry, _ in reversed(failed)]
+        self._write()
+        if failed:
+            first, reason = failed[0]
+            raise EngineError(f"could not undo {len(failed)} change(s) to the machine, first {first.describe()}: "
+                              f"{reason}; `maximus system restore` tries again")
+        return undone
+
+    def _write(self) -> None:
+        """Atomically and durably; no journal at all once nothing is left to undo."""
+        if not self.entries:
+            self.path.unlink(missing_ok=True)
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(self.path.name + ".partial")
+        with open(partial, "w") as file:
+            json.dump({"boot_id": environment.boot_id(), "changes": [_encode(entry) for entry in self.entries]}, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(partial, self.path)
+
+
+_held: Journal | None = None  # this process's, while it holds the lock
+
+
+@contextmanager
+def held() -> Iterator[Journal]:
+    """This process's journal, under its lock: taken (and a killed Maximus's leftovers undone first) by the
+    outermost user, shared by nested ones."""
+    global _held
+    if _held is not None:
+        yield _held
+        return
+    path = journal_path()
+    with locks.held(_lock_path(path), "the operating system's knobs and storage",
+                    "wait for it to finish; its changes are put back when it ends"):
+        undo_leftovers(path)
+        _held = Journal(path)
+        try:
+            yield _held
+        finally:
+            _held = None
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def undo_leftovers(path: Path) -> list[Entry]:
+    """What a Maximus that did not finish left changed, undone (the caller holds the lock)."""
+    try:
+        recorded = json.loads(path.read_text())
+        entries = [_decode(dict(data)) for data in recorded.get("changes", [])]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise EngineError(f"the journal of changes to the machine {path} cannot be read ({error}): check what it "
+                          "lists (`maximus system show`), then remove it") from None
+    if recorded.get("boot_id") != environment.boot_id():
+        gone = [entry for entry in entries if not entry.survives_reboot]
+        if gone:
+            _log.info("the machine restarted since a Maximus made %d change(s): the kernel booted with its own "
+                      "settings, and no mount or device of then is left", len(gone))
+        entries = [entry for entry in entries if entry.survives_reboot]
+    journal = Journal(path)
+    journal.entries = entries
+    undone = journal.undo_since(0)
+    for entry in undone:
+        _log.info("put back what a Maximus that did not finish left: %s", entry.describe())
+    return undone
+
+
+def recover() -> list[Entry]:
+    """Before a command does anything else: undo what a Maximus that did not finish left changed. Nothing while
+    the Maximus that made the changes still runs, or when there is nothing to undo; a user who is not root is
+    told to run ``maximus system restore`` as root."""
+    path = journal_path()
+    if not path.exists():
+        return []
+    if os.geteuid() != 0:
+        _log.info("a Maximus that did not finish left the machine changed (%s): run `maximus system restore` as "
+                  "root", path)
+        return []
+    try:
+        with locks.held(_lock_path(path), "the operating system's knobs and storage", ""):
+            return undo_leftovers(path)
+    except locks.Busy:
+        return []  # its owner still runs, and undoes them itself
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), or None when no such process runs."""
+    try:
+        stat = parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None if stat.state == "Z" else stat.started
+
+
+def mounted_source(target: Path) -> str | None:
+    """The source (device) mounted at ``target`` now (the topmost, where several are), or None."""
+    mounts = environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text())
+    sources = [mount.source for mount in mounts if mount.mount_point == str(target)]
+    return sources[-1] if sources else None
+
+
+def run_tool(command: list[str], failure: Callable[[str], str] | None = None, cwd: str | None = None) -> str:
+    """A system tool's standard output; its failure as one line (EngineError)."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd)
+    except FileNotFoundError:
+        raise EngineError(f"{command[0]} is not installed") from None
+    if done.returncode != 0:
+        message = one_line(done.stderr or done.stdout) or f"exit status {done.returncode}"
+        raise EngineError(failure(message) if failure else f"{' '.join(command)} failed: {message}")
+    return done.stdout
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,419 @@
+"""Storage layouts: the database on a file system Maximus makes for it, a variable like any knob.
+
+A layout is named by the ``storage.*`` knobs: a file system (ext4, xfs, btrfs, or tmpfs as the no-I/O reference)
+made with its mkfs options on a device of Maximus's own (a loop device backed by a file on the disk under test,
+or a zram device: a disk at memory speed), mounted with its mount options under the work directory. The run's
+database, its pristine copy and a managed server's files all live there, so its load is the layout's load time.
+Everything is journaled before it is made (``maximus.system.journal``) and removed after the run, or, in an
+experiment, after the last run (its steps share a layout they name alike). Maximus formats and mounts only what it
+made: the device is one it attached to a file it created, and mkfs runs where no other path is at hand.
+
+The layout's device can be throttled (cgroup v1 ``blkio``) to given IOPS and bytes per second, to reproduce a
+slower disk on a fast one; see ``docs/os.md`` for what the kernel does and does not throttle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import tempfile
+import time
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from maximus import environment
+from maximus.errors import EngineError, UserError
+from maximus.knobs import Choice, Integer, Size
+from maximus.knobs.registry import ValueType
+from maximus.system import processes
+from maximus.system.journal import (Attached, Cgroup, Created, Journal, Mounted, Started, Zram, held,
+                                    process_start_time, run_tool)
+
+BLKIO = Path("/sys/fs/cgroup/blkio")
+WORKDIR = "workdir"  # no layout: the work directory's own file system, as it is
+LONG_COMMIT_S = 5  # ext4's default: a larger commit= leaves more of the last seconds' metadata to a crash
+
+
+@dataclass(frozen=True)
+class MountOptions:
+    """A comma-separated list of mount options (``noatime,data=writeback``)."""
+
+    def parse(self, raw: str) -> str:
+        options = [option.strip() for option in raw.split(",") if option.strip()]
+        for option in options:
+            if not re.fullmatch(r"[A-Za-z0-9_.:+-]+(=[A-Za-z0-9_.:+-]+)?", option):
+                raise ValueError(f"{option!r} is not a mount option")
+        return ",".join(options)
+
+    def describe(self) -> str:
+        return "mount options such as noatime,data=writeback,commit=30"
+
+
+@dataclass(frozen=True)
+class MkfsOptions:
+    """Options for mkfs, as a shell would split them; never a path, so no other device can be named."""
+
+    def parse(self, raw: str) -> str:
+        try:
+            words = shlex.split(raw)
+        except ValueError as error:
+            raise ValueError(f"cannot split {raw!r}: {error}") from None
+        for word in words:
+            if "/" in word or not re.fullmatch(r"[A-Za-z0-9_.,:=+-]+", word):
+                raise ValueError(f"{word!r} is not an mkfs option or value (paths and devices are Maximus's own)")
+        return " ".join(words)
+
+    def describe(self) -> str:
+        return "mkfs options such as -I 256 (ext4) or -m crc=0 (xfs)"
+
+
+@dataclass(frozen=True)
+class StorageKnob:
+    """One property of a layout, with its advice and what it risks."""
+
+    name: str
+    type: ValueType
+    default: str
+    description: str
+    advice: str
+    unit: str = ""
+    risk: str = ""
+
+    def parse(self, raw: object) -> str:
+        try:
+            return self.type.parse(str(raw))
+        except ValueError as error:
+            raise UserError(f"bad value {raw!r} for knob {self.name}: {error}") from None
+
+    def weakens_durability(self, value: str) -> bool:
+        return bool(_weakening(self.name, value))
+
+
+_THROTTLE = ("Reproduces a slower disk on a fast one (the classic articles ran on 7200 RPM disks); buffered writes "
+             "the kernel's flusher threads write back are not throttled by cgroup v1.")
+
+STORAGE_KNOBS: tuple[StorageKnob, ...] = (
+    StorageKnob("storage.filesystem", Choice((WORKDIR, "ext4", "xfs", "btrfs", "tmpfs")), WORKDIR,
+                "The file system the database is put on, made for the run; workdir keeps the work directory's own.",
+                "Compare file systems with a client sweep each, as the HP study compared I/O subsystems; tmpfs is "
+                "the no-I/O reference that bounds what any disk tuning can give.",
+                risk="tmpfs loses everything at a restart of the machine"),
+    StorageKnob("storage.device", Choice(("loop", "zram")), "loop", "The device the file system is made on: a loop "
+                "device backed by a file on the disk under test (the work directory's), or a zram device in memory.",
+                "A loop device (direct I/O to its backing file) measures the disk; zram is a disk at memory speed.",
+                risk="zram loses everything at a restart of the machine"),
+    StorageKnob("storage.size", Size(), str(4 << 30), "The size of the file system (the loop device's backing "
+                "file is sparse: it takes only what is written).", "Room for the database and its pristine copy.",
+                unit="bytes"),
+    StorageKnob("storage.block_size", Choice(("1024", "2048", "4096", "8192", "16384", "32768", "65536")), "",
+                "The file system's block size (mkfs -b; btrfs: its sector size); mkfs's default unless set.",
+                "Match the database's page size, or measure the step: the classic articles found block size the "
+                "largest single gain.", unit="bytes"),
+    StorageKnob("storage.mkfs_options", MkfsOptions(), "", "Further options for mkfs.", "ext4 is made with its "
+                "inode tables and journal initialised at once (lazy_itable_init=0), so no background thread writes "
+                "during the run; say -E to choose otherwise."),
+    StorageKnob("storage.mount_options", MountOptions(), "", "Mount options: noatime, relatime, strictatime, "
+                "lazytime; ext4's data=ordered|writeback|journal, commit=, barrier=.", "noatime spares a write for "
+                "every file read (the classic articles: the load nearly halved, 8 % more throughput).",
+                risk="data=writeback, barrier=0/nobarrier and a commit= above 5 s can lose or garble recent data in "
+                     "a crash of the machine"),
+    StorageKnob("storage.read_iops", Integer(1, 2**31 - 1), "", "Reads per second the database's processes may "
+                "issue to the layout's device (cgroup v1 blkio).", _THROTTLE, unit="IOPS"),
+    StorageKnob("storage.write_iops", Integer(1, 2**31 - 1), "", "Writes per second the database's processes may "
+                "issue to the layout's device.", _THROTTLE, unit="IOPS"),
+    StorageKnob("storage.read_bps", Size(), "", "Bytes per second the database's processes may read from the "
+                "layout's device.", _THROTTLE, unit="bytes/s"),
+    StorageKnob("storage.write_bps", Size(), "", "Bytes per second the database's processes may write to the "
+                "layout's device.", _THROTTLE, unit="bytes/s"),
+)
+STORAGE = {knob.name: knob for knob in STORAGE_KNOBS}
+_THROTTLES = {"storage.read_iops": "read_iops_device", "storage.write_iops": "write_iops_device",
+              "storage.read_bps": "read_bps_device", "storage.write_bps": "write_bps_device"}
+
+
+def _weakening(name: str, value: str) -> list[str]:
+    """What in a storage knob's value weakens durability."""
+    if name in ("storage.filesystem", "storage.device"):
+        return [value] if value in ("tmpfs", "zram") else []
+    if name != "storage.mount_options":
+        return []
+    found = []
+    for option in value.split(","):
+        key, _, setting = option.partition("=")
+        if option in ("data=writeback", "nobarrier", "barrier=0") or (key == "commit" and setting.isdigit()
+                                                                       and int(setting) > LONG_COMMIT_S):
+            found.append(option)
+    return found
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The file system a run's database is put on."""
+
+    filesystem: str
+    device: str  # loop or zram; "" for tmpfs
+    size: int
+    block_size: str = ""
+    mkfs_options: str = ""
+    mount_options: str = ""
+    throttle: tuple[tuple[str, str], ...] = ()  # (blkio file, value) pairs
+
+    @classmethod
+    def of(cls, settings: Mapping[str, str]) -> Layout | None:
+        """The layout the ``storage.*`` knobs among ``settings`` (canonical) name; None for the work directory."""
+        chosen = {name: value for name, value in settings.items() if name in STORAGE}
+        filesystem = chosen.get("storage.filesystem", WORKDIR)
+        throttle = tuple((_THROTTLES[name], chosen[name]) for name in _THROTTLES if name in chosen)
+        if filesystem == WORKDIR:
+            placed = sorted(set(chosen) - set(_THROTTLES) - {"storage.filesystem"})
+            if placed:
+                raise UserError(f"{', '.join(placed)}: set storage.filesystem too (ext4, xfs, btrfs or tmpfs): "
+                                "Maximus changes no file system it did not make")
+            return None if not throttle else cls(WORKDIR, "", 0, throttle=throttle)
+        if filesystem == "tmpfs" and ({"storage.block_size", "storage.mkfs_options"} & set(chosen)
+                                      or chosen.get("storage.device", "loop") != "loop"):
+            raise UserError("storage.filesystem=tmpfs is made by no mkfs on no device: drop storage.device, "
+                            "storage.block_size and storage.mkfs_options")
+        return cls(filesystem, "" if filesystem == "tmpfs" else chosen.get("storage.device", "loop"),
+                   int(chosen.get("storage.size", STORAGE["storage.size"].default)),
+                   chosen.get("storage.block_size", ""), chosen.get("storage.mkfs_options", ""),
+                   chosen.get("storage.mount_options", ""), throttle)
+
+    @property
+    def made(self) -> bool:
+        """A file system of Maximus's (not only a throttle on the work directory's disk)."""
+        return self.filesystem != WORKDIR
+
+    @property
+    def name(self) -> str:
+        """Short and unique among an experiment's layouts: the mount point's and the backing file's name."""
+        digest = hashlib.sha1(repr(self).encode()).hexdigest()[:8]
+        return f"{self.filesystem}{'-' + self.device if self.device else ''}-{digest}"
+
+    def mkfs_command(self, device: str) -> list[str]:
+        own = shlex.split(self.mkfs_options)
+        block = {"ext4": ["-b", self.block_size], "xfs": ["-b", f"size={self.block_size}"],
+                 "btrfs": ["--sectorsize", self.block_size]}[self.filesystem] if self.block_size else []
+        settled = {"ext4": ["-q", "-F"] + ([] if "-E" in own else ["-E", "lazy_itable_init=0,lazy_journal_init=0"]),
+                   "xfs": ["-q", "-f"], "btrfs": ["-q", "-f"]}[self.filesystem]
+        return [f"mkfs.{self.filesystem}", *settled, *block, *own, device]
+
+
+@dataclass
+class Placement:
+    """Where a run's database goes: the work directory, or a layout's mount point, with what was made."""
+
+    workdir: Path
+    layout: Layout | None = None
+    record: dict = field(default_factory=dict)  # the layout as made, kept with the run (``environment.storage``)
+    journal: Journal | None = None
+    device_number: str = ""  # major:minor of the layout's device (a throttle's rules name it)
+
+    def warnings(self) -> list[str]:
+        """The asked mount options the kernel did not put in force."""
+        return [f"storage.mount_options: {option} was asked, but the kernel does not list it in force"
+                for option in self.record.get("not_taken", [])]
+
+    def server_started(self, pid: int | None) -> None:
+        """A server now running on the layout: stopped before the layout is unmounted, even after a SIGKILL."""
+        start = process_start_time(pid) if pid else None
+        if self.journal is not None and self.layout is not None and self.layout.made and start is not None:
+            self.journal.record(Started(pid, start))  # type: ignore[arg-type]
+
+    @contextmanager
+    def throttled(self, main_pid: int) -> Iterator[None]:
+        """The layout's throttle for the block on ``main_pid``, its children, and the processes they start."""
+        if self.layout is None or not self.layout.throttle or self.journal is None:
+            yield
+            return
+        pids = processes.tree(main_pid)
+        with self.journal.scope():
+            group = BLKIO / f"maximus-{os.getpid()}-{time.monotonic_ns()}"
+            self.journal.record(Cgroup(str(group)))
+            group.mkdir()
+            for rule, value in self.layout.throttle:
+                _write_rule(group / f"blkio.throttle.{rule}", f"{self.device_number} {value}", rule, value)
+            for pid in pids:
+                try:
+                    (group / "cgroup.procs").write_text(str(pid))
+                except ProcessLookupError:
+                    pass
+            yield
+
+
+def _write_rule(path: Path, rule: str, name: str, value: str) -> None:
+    try:
+        path.write_text(rule)
+    except OSError as error:
+        raise EngineError(f"the kernel refused the throttle {name}={value} ({path}): {error.strerror}") from None
+
+
+def check_throttle(settings: Mapping[str, str], sees_server: bool, engine: str) -> None:
+    """Before anything runs: a server's throttle needs a server whose processes Maximus starts, and cgroup v1's
+    blkio controller."""
+    names = sorted(name for name in settings if name in _THROTTLES)
+    if not names:
+        return
+    if not sees_server:
+        raise UserError(f"{', '.join(names)}: {engine} runs no server process of Maximus's here (a server of "
+                        "yours): throttle it yourself, or let Maximus manage one")
+    if not (BLKIO / "cgroup.procs").exists():
+        raise UserError(f"{', '.join(names)}: this kernel has no cgroup v1 blkio controller at {BLKIO}")
+
+
+_pool: ContextVar[tuple[ExitStack, dict[Layout, Placement]] | None] = ContextVar("layouts", default=None)
+
+
+@contextmanager
+def kept() -> Iterator[None]:
+    """Layouts made in the block are kept until it ends: an experiment's runs share the layout their steps name,
+    and each step's pristine copy stays on it between runs."""
+    with ExitStack() as stack:
+        token = _pool.set((stack, {}))
+        try:
+            yield
+        finally:
+            _pool.reset(token)
+
+
+@contextmanager
+def placed(settings: Mapping[str, str], workdir: Path) -> Iterator[Placement]:
+    """Where a run's database goes for the block: the layout the ``storage.*`` knobs among ``settings`` name,
+    made (or the one kept from an earlier run) and removed after it; else ``workdir`` itself."""
+    layout = Layout.of(settings)
+    if layout is None:
+        yield Placement(Path(workdir))
+        return
+    pool = _pool.get()
+    if pool is None:
+        with held() as journal, journal.scope():
+            yield _make(layout, Path(workdir), journal)
+        return
+    stack, made = pool
+    if layout not in made:
+        journal = stack.enter_context(held())
+        stack.enter_context(journal.scope())
+        made[layout] = _make(layout, Path(workdir), journal)
+    yield made[layout]
+
+
+def _make(layout: Layout, workdir: Path, journal: Journal) -> Placement:
+    """The layout made and mounted (the caller's journal scope removes it), timed."""
+    began = time.perf_counter()
+    if not layout.made:
+        return _unmade(layout, workdir, journal)
+    home = workdir.absolute() / "storage"
+    _directory(home, journal)
+    if layout.filesystem == "tmpfs":
+        source, backing = f"maximus-{layout.name}", ""
+        options = ",".join(filter(None, [f"size={layout.size}", layout.mount_options]))
+    else:
+        source, backing = _device(layout, home, journal)
+        _mkfs(layout, source)
+        options = layout.mount_options
+    target = home / layout.name
+    _directory(target, journal)
+    journal.record(Mounted(str(target), source))
+    run_tool(["mount", "-t", layout.filesystem, *(["-o", options] if options else []), source, str(target)],
+             lambda message: f"cannot mount {layout.filesystem} with {options or 'no options'}: {message}")
+    mount = environment.find_mount(target, environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text()))
+    mounted = f"{mount.options},{mount.super_options}" if mount else ""
+    record = {"filesystem": layout.filesystem, "device": layout.device, "block_device": source if backing else "",
+              "backing_file": backing, "size": layout.size, "block_size": layout.block_size,
+              "mkfs": " ".join(layout.mkfs_command(source)) if backing else "", "mount_options": layout.mount_options,
+              "mounted_with": mounted, "not_taken": _not_taken(layout.mount_options, mounted),
+              "mount_point": str(target), "created_s": round(time.perf_counter() - began, 3),
+              "throttle": dict(layout.throttle)}
+    return Placement(target, layout, record, journal, mount.major_minor if mount and backing else "")
+
+
+_LISTED = ("noatime", "relatime", "lazytime", "nodiratime", "sync", "dirsync", "nobarrier", "data=writeback",
+           "data=journal")  # what mountinfo lists when it is in force (a default, such as data=ordered, it does not)
+
+
+def _not_taken(asked: str, mounted: str) -> list[str]:
+    """The asked mount options the kernel does not list as in force (read back from mountinfo)."""
+    listed = set(mounted.split(","))
+    missing = []
+    for option in filter(None, asked.split(",")):
+        if option == "strictatime":
+            taken = not {"noatime", "relatime"} & listed
+        elif option == "barrier=0":
+            taken = bool({"nobarrier", "barrier=0"} & listed)
+        elif option in _LISTED or (option.startswith("commit=") and option != f"commit={LONG_COMMIT_S}"):
+            taken = option in listed
+        else:
+            taken = True  # an option mountinfo does not list: the kernel took it, since it mounted
+        missing += [] if taken else [option]
+    return missing
+
+
+def _unmade(layout: Layout, workdir: Path, journal: Journal) -> Placement:
+    """A throttle on the work directory's own disk, nothing made."""
+    mount = environment.find_mount(environment.nearest_existing(workdir),
+                                   environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text()))
+    disk = environment.block_device_dir(mount.major_minor) if mount else None
+    if disk is None:
+        raise UserError(f"storage throttles: {workdir} is on no disk of its own to throttle (tmpfs, overlay, ...)")
+    record = {"filesystem": WORKDIR, "block_device": disk.name, "throttle": dict(layout.throttle)}
+    return Placement(Path(workdir), layout, record, journal, (disk / "dev").read_text().strip())
+
+
+def _directory(path: Path, journal: Journal) -> None:
+    """``path`` and the parents it lacks, each journaled: removed after, if empty (a work directory made for the
+    layout goes with it; one the run filled stays)."""
+    for directory in reversed([path, *path.parents]):
+        if not directory.exists():
+            journal.record(Created(str(directory), directory=True))
+            directory.mkdir()
+
+
+def _device(layout: Layout, home: Path, journal: Journal) -> tuple[str, str]:
+    """A device of Maximus's own for the layout: the device's path, and its loop device's backing file."""
+    if layout.device == "zram":
+        return _zram(layout, journal), ""
+    backing = home / f"{layout.name}.img"
+    free = os.statvfs(home)
+    if free.f_bavail * free.f_frsize < layout.size:
+        raise UserError(f"storage.size={layout.size} does not fit on the disk under test ({home}: "
+                        f"{free.f_bavail * free.f_frsize >> 20} MiB free)")
+    journal.record(Created(str(backing)))
+    with open(backing, "x") as file:
+        file.truncate(layout.size)  # sparse: only what the file system writes takes room
+    for _ in range(5):  # another process may take the free device between the question and the attachment
+        device = run_tool(["losetup", "--find"]).strip()
+        journal.record(Attached(device, str(backing)))
+        try:
+            run_tool(["losetup", "--direct-io=on", device, str(backing)])
+            return device, str(backing)
+        except EngineError as error:
+            last = error
+    raise EngineError(f"no loop device could be attached to {backing}: {last}")
+
+
+def _zram(layout: Layout, journal: Journal) -> str:
+    control = Path("/sys/class/zram-control/hot_add")
+    if not control.exists():
+        raise UserError("storage.device=zram: this kernel has no zram module loaded (modprobe zram)")
+    index = int(control.read_text())  # reading it adds the device
+    journal.record(Zram(index))
+    Path(f"/sys/block/zram{index}/disksize").write_text(str(layout.size))
+    return f"/dev/zram{index}"
+
+
+def _mkfs(layout: Layout, device: str) -> None:
+    """mkfs on Maximus's own device, from an empty directory so that no word of the options names another file."""
+    with tempfile.TemporaryDirectory() as nowhere:
+        run_tool(layout.mkfs_command(device), lambda message: f"mkfs.{layout.filesystem} refused the layout: "
+                 f"{message}", cwd=nowhere)
+
+
+def durability_warnings(settings: Mapping[str, str]) -> list[str]:
+    """``name=value weakens durability`` for each storage knob whose value does."""
+    return [f"{name}={value} weakens durability" for name, value in settings.items()
+            if name in STORAGE and _weakening(name, value)]

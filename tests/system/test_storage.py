@@ -1,0 +1,218 @@
+"""Storage layouts, as root on this machine: each file system made on a device of Maximus's own, read back while it
+is in force and removed after; runs and experiments that put SQLite and PostgreSQL on them; throttled devices; a
+Maximus killed with a layout mounted and a server on it, after which the next command removes everything. The suite
+itself checks at its end that nothing is left mounted or attached (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from maximus import api, system
+from maximus.errors import EngineError, UserError
+from maximus.records import RunStatus
+from maximus.system.journal import JOURNAL_VARIABLE, mounted_source
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="layouts are made as root (CI is root)")
+
+
+@pytest.fixture
+def journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A journal of the test's own, so that no other test's command undoes what this one made."""
+    path = tmp_path / "system-journal.json"
+    monkeypatch.setenv(JOURNAL_VARIABLE, str(path))
+    return path
+
+
+def _attached() -> set[str]:
+    return {p.parent.parent.name for p in Path("/sys/block").glob("loop*/loop/backing_file")}
+
+
+def _ours_left(workdir: Path) -> list[str]:
+    """What of a layout is still there: mounts under the work directory, its loop devices, its files."""
+    mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(workdir) in line]
+    backed = [p.read_text().strip() for p in Path("/sys/block").glob("loop*/loop/backing_file")]
+    return mounts + [b for b in backed if b.startswith(str(workdir))] + [str(p) for p in workdir.glob("storage*")]
+
+
+def _maximus(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "maximus", *args], capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.parametrize("knobs, fstype, options, block", [
+    ({"storage.filesystem": "ext4", "storage.block_size": "1024", "storage.mount_options": "noatime,data=writeback"},
+     "ext4", {"noatime"}, 1024),
+    ({"storage.filesystem": "xfs", "storage.mount_options": "lazytime"}, "xfs", {"lazytime"}, 4096),
+    ({"storage.filesystem": "btrfs", "storage.mkfs_options": "--nodesize 8192", "storage.size": "256MB"}, "btrfs",
+     {"relatime"}, 4096),
+    ({"storage.filesystem": "tmpfs", "storage.size": "64MB", "storage.mount_options": "strictatime"}, "tmpfs",
+     set(), 4096),
+    ({"storage.filesystem": "ext4", "storage.device": "zram", "storage.size": "128MB"}, "ext4", set(), 4096),
+])
+def test_each_layout_is_made_as_asked_and_removed_after(journal: Path, tmp_path: Path, knobs: dict, fstype: str,
+                                                        options: set, block: int) -> None:
+    settings = system.OS.resolve(knobs)
+    zram_before = set(os.listdir("/sys/block"))
+    with system.placed(settings, tmp_path / "work") as place:
+        mount = next(line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                     if line.split()[4] == str(place.workdir))
+        assert mount[mount.index("-") + 1] == fstype
+        assert options <= set(mount[5].split(",")) | set(mount[-1].split(","))  # per mount, or the super block's
+        assert place.warnings() == []  # each read back as in force
+        assert os.statvfs(place.workdir).f_bsize == block
+        assert json.loads(journal.read_text())["changes"]  # journaled before it was made
+        assert place.record["filesystem"] == fstype and place.record["created_s"] >= 0
+        (place.workdir / "data").write_bytes(b"x" * 4096)
+    assert not _ours_left(tmp_path / "work") and not (tmp_path / "work").exists()
+    assert set(os.listdir("/sys/block")) == zram_before and not journal.exists()
+
+
+def test_a_bad_layout_is_one_line_and_leaves_nothing(journal: Path, tmp_path: Path) -> None:
+    resolve = system.OS.resolve
+    for knobs, message in [
+        ({"storage.mount_options": "noatime"}, "storage.mount_options: set storage.filesystem too"),
+        ({"storage.filesystem": "tmpfs", "storage.block_size": "1024"}, "storage.filesystem=tmpfs is made by no mkfs"),
+    ]:
+        with pytest.raises(UserError, match=message), system.placed(resolve(knobs), tmp_path / "work"):
+            pass
+    with pytest.raises(UserError, match="is not an mkfs option or value"):
+        resolve({"storage.mkfs_options": "-L x /dev/vda"})
+    with pytest.raises(UserError, match="is not a mount option"):
+        resolve({"storage.mount_options": "noatime;rm"})
+    with pytest.raises(EngineError, match=r"^cannot mount ext4 with data=nonsense: .*"):
+        with system.placed(resolve({"storage.filesystem": "ext4", "storage.mount_options": "data=nonsense"}),
+                           tmp_path / "work"):
+            pass
+    with pytest.raises(EngineError, match=r"^mkfs.ext4 refused the layout: .*"):
+        with system.placed(resolve({"storage.filesystem": "ext4", "storage.mkfs_options": "-I 7"}), tmp_path / "work"):
+            pass
+    assert not _ours_left(tmp_path / "work") and not journal.exists()
+
+
+def test_a_sqlite_run_on_a_throttled_layout_is_slowed_marked_and_leaves_nothing(journal: Path,
+                                                                               tmp_path: Path) -> None:
+    """Embedded: Maximus's own processes are throttled; synchronous=full syncs each commit, so the device's writes
+    per second stay near the limit instead of the thousands this disk takes: what the kernel's own threads write
+    (ext4's journal commits, the flusher threads' writeback) is not throttled, and comes on top."""
+    results = tmp_path / "results.db"
+    knobs = {"storage.filesystem": "ext4", "storage.mount_options": "noatime,data=writeback",
+             "storage.write_iops": "150"}
+    outcome = api.run_benchmark(api.BenchmarkOptions(knobs=knobs, terminals=2, warmup_s=0.5, duration_s=3,
+                                                     workdir=tmp_path / "work", results=results,
+                                                     system_changes=True))
+    assert outcome.status is RunStatus.COMPLETE
+    report = api.report_of_run(results, outcome.run_id)
+    record = report.record
+    layout = record.environment["layout"]
+    assert layout["filesystem"] == "ext4" and layout["throttle"] == {"write_iops_device": "150"}
+    assert record.environment["storage"]["fstype"] == "ext4"  # the run's database was on it
+    assert "storage.mount_options=noatime,data=writeback weakens durability" in record.warnings
+    assert record.spec.knobs["storage.filesystem"] == "ext4"  # a step's variable like any knob
+    disk = report.monitoring.figures.disk
+    assert disk.device == layout["block_device"].removeprefix("/dev/") and 20 < disk.writes_per_s <= 150 * 1.5
+    assert not _ours_left(tmp_path / "work") and not journal.exists()
+    assert not list(Path("/sys/fs/cgroup/blkio").glob("maximus-*"))
+    assert Path(f"/proc/{os.getpid()}/cgroup").read_text().count("blkio:/\n") == 1  # moved back
+
+
+EXPERIMENT = """
+name = "file systems"
+engine = "{engine}"
+clients = {clients}
+repeats = 1
+system_changes = true
+
+[workload]
+warehouses = 1
+warmup = 0.5
+duration = {duration}
+
+[baseline]
+"storage.filesystem" = "ext4"
+"storage.mount_options" = "data=ordered"
+
+[[steps]]
+name = "xfs noatime"
+set = {{ "storage.filesystem" = "xfs", "storage.mount_options" = "noatime" }}
+multi = true
+"""
+
+
+@pytest.mark.parametrize("engine, clients", [("sqlite", [1]), ("postgres", [1, 2])])
+def test_an_experiment_moves_the_database_onto_ext4_and_xfs(journal: Path, server_workdir: Path, tmp_path: Path,
+                                                            engine: str, clients: list[int]) -> None:
+    """Each step's runs share the layout its knobs name (built once, kept between its runs), which goes after the
+    last run; each run records the file system it ran on."""
+    path = tmp_path / "filesystems.toml"
+    path.write_text(EXPERIMENT.format(engine=engine, clients=clients, duration=1.5))
+    work, results = server_workdir / f"fs-{engine}", tmp_path / "results.db"
+    done = _maximus("experiment", "run", str(path), "--workdir", str(work), "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    store = api.open_results(results)
+    try:
+        runs = store.runs()
+    finally:
+        store.close()
+    assert [r.status for r in runs] == [RunStatus.COMPLETE] * 2 * len(clients)
+    for run in runs:
+        layout, mounted = run.environment["layout"], run.environment["storage"]
+        assert mounted["fstype"] == run.spec.knobs["storage.filesystem"] == layout["filesystem"]
+        assert run.spec.knobs["storage.mount_options"] in mounted["mount_options"].split(",") + ["data=ordered"]
+    by_step = {}
+    for run in runs:
+        by_step.setdefault(run.spec.knobs["storage.filesystem"], []).append(run)
+    for step_runs in by_step.values():  # one layout and one build per step
+        assert len({r.environment["layout"]["mount_point"] for r in step_runs}) == 1
+        assert sorted(r.loaded_in_run for r in step_runs) == [False] * (len(clients) - 1) + [True]
+    assert not _ours_left(work) and not journal.exists()
+
+
+def test_after_a_sigkill_the_next_command_stops_the_server_and_removes_the_layout(journal: Path,
+                                                                                  server_workdir: Path,
+                                                                                  tmp_path: Path) -> None:
+    work = server_workdir / "killed"
+    process = subprocess.Popen([sys.executable, "-m", "maximus", "run", "-e", "postgres", "-k",
+                                "storage.filesystem=xfs", "-k", "vm.dirty_ratio=17", "--allow-system-changes",
+                                "--warmup", "0", "--duration", "60", "--workdir", str(work), "--results",
+                                str(tmp_path / "results.db")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not (journal.exists() and '"process"' in journal.read_text()):
+        time.sleep(0.2)
+    started = [entry for entry in json.loads(journal.read_text())["changes"] if entry["kind"] == "process"]
+    assert started, journal.read_text()
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    server = started[0]["pid"]
+    assert Path(f"/proc/{server}").exists() and _ours_left(work)  # the server runs on, on its mounted layout
+    after = _maximus("system", "restore")
+    assert after.returncode == 0, after.stderr
+    assert f"stopped the server process {server}" in after.stdout
+    assert "unmounted " in after.stdout and "detached /dev/loop" in after.stdout
+    stat = Path(f"/proc/{server}/stat")
+    assert not stat.exists() or stat.read_text().split(") ")[1].startswith("Z")  # ended (a zombie nobody reaps)
+    assert not _ours_left(work) and not journal.exists()
+    assert Path("/proc/sys/vm/dirty_ratio").read_text().strip() != "17"
+    assert mounted_source(work / "storage") is None
+
+
+def test_without_the_opt_in_or_root_no_layout_is_made(journal: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    work, results = tmp_path / "work", tmp_path / "results.db"
+    attached = _attached()
+    refused = _maximus("run", "-k", "storage.filesystem=xfs", "--workdir", str(work), "--results", str(results))
+    assert refused.returncode == 2
+    assert refused.stderr == ("error: storage.filesystem: Maximus changes the operating system only when allowed: "
+                              "add --allow-system-changes (system_changes = true in an experiment file)\n")
+    monkeypatch.setattr("maximus.system.changes.os.geteuid", lambda: 1000)
+    with pytest.raises(UserError, match="^storage.filesystem: changing the operating system needs root"):
+        api.run_benchmark(api.BenchmarkOptions(knobs={"storage.filesystem": "xfs"}, workdir=work, results=results,
+                                               system_changes=True))
+    assert not work.exists() and not results.exists() and _attached() == attached and not journal.exists()
