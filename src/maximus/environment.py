@@ -248,10 +248,27 @@ def queue_info(major_minor: str) -> dict[str, object]:
     }
 
 
+def mount_device(mount: Mount) -> Path | None:
+    """The sysfs directory of the disk a mount is on: by its device number, or, where the file system reports an
+    anonymous one (btrfs), by its source device's."""
+    device = block_device_dir(mount.major_minor)
+    if device is None and mount.source.startswith("/dev/"):
+        try:
+            number = os.stat(mount.source).st_rdev
+        except OSError:
+            return None
+        device = block_device_dir(f"{os.major(number)}:{os.minor(number)}")
+    return device
+
+
 def queue_dir(data_path: Path) -> Path | None:
-    """The request queue (``/sys/block/DISK/queue``) of the disk that holds ``data_path``; None if it has none."""
+    """The request queue (``/sys/block/DISK/queue``) of the disk that holds ``data_path``; None if it has none. A
+    loop device's is the queue of the disk beneath its backing file: that is where the I/O is scheduled."""
     mount = find_mount(nearest_existing(data_path), parse_mountinfo(read_text(PROC / "self/mountinfo")))
-    device = block_device_dir(mount.major_minor) if mount else None
+    device = mount_device(mount) if mount else None
+    backing = read_text(device / "loop/backing_file") if device else ""
+    if backing:
+        return queue_dir(Path(backing))
     return SYS / "block" / device.name / "queue" if device else None  # the name users know, not the bus path
 
 

@@ -165,8 +165,7 @@ def test_without_the_opt_in_or_root_nothing_changes(journal: Path, tmp_path: Pat
     assert str(as_user.exception) == "vm.swappiness: changing the operating system needs root: run maximus as root"
     typo = _maximus("run", "-k", "vm.swapiness=10", "--workdir", str(work), "--results", str(results))
     assert typo.returncode == 2
-    assert typo.stderr.startswith("error: unknown operating-system knob 'vm.swapiness'; did you mean vm.swappiness? "
-                                  "(known: block.nr_requests, ")
+    assert typo.stderr == "error: unknown operating-system knob 'vm.swapiness'; did you mean vm.swappiness?\n"
     assert system.current_values(tmp_path) == before and not work.exists() and not results.exists()
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from maximus import api, system
+from maximus import api, environment, system
 from maximus.errors import EngineError, UserError
 from maximus.records import RunStatus
 from maximus.system.journal import JOURNAL_VARIABLE, mounted_source
@@ -70,6 +70,8 @@ def test_each_layout_is_made_as_asked_and_removed_after(journal: Path, tmp_path:
         assert json.loads(journal.read_text())["changes"]  # journaled before it was made
         assert place.record["filesystem"] == fstype and place.record["created_s"] >= 0
         (place.workdir / "data").write_bytes(b"x" * 4096)
+        if place.record["device"] == "loop":  # block.* knobs tune the disk beneath, where the I/O is scheduled
+            assert environment.queue_dir(place.workdir) == environment.queue_dir(tmp_path)
     assert not _ours_left(tmp_path / "work") and not (tmp_path / "work").exists()
     assert set(os.listdir("/sys/block")) == zram_before and not journal.exists()
 
@@ -79,6 +81,7 @@ def test_a_bad_layout_is_one_line_and_leaves_nothing(journal: Path, tmp_path: Pa
     for knobs, message in [
         ({"storage.mount_options": "noatime"}, "storage.mount_options: set storage.filesystem too"),
         ({"storage.filesystem": "tmpfs", "storage.block_size": "1024"}, "storage.filesystem=tmpfs is made by no mkfs"),
+        ({"storage.filesystem": "tmpfs", "storage.write_iops": "100"}, "and has no device to throttle"),
     ]:
         with pytest.raises(UserError, match=message), system.placed(resolve(knobs), tmp_path / "work"):
             pass

@@ -83,6 +83,9 @@ class ProcessKnob:
         except ValueError as error:
             raise UserError(f"bad value {raw!r} for knob {self.name}: {error}") from None
 
+    def weakens_durability(self, value: str) -> bool:
+        return False  # scheduling changes when work is done, never whether it is kept
+
 
 _NICE = ("Lower is more CPU for the process (-20 to 19); a server a little above its clients keeps them from "
          "preempting it in the middle of a transaction on a saturated machine.")

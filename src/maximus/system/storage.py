@@ -175,10 +175,11 @@ class Layout:
                 raise UserError(f"{', '.join(placed)}: set storage.filesystem too (ext4, xfs, btrfs or tmpfs): "
                                 "Maximus changes no file system it did not make")
             return None if not throttle else cls(WORKDIR, "", 0, throttle=throttle)
-        if filesystem == "tmpfs" and ({"storage.block_size", "storage.mkfs_options"} & set(chosen)
-                                      or chosen.get("storage.device", "loop") != "loop"):
-            raise UserError("storage.filesystem=tmpfs is made by no mkfs on no device: drop storage.device, "
-                            "storage.block_size and storage.mkfs_options")
+        if filesystem == "tmpfs" and ({"storage.block_size", "storage.mkfs_options", "storage.device",
+                                       *_THROTTLES} & set(chosen)):
+            raise UserError("storage.filesystem=tmpfs is made by no mkfs on no device, and has no device to "
+                            "throttle: drop the storage.device, storage.block_size, storage.mkfs_options and "
+                            "throttle knobs")
         return cls(filesystem, "" if filesystem == "tmpfs" else chosen.get("storage.device", "loop"),
                    int(chosen.get("storage.size", STORAGE["storage.size"].default)),
                    chosen.get("storage.block_size", ""), chosen.get("storage.mkfs_options", ""),
@@ -231,6 +232,8 @@ class Placement:
         if self.layout is None or not self.layout.throttle or self.journal is None:
             yield
             return
+        if not self.device_number:
+            raise UserError(f"storage throttles: {self.layout.filesystem} is on no block device to throttle")
         pids = processes.tree(main_pid)
         with self.journal.scope():
             group = BLKIO / f"maximus-{os.getpid()}-{time.monotonic_ns()}"
@@ -329,7 +332,8 @@ def _make(layout: Layout, workdir: Path, journal: Journal) -> Placement:
               "mounted_with": mounted, "not_taken": _not_taken(layout.mount_options, mounted),
               "mount_point": str(target), "created_s": round(time.perf_counter() - began, 3),
               "throttle": dict(layout.throttle)}
-    return Placement(target, layout, record, journal, mount.major_minor if mount and backing else "")
+    number = os.stat(source).st_rdev if source.startswith("/dev/") else 0  # btrfs reports an anonymous one
+    return Placement(target, layout, record, journal, f"{os.major(number)}:{os.minor(number)}" if number else "")
 
 
 _LISTED = ("noatime", "relatime", "lazytime", "nodiratime", "sync", "dirsync", "nobarrier", "data=writeback",
