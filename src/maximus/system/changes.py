@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from maximus.errors import UserError
-from maximus.system.journal import Journal, Written, held
+from maximus.system.journal import Scope, Written, held
 from maximus.system.knobs import OS, OsKnob
 
 OPT_IN = "--allow-system-changes (system_changes = true in an experiment file)"
@@ -36,12 +36,12 @@ def applied(settings: Mapping[str, str], data_path: Path, allowed: bool) -> Iter
         yield []
         return
     require(list(settings), allowed)
-    with held() as journal, journal.scope():
+    with held() as journal, journal.scope() as scope:
         yield [warning for name, value in settings.items()
-               if (warning := _change(OS.get(name), value, data_path, journal))]
+               if (warning := _change(OS.get(name), value, data_path, scope))]
 
 
-def _change(knob: OsKnob, value: str, data_path: Path, journal: Journal) -> str:
+def _change(knob: OsKnob, value: str, data_path: Path, journal: Scope) -> str:
     """Journal, then write, then read back: a warning when the kernel reports another value."""
     target = knob.path(data_path)
     before = knob.read(data_path)  # a knob this kernel does not offer is one line, not a traceback
@@ -50,7 +50,7 @@ def _change(knob: OsKnob, value: str, data_path: Path, journal: Journal) -> str:
         raise UserError(f"{knob.name}={value}: this kernel offers {', '.join(offered)}")
     if before == value:
         return ""
-    changed = {entry.knob for entry in journal.entries if isinstance(entry, Written)}
+    changed = {entry.knob for entry in journal.journal.entries if isinstance(entry, Written)}
     for name in knob.also_changes:  # journaled as they are, so that they are put back after this knob
         if name not in changed:
             side = OS.get(name)

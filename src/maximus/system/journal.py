@@ -223,38 +223,47 @@ def _encode(entry: Entry) -> dict:
 
 
 class Journal:
-    """The entries of this process's changes not yet undone, kept on disk as they are."""
+    """The entries of this process's changes not yet undone, kept on disk as they are, each owned by the scope that
+    made it: a run's knobs are put back after the run, its experiment's layout (and the servers started on it)
+    after the experiment, whatever order they were recorded in."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.entries: list[Entry] = []
-
-    def record(self, entry: Entry) -> None:
-        """On disk before the caller makes the change."""
-        self.entries.append(entry)
-        self._write()
+        self._owners: list[int] = []  # the scope of each entry
+        self._scopes = 0
 
     @contextmanager
-    def scope(self) -> Iterator[Journal]:
-        """The changes recorded in the block, undone after it however it ends; an undo that fails while another
-        error is on its way is noted, not put in its place."""
-        mark = len(self.entries)
+    def scope(self) -> Iterator[Scope]:
+        """A scope whose changes are undone after the block however it ends; an undo that fails while another error
+        is on its way is noted, not put in its place."""
+        self._scopes += 1
+        scope = Scope(self, self._scopes)
         try:
-            yield self
+            yield scope
         except BaseException:
             try:
-                self.undo_since(mark)
+                self.undo(scope.number)
             except EngineError as error:
                 _log.warning("%s", error)
             raise
-        self.undo_since(mark)
+        self.undo(scope.number)
 
-    def undo_since(self, mark: int) -> list[Entry]:
-        """Undo the entries from ``mark`` on, the last first; one that fails stays journaled (``maximus system
-        restore`` tries again) and the rest go on, except those it recorded before (a mount still busy keeps its
-        device and backing file)."""
+    def record(self, entry: Entry, scope: int) -> None:
+        """On disk before the caller makes the change."""
+        self.entries.append(entry)
+        self._owners.append(scope)
+        self._write()
+
+    def undo(self, scope: int | None = None) -> list[Entry]:
+        """Undo the entries of ``scope`` (all of them when None), the last first; one that fails stays journaled
+        (``maximus system restore`` tries again) and the rest go on, except those it recorded before (a mount
+        still busy keeps its device and backing file)."""
         undone, failed = [], []
-        for entry in reversed(self.entries[mark:]):
+        for index in reversed(range(len(self.entries))):
+            entry = self.entries[index]
+            if scope is not None and self._owners[index] != scope:
+                continue
             if failed and not isinstance(entry, Written):
                 failed.append((entry, "left for the one before it"))
                 continue
@@ -263,7 +272,8 @@ class Journal:
                 undone.append(entry)
             except (OSError, EngineError) as error:
                 failed.append((entry, str(error) if isinstance(error, EngineError) else one_line(str(error))))
-        self.entries[mark:] = [entry for entry, _ in reversed(failed)]
+        kept = [i for i, entry in enumerate(self.entries) if not any(entry is done for done in undone)]
+        self.entries, self._owners = [self.entries[i] for i in kept], [self._owners[i] for i in kept]
         self._write()
         if failed:
             first, reason = failed[0]
@@ -279,10 +289,22 @@ class Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(self.path.name + ".partial")
         with open(partial, "w") as file:
-            json.dump({"boot_id": environment.boot_id(), "changes": [_encode(entry) for entry in self.entries]}, file)
+            json.dump({"boot_id": environment.boot_id(), "changes": [_encode(entry) for entry in self.entries]},
+                      file)
             file.flush()
             os.fsync(file.fileno())
         os.replace(partial, self.path)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a group of changes is recorded: they are undone together when the scope ends."""
+
+    journal: Journal
+    number: int
+
+    def record(self, entry: Entry) -> None:
+        self.journal.record(entry, self.number)
 
 
 _held: Journal | None = None  # this process's, while it holds the lock
@@ -328,8 +350,10 @@ def undo_leftovers(path: Path) -> list[Entry]:
                       "settings, and no mount or device of then is left", len(gone))
         entries = [entry for entry in entries if entry.survives_reboot]
     journal = Journal(path)
-    journal.entries = entries
-    undone = journal.undo_since(0)
+    for entry in entries:
+        journal.entries.append(entry)
+        journal._owners.append(0)
+    undone = journal.undo()
     for entry in undone:
         _log.info("put back what a Maximus that did not finish left: %s", entry.describe())
     return undone

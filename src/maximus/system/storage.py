@@ -31,7 +31,7 @@ from maximus.errors import EngineError, UserError
 from maximus.knobs import Choice, Integer, Size
 from maximus.knobs.registry import ValueType
 from maximus.system import processes
-from maximus.system.journal import (Attached, Cgroup, Created, Journal, Mounted, Started, Zram, held,
+from maximus.system.journal import (Attached, Cgroup, Created, Mounted, Scope, Started, Zram, held,
                                     process_start_time, run_tool)
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
@@ -212,7 +212,7 @@ class Placement:
     workdir: Path
     layout: Layout | None = None
     record: dict = field(default_factory=dict)  # the layout as made, kept with the run (``environment.storage``)
-    journal: Journal | None = None
+    scope: Scope | None = None  # the layout's: what is made for it is undone with it
     device_number: str = ""  # major:minor of the layout's device (a throttle's rules name it)
 
     def warnings(self) -> list[str]:
@@ -223,21 +223,21 @@ class Placement:
     def server_started(self, pid: int | None) -> None:
         """A server now running on the layout: stopped before the layout is unmounted, even after a SIGKILL."""
         start = process_start_time(pid) if pid else None
-        if self.journal is not None and self.layout is not None and self.layout.made and start is not None:
-            self.journal.record(Started(pid, start))  # type: ignore[arg-type]
+        if self.scope is not None and self.layout is not None and self.layout.made and start is not None:
+            self.scope.record(Started(pid, start))  # type: ignore[arg-type]
 
     @contextmanager
     def throttled(self, main_pid: int) -> Iterator[None]:
         """The layout's throttle for the block on ``main_pid``, its children, and the processes they start."""
-        if self.layout is None or not self.layout.throttle or self.journal is None:
+        if self.layout is None or not self.layout.throttle or self.scope is None:
             yield
             return
         if not self.device_number:
             raise UserError(f"storage throttles: {self.layout.filesystem} is on no block device to throttle")
         pids = processes.tree(main_pid)
-        with self.journal.scope():
+        with self.scope.journal.scope() as scope:
             group = BLKIO / f"maximus-{os.getpid()}-{time.monotonic_ns()}"
-            self.journal.record(Cgroup(str(group)))
+            scope.record(Cgroup(str(group)))
             group.mkdir()
             for rule, value in self.layout.throttle:
                 _write_rule(group / f"blkio.throttle.{rule}", f"{self.device_number} {value}", rule, value)
@@ -294,18 +294,17 @@ def placed(settings: Mapping[str, str], workdir: Path) -> Iterator[Placement]:
         return
     pool = _pool.get()
     if pool is None:
-        with held() as journal, journal.scope():
-            yield _make(layout, Path(workdir), journal)
+        with held() as journal, journal.scope() as scope:
+            yield _make(layout, Path(workdir), scope)
         return
     stack, made = pool
     if layout not in made:
-        journal = stack.enter_context(held())
-        stack.enter_context(journal.scope())
-        made[layout] = _make(layout, Path(workdir), journal)
+        scope = stack.enter_context(stack.enter_context(held()).scope())
+        made[layout] = _make(layout, Path(workdir), scope)
     yield made[layout]
 
 
-def _make(layout: Layout, workdir: Path, journal: Journal) -> Placement:
+def _make(layout: Layout, workdir: Path, journal: Scope) -> Placement:
     """The layout made and mounted (the caller's journal scope removes it), timed."""
     began = time.perf_counter()
     if not layout.made:
@@ -357,7 +356,7 @@ def _not_taken(asked: str, mounted: str) -> list[str]:
     return missing
 
 
-def _unmade(layout: Layout, workdir: Path, journal: Journal) -> Placement:
+def _unmade(layout: Layout, workdir: Path, journal: Scope) -> Placement:
     """A throttle on the work directory's own disk, nothing made."""
     mount = environment.find_mount(environment.nearest_existing(workdir),
                                    environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text()))
@@ -368,7 +367,7 @@ def _unmade(layout: Layout, workdir: Path, journal: Journal) -> Placement:
     return Placement(Path(workdir), layout, record, journal, (disk / "dev").read_text().strip())
 
 
-def _directory(path: Path, journal: Journal) -> None:
+def _directory(path: Path, journal: Scope) -> None:
     """``path`` and the parents it lacks, each journaled: removed after, if empty (a work directory made for the
     layout goes with it; one the run filled stays)."""
     for directory in reversed([path, *path.parents]):
@@ -377,7 +376,7 @@ def _directory(path: Path, journal: Journal) -> None:
             directory.mkdir()
 
 
-def _device(layout: Layout, home: Path, journal: Journal) -> tuple[str, str]:
+def _device(layout: Layout, home: Path, journal: Scope) -> tuple[str, str]:
     """A device of Maximus's own for the layout: the device's path, and its loop device's backing file."""
     if layout.device == "zram":
         return _zram(layout, journal), ""
@@ -400,7 +399,7 @@ def _device(layout: Layout, home: Path, journal: Journal) -> tuple[str, str]:
     raise EngineError(f"no loop device could be attached to {backing}: {last}")
 
 
-def _zram(layout: Layout, journal: Journal) -> str:
+def _zram(layout: Layout, journal: Scope) -> str:
     control = Path("/sys/class/zram-control/hot_add")
     if not control.exists():
         raise UserError("storage.device=zram: this kernel has no zram module loaded (modprobe zram)")
