@@ -179,6 +179,25 @@ def test_an_experiment_moves_the_database_onto_ext4_and_xfs(journal: Path, serve
     assert "failed too" not in done.stdout + done.stderr and "warning" not in done.stderr
 
 
+def test_a_layout_that_cannot_be_made_fails_its_steps_runs_and_the_experiment_goes_on(journal: Path,
+                                                                                    tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(EXPERIMENT.format(engine="sqlite", clients=[1], duration=1).replace(
+        '"storage.mount_options" = "noatime", "vm.dirty_background_ratio" = 5', '"storage.mount_options" = "data=no"'
+    ).replace("repeats = 1", "repeats = 2"))
+    work, results = tmp_path / "work", tmp_path / "results.db"
+    done = _maximus("experiment", "run", str(path), "--workdir", str(work), "--results", str(results))
+    store = api.open_results(results)
+    try:
+        runs = store.runs()
+    finally:
+        store.close()
+    failed = [run for run in runs if run.status is RunStatus.FAILED]
+    assert sorted(run.status.value for run in runs) == ["complete", "complete", "failed", "failed"], done.stderr
+    assert all(run.errors[0].startswith("cannot mount xfs with data=no: ") for run in failed), failed
+    assert not _ours_left(work) and not journal.exists()
+
+
 def test_after_a_sigkill_the_next_command_stops_the_server_and_removes_the_layout(journal: Path,
                                                                                   server_workdir: Path,
                                                                                   tmp_path: Path) -> None:

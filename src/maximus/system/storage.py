@@ -299,8 +299,10 @@ def placed(settings: Mapping[str, str], workdir: Path) -> Iterator[Placement]:
         return
     stack, made = pool
     if layout not in made:
-        scope = stack.enter_context(stack.enter_context(held()).scope())
-        made[layout] = _make(layout, Path(workdir), scope)
+        with ExitStack() as attempt:  # a layout that cannot be made is undone at once, not with the experiment
+            scope = attempt.enter_context(attempt.enter_context(held()).scope())
+            made[layout] = _make(layout, Path(workdir), scope)
+            stack.push(attempt.pop_all())
     yield made[layout]
 
 
@@ -385,6 +387,8 @@ def _device(layout: Layout, home: Path, journal: Scope) -> tuple[str, str]:
     if free.f_bavail * free.f_frsize < layout.size:
         raise UserError(f"storage.size={layout.size} does not fit on the disk under test ({home}: "
                         f"{free.f_bavail * free.f_frsize >> 20} MiB free)")
+    if backing.exists():
+        raise UserError(f"{backing} is in the way of the layout's backing file: remove it")
     journal.record(Created(str(backing)))
     with open(backing, "x") as file:
         file.truncate(layout.size)  # sparse: only what the file system writes takes room
