@@ -104,8 +104,20 @@ def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
                   progress: LoadProgress | None = None) -> RunOutcome:
     """Load if needed, restore the pristine data, drive the terminals, store everything, check consistency."""
     options.validate()
+    _check(make_engine(options.engine, options.workdir, options.build, options.engine_knobs, options.database,
+                       options.connection), options)  # before a layout is made for it
     with system.placed(options.os_knobs, options.workdir) as place:  # a layout's load is timed on it
         return _run_placed(options, place, observer, progress)
+
+
+def _check(engine: Engine, options: BenchmarkOptions) -> None:
+    """What the engine must offer for this run, before anything is made or started."""
+    engine.validate_run(options.terminals)
+    if options.transactions == "server" and not engine.capabilities.server_side_procedures:
+        raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
+    system.check_server(options.os_knobs, engine.capabilities.server_process and engine.manages_server, engine.name)
+    system.check_throttle(options.os_knobs, not engine.capabilities.server_process or engine.manages_server,
+                          engine.name)
 
 
 def _run_placed(options: BenchmarkOptions, place: system.Placement, observer: Observer | None,
@@ -113,12 +125,6 @@ def _run_placed(options: BenchmarkOptions, place: system.Placement, observer: Ob
     build = options.build
     engine = make_engine(options.engine, place.workdir, build, options.engine_knobs, options.database,
                          options.connection)
-    engine.validate_run(options.terminals)
-    if options.transactions == "server" and not engine.capabilities.server_side_procedures:
-        raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
-    system.check_server(options.os_knobs, engine.capabilities.server_process and engine.manages_server, engine.name)
-    system.check_throttle(options.os_knobs, not engine.capabilities.server_process or engine.manages_server,
-                          engine.name)
     with locked(engine):
         store = ResultsStore(options.results)
         try:
@@ -191,7 +197,7 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
         environment=environment.fingerprint(engine.data_path(), engine.name, engine.version())
         | {"os_knobs": system.current_values(engine.data_path()), "processes": _scheduling(engine)}
         | ({"layout": place.record} if place.record else {}),
-        warnings=[*engine.durability_warnings(), *system.OS.durability_warnings(options.os_knobs),
+        warnings=[*engine.durability_warnings(), *system.durability_warnings(options.os_knobs),
                   *build.workload.warnings(build.settings, options.terminals),
                   *engine.reported_otherwise(reported), *os_warnings, *place.warnings()],
         experiment_id=options.experiment_id, plan_key=options.plan_key)

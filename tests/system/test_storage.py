@@ -85,8 +85,11 @@ def test_a_bad_layout_is_one_line_and_leaves_nothing(journal: Path, tmp_path: Pa
     ]:
         with pytest.raises(UserError, match=message), system.placed(resolve(knobs), tmp_path / "work"):
             pass
-    with pytest.raises(UserError, match="is not an mkfs option or value"):
-        resolve({"storage.mkfs_options": "-L x /dev/vda"})
+    for outside in ("-L x /dev/vda", "-J device=LABEL=x", "-l logdev=UUID=1234"):  # another device: refused
+        with pytest.raises(UserError, match="is not an mkfs option or value"):
+            resolve({"storage.mkfs_options": outside})
+    with pytest.raises(UserError, match="-d would copy files into the new file system"):
+        system.Layout.of(resolve({"storage.filesystem": "ext4", "storage.mkfs_options": "-d files"}))
     with pytest.raises(UserError, match="is not a mount option"):
         resolve({"storage.mount_options": "noatime;rm"})
     with pytest.raises(EngineError, match=r"^cannot mount ext4 with data=nonsense: .*"):
@@ -99,6 +102,29 @@ def test_a_bad_layout_is_one_line_and_leaves_nothing(journal: Path, tmp_path: Pa
     assert not _ours_left(tmp_path / "work") and not journal.exists()
 
 
+def test_durability_is_judged_on_the_file_system_named() -> None:
+    def warned(knobs: dict) -> list[str]:
+        return system.durability_warnings(system.OS.resolve(knobs))
+
+    assert warned({"storage.filesystem": "btrfs", "storage.mount_options": "commit=30"}) == []  # btrfs's default
+    assert warned({"storage.filesystem": "ext4", "storage.mount_options": "commit=30"}) == [
+        "storage.mount_options=commit=30 weakens durability"]
+    assert warned({"storage.filesystem": "ext4", "storage.mkfs_options": "-O ^has_journal"}) == [
+        "storage.mkfs_options=-O ^has_journal weakens durability"]
+    assert warned({"storage.filesystem": "xfs", "storage.mount_options": "noatime"}) == []
+
+
+def test_a_work_directory_named_through_a_symlink_or_dotdot_is_unmounted_after(journal: Path, tmp_path: Path) -> None:
+    """The kernel lists mounts and backing files by their real paths: Maximus compares them so."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for named in (tmp_path / "link" / "work", tmp_path / "real" / ".." / "real" / "work"):
+        with system.placed(system.OS.resolve({"storage.filesystem": "ext4", "storage.mount_options": "noatime"}),
+                           named) as place:
+            assert place.workdir.is_relative_to(tmp_path / "real") and place.warnings() == []
+        assert not _ours_left(tmp_path / "real") and not list((tmp_path / "real").iterdir()) and not journal.exists()
+
+
 def test_a_sqlite_run_on_a_throttled_layout_is_slowed_marked_and_leaves_nothing(journal: Path,
                                                                                tmp_path: Path) -> None:
     """Embedded: Maximus's own processes are throttled; synchronous=full syncs each commit, so the device's writes
@@ -107,6 +133,7 @@ def test_a_sqlite_run_on_a_throttled_layout_is_slowed_marked_and_leaves_nothing(
     results = tmp_path / "results.db"
     knobs = {"storage.filesystem": "ext4", "storage.mount_options": "noatime,data=writeback",
              "storage.write_iops": "150"}
+    cgroup_before = Path("/proc/self/cgroup").read_text()
     outcome = api.run_benchmark(api.BenchmarkOptions(knobs=knobs, terminals=2, warmup_s=0.5, duration_s=3,
                                                      workdir=tmp_path / "work", results=results,
                                                      system_changes=True))
@@ -121,8 +148,8 @@ def test_a_sqlite_run_on_a_throttled_layout_is_slowed_marked_and_leaves_nothing(
     disk = report.monitoring.figures.disk
     assert disk.device == layout["block_device"].removeprefix("/dev/") and 20 < disk.writes_per_s <= 150 * 1.5
     assert not _ours_left(tmp_path / "work") and not journal.exists()
-    assert not list(Path("/sys/fs/cgroup/blkio").glob("maximus-*"))
-    assert Path(f"/proc/{os.getpid()}/cgroup").read_text().count("blkio:/\n") == 1  # moved back
+    assert not list(Path("/sys/fs/cgroup/blkio").rglob("maximus-*"))
+    assert Path("/proc/self/cgroup").read_text() == cgroup_before  # moved back where it was
 
 
 EXPERIMENT = """
@@ -201,19 +228,22 @@ def test_a_layout_that_cannot_be_made_fails_its_steps_runs_and_the_experiment_go
 def test_after_a_sigkill_the_next_command_stops_the_server_and_removes_the_layout(journal: Path,
                                                                                   server_workdir: Path,
                                                                                   tmp_path: Path) -> None:
-    work = server_workdir / "killed"
+    work, dirty_ratio = server_workdir / "killed", Path("/proc/sys/vm/dirty_ratio").read_text()
+    asked = "17" if dirty_ratio.strip() != "17" else "18"
     process = subprocess.Popen([sys.executable, "-m", "maximus", "run", "-e", "postgres", "-k",
-                                "storage.filesystem=xfs", "-k", "vm.dirty_ratio=17", "--allow-system-changes",
+                                "storage.filesystem=xfs", "-k", f"vm.dirty_ratio={asked}", "--allow-system-changes",
                                 "--warmup", "0", "--duration", "60", "--workdir", str(work), "--results",
                                 str(tmp_path / "results.db")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and not (journal.exists() and '"process"' in journal.read_text()):
-        time.sleep(0.2)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not (journal.exists() and '"process"' in journal.read_text()):
+            time.sleep(0.2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # whatever happened: the restore below cleans up after it
+        process.wait()
     started = [entry for entry in json.loads(journal.read_text())["changes"] if entry["kind"] == "process"]
     assert started, journal.read_text()
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
     server = started[0]["pid"]
     assert Path(f"/proc/{server}").exists() and _ours_left(work)  # the server runs on, on its mounted layout
     after = _maximus("system", "restore")
@@ -223,8 +253,38 @@ def test_after_a_sigkill_the_next_command_stops_the_server_and_removes_the_layou
     stat = Path(f"/proc/{server}/stat")
     assert not stat.exists() or stat.read_text().split(") ")[1].startswith("Z")  # ended (a zombie nobody reaps)
     assert not _ours_left(work) and not journal.exists()
-    assert Path("/proc/sys/vm/dirty_ratio").read_text().strip() != "17"
+    assert Path("/proc/sys/vm/dirty_ratio").read_text() == dirty_ratio
     assert mounted_source(work / "storage") is None
+
+
+SERVER_BEFORE_ITS_PID = """
+import os, subprocess, sys, time
+from pathlib import Path
+from maximus import system
+with system.placed(system.OS.resolve({"storage.filesystem": "ext4"}), Path(sys.argv[1])) as place:
+    server = subprocess.Popen(["sleep", "300"], cwd=place.workdir)  # started, its pid not yet journaled
+    print(server.pid, flush=True)
+    time.sleep(300)
+"""
+
+
+def test_a_server_started_before_its_pid_was_journaled_is_stopped_before_the_unmount(journal: Path,
+                                                                                      tmp_path: Path) -> None:
+    """Killed while a server it started on a layout was still starting: the next command finds the processes that
+    work in that file system of Maximus's, ends them, and unmounts it."""
+    maker = subprocess.Popen([sys.executable, "-c", SERVER_BEFORE_ITS_PID, str(tmp_path / "work")],
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        server = int(maker.stdout.readline())
+    finally:
+        maker.kill()  # SIGKILL: its "server" runs on in the file system it mounted
+        maker.wait()
+    assert Path(f"/proc/{server}").exists() and _ours_left(tmp_path / "work")
+    after = _maximus("system", "restore")
+    assert after.returncode == 0, after.stderr
+    time.sleep(0.2)
+    assert not Path(f"/proc/{server}").exists() or "Z" in Path(f"/proc/{server}/stat").read_text().split()[2]
+    assert not _ours_left(tmp_path / "work") and not journal.exists()
 
 
 def test_without_the_opt_in_or_root_no_layout_is_made(journal: Path, tmp_path: Path,

@@ -45,7 +45,7 @@ def restore() -> None:
     servers, mounts, devices and files."""
     if journal_path().exists() and os.geteuid() != 0:
         raise UserError("putting back the operating-system knobs needs root: run maximus system restore as root")
-    changes = api.recover_system()
+    changes = api.recover_system(strict=True)
     if journal_path().exists():
         raise UserError("the Maximus that changed the machine still runs: it puts everything back itself")
     Console().print(f"Put back {len(changes)} change(s) to the machine" if changes

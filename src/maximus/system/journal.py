@@ -82,8 +82,8 @@ class Created(Entry):
     def undo(self) -> None:
         try:
             os.rmdir(self.path) if self.directory else os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # never made (the making failed after it was journaled), or not Maximus's
         except OSError as error:
             if error.errno != errno.ENOTEMPTY:  # a directory something else now uses too stays
                 raise
@@ -118,12 +118,15 @@ class Zram(Entry):
     """A zram device Maximus added (``hot_add``): reset, then removed."""
 
     index: int
+    size: int = 0  # the disk size Maximus gave it: a device of that index with another is not Maximus's
     kind: ClassVar[str] = "zram"
 
     def undo(self) -> None:
         device = Path(f"/sys/block/zram{self.index}")
-        if not device.exists():
+        if not device.exists() or int((device / "disksize").read_text()) not in (0, self.size):
             return
+        if mounted_device(f"/dev/zram{self.index}"):
+            raise EngineError(f"/dev/zram{self.index} is mounted still")
         (device / "reset").write_text("1")
         Path("/sys/class/zram-control/hot_remove").write_text(str(self.index))
 
@@ -140,11 +143,15 @@ class Mounted(Entry):
     kind: ClassVar[str] = "mount"
 
     def undo(self) -> None:
-        deadline = time.monotonic() + _BUSY_WAIT_S
+        deadline, asked = time.monotonic() + _BUSY_WAIT_S, False
         while mounted_source(Path(self.target)) == self.source:
             done = subprocess.run(["umount", self.target], capture_output=True, text=True)
             if done.returncode == 0:
                 return
+            if not asked:  # a server Maximus started here before it could journal its pid (killed meanwhile)
+                _end_all(working_in(Path(self.target)))
+                asked = True
+                continue
             if time.monotonic() > deadline:  # detached now, gone with the last process that holds a file in it
                 run_tool(["umount", "--lazy", self.target])
                 _log.warning("%s was still in use (%s): detached; its device is freed when those processes end",
@@ -165,15 +172,8 @@ class Started(Entry):
     kind: ClassVar[str] = "process"
 
     def undo(self) -> None:
-        if process_start_time(self.pid) != self.start_time:
-            return
-        os.kill(self.pid, signal.SIGTERM)
-        deadline = time.monotonic() + _BUSY_WAIT_S
-        while process_start_time(self.pid) == self.start_time:
-            if time.monotonic() > deadline:
-                os.kill(self.pid, signal.SIGKILL)
-                deadline = time.monotonic() + _BUSY_WAIT_S
-            time.sleep(0.1)
+        if process_start_time(self.pid) == self.start_time:
+            _end_all([(self.pid, self.start_time)])
 
     def describe(self) -> str:
         return f"stopped the server process {self.pid}"
@@ -188,18 +188,15 @@ class Cgroup(Entry):
 
     def undo(self) -> None:
         group = Path(self.path)
-        if not group.exists():
-            return
-        for pid in (group / "cgroup.procs").read_text().split():
-            try:
-                (group.parent / "cgroup.procs").write_text(pid)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + _BUSY_WAIT_S
-        while True:
+        while group.exists():
+            for pid in (group / "cgroup.procs").read_text().split():  # a child forked meanwhile: the next turn
+                try:
+                    (group.parent / "cgroup.procs").write_text(pid)
+                except ProcessLookupError:
+                    pass
             try:
                 group.rmdir()
-                return
             except OSError:  # a process still leaving it
                 if time.monotonic() > deadline:
                     raise
@@ -259,22 +256,24 @@ class Journal:
         """Undo the entries of ``scope`` (all of them when None), the last first; one that fails stays journaled
         (``maximus system restore`` tries again) and the rest go on, except those it recorded before (a mount
         still busy keeps its device and backing file)."""
-        undone, failed = [], []
-        for index in reversed(range(len(self.entries))):
-            entry = self.entries[index]
-            if scope is not None and self._owners[index] != scope:
-                continue
-            if failed and not isinstance(entry, Written):
-                failed.append((entry, "left for the one before it"))
-                continue
-            try:
-                entry.undo()
+        undone: list[Entry] = []
+        failed: list[tuple[Entry, str]] = []
+        with _signals_held():  # a second Ctrl-C must not cut the undoing short: it ends the command after
+            for index in reversed(range(len(self.entries))):
+                entry = self.entries[index]
+                if scope is not None and self._owners[index] != scope:
+                    continue
+                if failed and not isinstance(entry, Written):
+                    failed.append((entry, "left for the one before it"))
+                    continue
+                try:
+                    entry.undo()
+                except (OSError, EngineError) as error:
+                    failed.append((entry, str(error) if isinstance(error, EngineError) else one_line(str(error))))
+                    continue
                 undone.append(entry)
-            except (OSError, EngineError) as error:
-                failed.append((entry, str(error) if isinstance(error, EngineError) else one_line(str(error))))
-        kept = [i for i, entry in enumerate(self.entries) if not any(entry is done for done in undone)]
-        self.entries, self._owners = [self.entries[i] for i in kept], [self._owners[i] for i in kept]
-        self._write()
+                del self.entries[index], self._owners[index]
+                self._write()  # each undone change leaves the journal at once: never undone twice
         if failed:
             first, reason = failed[0]
             raise EngineError(f"could not undo {len(failed)} change(s) to the machine, first {first.describe()}: "
@@ -294,6 +293,32 @@ class Journal:
             file.flush()
             os.fsync(file.fileno())
         os.replace(partial, self.path)
+        directory = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # the new name too, or a power cut could bring back the journal before this change
+        finally:
+            os.close(directory)
+
+    def forget_last(self) -> None:
+        """The last entry recorded, whose change could not be made at all: nothing to undo."""
+        self.entries.pop()
+        self._owners.pop()
+        self._write()
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back for the block (delivered after it), where this thread can hold them."""
+    held_back = {signal.SIGINT, signal.SIGTERM}
+    try:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, held_back)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @dataclass(frozen=True)
@@ -305,6 +330,9 @@ class Scope:
 
     def record(self, entry: Entry) -> None:
         self.journal.record(entry, self.number)
+
+    def forget_last(self) -> None:
+        self.journal.forget_last()
 
 
 _held: Journal | None = None  # this process's, while it holds the lock
@@ -341,8 +369,8 @@ def undo_leftovers(path: Path) -> list[Entry]:
     except FileNotFoundError:
         return []
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise EngineError(f"the journal of changes to the machine {path} cannot be read ({error}): check what it "
-                          "lists (`maximus system show`), then remove it") from None
+        raise EngineError(f"the journal of changes to the machine {path} cannot be read ({error}): undo by hand "
+                          "what it lists, then remove it") from None
     if recorded.get("boot_id") != environment.boot_id():
         gone = [entry for entry in entries if not entry.survives_reboot]
         if gone:
@@ -359,10 +387,11 @@ def undo_leftovers(path: Path) -> list[Entry]:
     return undone
 
 
-def recover() -> list[Entry]:
+def recover(strict: bool = False) -> list[Entry]:
     """Before a command does anything else: undo what a Maximus that did not finish left changed. Nothing while
     the Maximus that made the changes still runs, or when there is nothing to undo; a user who is not root is
-    told to run ``maximus system restore`` as root."""
+    told to run ``maximus system restore`` as root. What cannot be undone is a note, and the command goes on
+    (a command that changes the machine itself stops at the journal's lock), unless ``strict``."""
     path = journal_path()
     if not path.exists():
         return []
@@ -375,6 +404,11 @@ def recover() -> list[Entry]:
             return undo_leftovers(path)
     except locks.Busy:
         return []  # its owner still runs, and undoes them itself
+    except EngineError as error:
+        if strict:
+            raise
+        _log.warning("%s", error)
+        return []
 
 
 def process_start_time(pid: int) -> int | None:
@@ -384,6 +418,51 @@ def process_start_time(pid: int) -> int | None:
     except (FileNotFoundError, ProcessLookupError):
         return None
     return None if stat.state == "Z" else stat.started
+
+
+def working_in(directory: Path) -> list[tuple[int, int]]:
+    """The processes (pid, start time) whose working directory is in ``directory``, a file system of Maximus's: the
+    servers it started there (a database server works in its data directory)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        start = process_start_time(int(entry.name))
+        if start is not None and (cwd == str(directory) or cwd.startswith(f"{directory}/")):
+            found.append((int(entry.name), start))
+    return found
+
+
+def _end_all(processes: list[tuple[int, int]]) -> None:
+    """TERM, then KILL after a while, to each process that still is the one named (pid and start time)."""
+    deadline, killed = time.monotonic() + _BUSY_WAIT_S, False
+    for pid, start in processes:
+        _signal(pid, start, signal.SIGTERM)
+    while any(process_start_time(pid) == start for pid, start in processes):
+        if time.monotonic() > deadline:
+            if killed:
+                raise EngineError(f"processes {', '.join(str(pid) for pid, _ in processes)} will not end")
+            for pid, start in processes:
+                _signal(pid, start, signal.SIGKILL)
+            deadline, killed = time.monotonic() + _BUSY_WAIT_S, True
+        time.sleep(0.1)
+
+
+def _signal(pid: int, start: int, number: int) -> None:
+    if process_start_time(pid) == start:
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:
+            pass
+
+
+def mounted_device(source: str) -> bool:
+    return any(mount.source == source for mount in
+               environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text()))
 
 
 def mounted_source(target: Path) -> str | None:

@@ -18,6 +18,7 @@ from maximus.errors import EngineError, UserError
 from maximus.knobs import Choice, Integer, KnobCatalogue
 from maximus.knobs.registry import ValueType
 from maximus.system.processes import PROCESS_KNOBS
+from maximus.system import storage
 from maximus.system.storage import STORAGE_KNOBS
 
 PROC_SYS = Path("/proc/sys")
@@ -188,3 +189,9 @@ def current_values(data_path: Path) -> dict[str, str]:
         except (EngineError, UserError):
             values[knob.name] = ""
     return values
+
+
+def durability_warnings(settings: Mapping[str, str]) -> list[str]:
+    """``name=value weakens durability`` for each OS knob whose value does (a layout's on the file system it names)."""
+    others = {name: value for name, value in settings.items() if name not in storage.STORAGE}
+    return OS.durability_warnings(others) + storage.durability_warnings(settings)

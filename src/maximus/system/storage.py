@@ -22,7 +22,7 @@ import tempfile
 import time
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -36,7 +36,7 @@ from maximus.system.journal import (Attached, Cgroup, Created, Mounted, Scope, S
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
 WORKDIR = "workdir"  # no layout: the work directory's own file system, as it is
-LONG_COMMIT_S = 5  # ext4's default: a larger commit= leaves more of the last seconds' metadata to a crash
+COMMIT_S = {"ext4": 5, "btrfs": 30}  # the defaults: a larger commit= leaves more of the last seconds to a crash
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,12 @@ class MountOptions:
         return "mount options such as noatime,data=writeback,commit=30"
 
 
+# what would make mkfs reach past Maximus's own device: an external journal or log named by label or UUID, a
+# directory or prototype file to copy in
+_NAMES_A_FILE = re.compile(r"(^|[,=])(device|logdev|rtdev|LABEL|UUID|PARTUUID|PARTLABEL)=", re.IGNORECASE)
+_COPIES_IN = {"ext4": {"-d"}, "xfs": {"-p", "--protofile"}, "btrfs": {"-r", "--rootdir"}}
+
+
 @dataclass(frozen=True)
 class MkfsOptions:
     """Options for mkfs, as a shell would split them; never a path, so no other device can be named."""
@@ -64,8 +70,9 @@ class MkfsOptions:
         except ValueError as error:
             raise ValueError(f"cannot split {raw!r}: {error}") from None
         for word in words:
-            if "/" in word or not re.fullmatch(r"[A-Za-z0-9_.,:=+-]+", word):
-                raise ValueError(f"{word!r} is not an mkfs option or value (paths and devices are Maximus's own)")
+            if "/" in word or not re.fullmatch(r"[A-Za-z0-9_.,:=+^-]+", word) or _NAMES_A_FILE.search(word):
+                raise ValueError(f"{word!r} is not an mkfs option or value Maximus passes on (paths, devices and "
+                                 "files to copy in are Maximus's own choice)")
         return " ".join(words)
 
     def describe(self) -> str:
@@ -140,15 +147,22 @@ def _weakening(name: str, value: str) -> list[str]:
     """What in a storage knob's value weakens durability."""
     if name in ("storage.filesystem", "storage.device"):
         return [value] if value in ("tmpfs", "zram") else []
+    if name == "storage.mkfs_options":
+        return [word for word in value.split() if "^has_journal" in word]  # ext4 without its journal
     if name != "storage.mount_options":
         return []
-    found = []
-    for option in value.split(","):
-        key, _, setting = option.partition("=")
-        if option in ("data=writeback", "nobarrier", "barrier=0") or (key == "commit" and setting.isdigit()
-                                                                       and int(setting) > LONG_COMMIT_S):
-            found.append(option)
-    return found
+    return [option for option in value.split(",") if option in _UNSAFE_OPTIONS]
+
+
+# mount options that give up durability on any file system (a long commit= only against its own default)
+_UNSAFE_OPTIONS = {"data=writeback", "nobarrier", "barrier=0", "journal_async_commit", "noload", "norecovery",
+                   "nodatacow", "nodatasum"}
+
+
+def _long_commit(filesystem: str, mount_options: str) -> list[str]:
+    default = COMMIT_S.get(filesystem)
+    return [option for option in mount_options.split(",") if default is not None and option.startswith("commit=")
+            and option[7:].isdigit() and int(option[7:]) > default]
 
 
 @dataclass(frozen=True)
@@ -180,6 +194,10 @@ class Layout:
             raise UserError("storage.filesystem=tmpfs is made by no mkfs on no device, and has no device to "
                             "throttle: drop the storage.device, storage.block_size, storage.mkfs_options and "
                             "throttle knobs")
+        copying = _COPIES_IN.get(filesystem, set()) & set(chosen.get("storage.mkfs_options", "").split())
+        if copying:
+            raise UserError(f"storage.mkfs_options: {', '.join(sorted(copying))} would copy files into the new file "
+                            f"system: Maximus makes {filesystem} empty")
         return cls(filesystem, "" if filesystem == "tmpfs" else chosen.get("storage.device", "loop"),
                    int(chosen.get("storage.size", STORAGE["storage.size"].default)),
                    chosen.get("storage.block_size", ""), chosen.get("storage.mkfs_options", ""),
@@ -236,17 +254,33 @@ class Placement:
             raise UserError(f"storage throttles: {self.layout.filesystem} is on no block device to throttle")
         pids = processes.tree(main_pid)
         with self.scope.journal.scope() as scope:
-            group = BLKIO / f"maximus-{os.getpid()}-{time.monotonic_ns()}"
+            group = _own_blkio_group() / f"maximus-{os.getpid()}-{time.monotonic_ns()}"
             scope.record(Cgroup(str(group)))
-            group.mkdir()
+            try:
+                group.mkdir()
+            except OSError as error:
+                scope.forget_last()
+                raise EngineError(f"storage throttles: cannot make the cgroup {group}: {error.strerror}") from None
             for rule, value in self.layout.throttle:
                 _write_rule(group / f"blkio.throttle.{rule}", f"{self.device_number} {value}", rule, value)
             for pid in pids:
                 try:
                     (group / "cgroup.procs").write_text(str(pid))
                 except ProcessLookupError:
-                    pass
+                    pass  # it ended meanwhile
+                except OSError as error:
+                    raise EngineError(f"storage throttles: process {pid} cannot join {group}: "
+                                      f"{error.strerror}") from None
             yield
+
+
+def _own_blkio_group() -> Path:
+    """The blkio cgroup this process is in: the throttle's is made inside it, and its processes go back to it."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "blkio" in controllers.split(","):
+            return BLKIO / path.lstrip("/")
+    return BLKIO
 
 
 def _write_rule(path: Path, rule: str, name: str, value: str) -> None:
@@ -292,18 +326,20 @@ def placed(settings: Mapping[str, str], workdir: Path) -> Iterator[Placement]:
     if layout is None:
         yield Placement(Path(workdir))
         return
+    real = Path(os.path.realpath(workdir))  # as the kernel lists mounts and backing files: no "..", no symlink
     pool = _pool.get()
     if pool is None:
         with held() as journal, journal.scope() as scope:
-            yield _make(layout, Path(workdir), scope)
+            yield _make(layout, real, scope)
         return
     stack, made = pool
-    if layout not in made:
+    key = replace(layout, throttle=())  # steps that differ only in their throttle share the file system
+    if key not in made:
         with ExitStack() as attempt:  # a layout that cannot be made is undone at once, not with the experiment
             scope = attempt.enter_context(attempt.enter_context(held()).scope())
-            made[layout] = _make(layout, Path(workdir), scope)
+            made[key] = _make(key, real, scope)
             stack.push(attempt.pop_all())
-    yield made[layout]
+    yield replace(made[key], layout=layout, record={**made[key].record, "throttle": dict(layout.throttle)})
 
 
 def _make(layout: Layout, workdir: Path, journal: Scope) -> Placement:
@@ -327,10 +363,12 @@ def _make(layout: Layout, workdir: Path, journal: Scope) -> Placement:
              lambda message: f"cannot mount {layout.filesystem} with {options or 'no options'}: {message}")
     mount = environment.find_mount(target, environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text()))
     mounted = f"{mount.options},{mount.super_options}" if mount else ""
-    record = {"filesystem": layout.filesystem, "device": layout.device, "block_device": source if backing else "",
+    on_device = bool(layout.device)
+    record = {"filesystem": layout.filesystem, "device": layout.device, "block_device": source if on_device else "",
               "backing_file": backing, "size": layout.size, "block_size": layout.block_size,
-              "mkfs": " ".join(layout.mkfs_command(source)) if backing else "", "mount_options": layout.mount_options,
-              "mounted_with": mounted, "not_taken": _not_taken(layout.mount_options, mounted),
+              "mkfs": " ".join(layout.mkfs_command(source)) if on_device else "",
+              "mount_options": layout.mount_options,
+              "mounted_with": mounted, "not_taken": _not_taken(layout.filesystem, layout.mount_options, mounted),
               "mount_point": str(target), "created_s": round(time.perf_counter() - began, 3),
               "throttle": dict(layout.throttle)}
     number = os.stat(source).st_rdev if source.startswith("/dev/") else 0  # btrfs reports an anonymous one
@@ -341,16 +379,17 @@ _LISTED = ("noatime", "relatime", "lazytime", "nodiratime", "sync", "dirsync", "
            "data=journal")  # what mountinfo lists when it is in force (a default, such as data=ordered, it does not)
 
 
-def _not_taken(asked: str, mounted: str) -> list[str]:
+def _not_taken(filesystem: str, asked: str, mounted: str) -> list[str]:
     """The asked mount options the kernel does not list as in force (read back from mountinfo)."""
     listed = set(mounted.split(","))
+    default_commit = f"commit={COMMIT_S.get(filesystem)}"
     missing = []
     for option in filter(None, asked.split(",")):
         if option == "strictatime":
             taken = not {"noatime", "relatime"} & listed
         elif option == "barrier=0":
             taken = bool({"nobarrier", "barrier=0"} & listed)
-        elif option in _LISTED or (option.startswith("commit=") and option != f"commit={LONG_COMMIT_S}"):
+        elif option in _LISTED or (option.startswith("commit=") and option != default_commit):
             taken = option in listed
         else:
             taken = True  # an option mountinfo does not list: the kernel took it, since it mounted
@@ -362,7 +401,7 @@ def _unmade(layout: Layout, workdir: Path, journal: Scope) -> Placement:
     """A throttle on the work directory's own disk, nothing made."""
     mount = environment.find_mount(environment.nearest_existing(workdir),
                                    environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text()))
-    disk = environment.block_device_dir(mount.major_minor) if mount else None
+    disk = environment.mount_device(mount) if mount else None
     if disk is None:
         raise UserError(f"storage throttles: {workdir} is on no disk of its own to throttle (tmpfs, overlay, ...)")
     record = {"filesystem": WORKDIR, "block_device": disk.name, "throttle": dict(layout.throttle)}
@@ -373,9 +412,13 @@ def _directory(path: Path, journal: Scope) -> None:
     """``path`` and the parents it lacks, each journaled: removed after, if empty (a work directory made for the
     layout goes with it; one the run filled stays)."""
     for directory in reversed([path, *path.parents]):
-        if not directory.exists():
+        if not os.path.lexists(directory):
             journal.record(Created(str(directory), directory=True))
-            directory.mkdir()
+            try:
+                directory.mkdir()
+            except OSError as error:
+                journal.forget_last()
+                raise UserError(f"cannot make the directory {directory} for the layout: {error.strerror}") from None
 
 
 def _device(layout: Layout, home: Path, journal: Scope) -> tuple[str, str]:
@@ -387,11 +430,14 @@ def _device(layout: Layout, home: Path, journal: Scope) -> tuple[str, str]:
     if free.f_bavail * free.f_frsize < layout.size:
         raise UserError(f"storage.size={layout.size} does not fit on the disk under test ({home}: "
                         f"{free.f_bavail * free.f_frsize >> 20} MiB free)")
-    if backing.exists():
+    if os.path.lexists(backing):
         raise UserError(f"{backing} is in the way of the layout's backing file: remove it")
     journal.record(Created(str(backing)))
-    with open(backing, "x") as file:
-        file.truncate(layout.size)  # sparse: only what the file system writes takes room
+    try:
+        with open(backing, "x") as file:
+            file.truncate(layout.size)  # sparse: only what the file system writes takes room
+    except OSError as error:
+        raise UserError(f"cannot make the layout's backing file {backing}: {error.strerror}") from None
     for _ in range(5):  # another process may take the free device between the question and the attachment
         device = run_tool(["losetup", "--find"]).strip()
         journal.record(Attached(device, str(backing)))
@@ -399,6 +445,7 @@ def _device(layout: Layout, home: Path, journal: Scope) -> tuple[str, str]:
             run_tool(["losetup", "--direct-io=on", device, str(backing)])
             return device, str(backing)
         except EngineError as error:
+            journal.forget_last()
             last = error
     raise EngineError(f"no loop device could be attached to {backing}: {last}")
 
@@ -407,9 +454,13 @@ def _zram(layout: Layout, journal: Scope) -> str:
     control = Path("/sys/class/zram-control/hot_add")
     if not control.exists():
         raise UserError("storage.device=zram: this kernel has no zram module loaded (modprobe zram)")
-    index = int(control.read_text())  # reading it adds the device
-    journal.record(Zram(index))
-    Path(f"/sys/block/zram{index}/disksize").write_text(str(layout.size))
+    try:
+        index = int(control.read_text())  # reading it adds the device
+        journal.record(Zram(index, layout.size))
+        Path(f"/sys/block/zram{index}/disksize").write_text(str(layout.size))
+    except OSError as error:
+        raise EngineError(f"storage.device=zram: the kernel refused a zram device of {layout.size} bytes: "
+                          f"{error.strerror}") from None
     return f"/dev/zram{index}"
 
 
@@ -421,6 +472,8 @@ def _mkfs(layout: Layout, device: str) -> None:
 
 
 def durability_warnings(settings: Mapping[str, str]) -> list[str]:
-    """``name=value weakens durability`` for each storage knob whose value does."""
+    """``name=value weakens durability`` for each storage knob whose value does, on the file system it names."""
+    filesystem, options = settings.get("storage.filesystem", WORKDIR), settings.get("storage.mount_options", "")
     return [f"{name}={value} weakens durability" for name, value in settings.items()
-            if name in STORAGE and _weakening(name, value)]
+            if name in STORAGE and (_weakening(name, value)
+                                    or (name == "storage.mount_options" and _long_commit(filesystem, options)))]
