@@ -64,8 +64,8 @@ def layout_text(record: RunRecord) -> str:
     throttled = f"; throttled to {throttle} (cgroup v1 blkio)" if throttle else ""
     if layout["filesystem"] == "workdir":
         return f"the work directory's own file system, on {layout['block_device']}{throttled}"
-    on = {"loop": f"a loop device ({layout['block_device']}, direct I/O to a sparse file on the disk under test)",
-          "zram": f"a zram device in memory ({layout['block_device']})"}.get(layout["device"], "memory")
-    return (f"{layout['filesystem']} of {layout['size'] / 2**30:g} GiB on {on}, mounted "
+    on = {"loop": f"on a loop device ({layout['block_device']}, direct I/O to a sparse file on the disk under test)",
+          "zram": f"on a zram device in memory ({layout['block_device']})"}.get(layout["device"], "in memory")
+    return (f"{layout['filesystem']} of {layout['size'] / 2**30:g} GiB {on}, mounted "
             f"{layout['mount_options'] or 'with defaults'}; made in {layout['created_s']:.2f} s, before the "
             f"load{throttled}")
