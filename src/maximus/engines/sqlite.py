@@ -206,8 +206,10 @@ class SQLiteEngine(Engine):
 
     def connect(self) -> SQLiteSession:
         settings = self.effective_settings
-        connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                     timeout=int(settings["busy_timeout"]) / 1000.0, cached_statements=256)
+        # mode=rw: a terminal that connects after the file was deleted must not make a new, empty one in its place
+        connection = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=rw", uri=True, isolation_level=None,
+                                     check_same_thread=False, timeout=int(settings["busy_timeout"]) / 1000.0,
+                                     cached_statements=256)
         for name in ("journal_mode", "synchronous", "cache_size", "wal_autocheckpoint", "mmap_size",
                      "locking_mode", "temp_store", "busy_timeout"):
             connection.execute(f"PRAGMA {name} = {settings[name]}").fetchall()
