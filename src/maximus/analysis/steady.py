@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtr
 
 TREND_LIMIT = 0.10  # a change of more than 10 % across the window is not a steady state
 SIGNIFICANCE = 0.01
@@ -31,9 +32,25 @@ def window_series(per_second: Sequence[tuple[int, int, int]], start: float, end:
 def trend(series: Sequence[float]) -> Trend | None:
     if len(series) < 5 or not np.mean(series):
         return None
-    fit = stats.linregress(np.arange(len(series)), series)
-    change = fit.slope * (len(series) - 1) / float(np.mean(series))
-    return Trend(float(change), float(fit.pvalue))
+    slope, p_value = _slope_test(np.asarray(series, dtype=float))
+    return Trend(slope * (len(series) - 1) / float(np.mean(series)), p_value)
+
+
+def _slope_test(series: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope against time and the two-sided p-value of "no trend" (the t test on the slope,
+    as scipy.stats.linregress gives it; scipy.stats itself would add 1.8 s to every command's start)."""
+    time = np.arange(len(series), dtype=float)
+    dt, dy = time - time.mean(), series - series.mean()
+    slope = float(dt @ dy / (dt @ dt))
+    spread = float(dy @ dy)
+    if spread == 0:
+        return slope, 1.0
+    r = min(1.0, abs(float(dt @ dy)) / math.sqrt(float(dt @ dt) * spread))
+    if r == 1.0:
+        return slope, 0.0
+    df = len(series) - 2
+    t = r * math.sqrt(df / (1 - r * r))
+    return slope, float(2 * stdtr(df, -t))
 
 
 def steady_state_warning(run_id: int, series: Sequence[float]) -> str | None:
