@@ -50,3 +50,18 @@ def test_a_rising_series_is_not_steady_and_a_flat_noisy_one_is() -> None:
     assert "still rising" in steady_state_warning(7, rising)
     flat = [100, 103, 98, 101, 99, 102, 100, 97, 103, 100] * 3
     assert steady_state_warning(7, flat) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_trend_test_agrees_with_scipy_linregress(seed: int) -> None:
+    """The slope test is written out (scipy.stats costs every command 1.8 s to import); scipy's own
+    linregress, imported here only, is the reference."""
+    import numpy as np
+    from scipy.stats import linregress
+
+    rng = np.random.default_rng(seed)
+    series = list(rng.normal(100, 8, 12 + 7 * seed) + np.arange(12 + 7 * seed) * rng.normal(0, 0.8))
+    fit = linregress(np.arange(len(series)), series)
+    found = trend(series)
+    assert found.p_value == pytest.approx(fit.pvalue, rel=1e-9, abs=1e-12)
+    assert found.change == pytest.approx(fit.slope * (len(series) - 1) / np.mean(series), rel=1e-9)
