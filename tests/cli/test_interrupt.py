@@ -22,15 +22,25 @@ def _status(results: Path) -> tuple[str, int] | None:
     return row
 
 
+def _wait_until_measuring(results: Path, workdir: Path) -> None:
+    """Until the run's first transactions have committed, then 4 s more: past the 1-s warm-up. The run's row
+    is stored before its terminals start, which on a loaded machine can take seconds."""
+    deadline = time.monotonic() + 60
+    while _status(results) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    database = workdir / "tpcc-1wh.sqlite"
+    before = database.stat().st_mtime_ns
+    while database.stat().st_mtime_ns == before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(4)
+
+
 def test_interrupted_run_is_stored_as_interrupted_with_its_samples(workdir: Path, tmp_path: Path) -> None:
     results = tmp_path / "results.db"
     process = subprocess.Popen([sys.executable, "-m", "maximus", "run", "--workdir", str(workdir), "--results",
                                 str(results), "--warmup", "1", "--duration", "60"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while _status(results) is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(4)  # into the measured window
+    _wait_until_measuring(results, workdir)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
