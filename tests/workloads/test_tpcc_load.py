@@ -98,16 +98,6 @@ def test_load_result_and_metadata(loaded: tuple[SQLiteEngine, loader.LoadResult]
     assert info.creation_settings == {"page_size": "4096"}
 
 
-def test_read_info_is_none_on_a_database_that_is_not_ours(tmp_path: Path) -> None:
-    engine = SQLiteEngine(tmp_path, "empty", {})
-    engine.provision()
-    session = engine.connect()
-    try:
-        assert loader.read_info(session, engine.dialect) is None
-    finally:
-        session.close()
-
-
 def test_zero_warehouses_is_a_user_error(tmp_path: Path) -> None:
     engine = SQLiteEngine(tmp_path, "zero", {})
     with pytest.raises(UserError, match="warehouses: expected an integer of at least 1"):
