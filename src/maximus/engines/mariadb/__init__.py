@@ -144,7 +144,7 @@ class MariaDBEngine(Engine):
     def samplers(self) -> list:
         from maximus.samplers.mariadb import MariaDBSampler
 
-        return [MariaDBSampler(self.server.connect_arguments, self.database, self.server.pid,
+        return [MariaDBSampler(lambda: connect(self.server.connect_arguments()), self.database, self.server.pid,
                                "performance_schema" in self.server.chosen_settings())]
 
     def version(self) -> str:

@@ -99,6 +99,11 @@ class ManagedServer(ServerControl):
         self._process: subprocess.Popen | None = None
         self._log_start = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy for a worker process (engines are picklable values): the server's process is this one's to
+        stop and reap, not the copy's."""
+        return {**self.__dict__, "_process": None}
+
     @classmethod
     def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
         return catalogue_of(installation_variables())
