@@ -273,7 +273,8 @@ class MariaDBEngine(Engine):
         placeholders = "(" + ", ".join(["?"] * len(columns)) + ")"
         for first in range(0, len(rows), 500):
             chunk = rows[first:first + 500]
-            session.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES " + ", ".join([placeholders] * len(chunk)),
+            values = ", ".join([placeholders] * len(chunk))
+            session.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values}",
                             [value for row in chunk for value in row])
 
     def bulk_insert_columns(self, session: Session, table: str, columns: Sequence[str],

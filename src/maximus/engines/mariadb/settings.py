@@ -63,16 +63,18 @@ class MariaValue:
             return ",".join(self._choice(part.strip()) for part in text.split(",") if part.strip())
         if self.vartype in _INTEGERS:
             value = self._integer(text)
-            if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
+            if not self._within(value):
                 raise ValueError(f"expected {self.describe()}")
             return str(value)
         if self.vartype == "DOUBLE":
             if not _DECIMAL.match(text):
                 raise ValueError(f"expected a number {self.describe()}")
-            if (self.minimum is not None and float(text) < self.minimum) or \
-                    (self.maximum is not None and float(text) > self.maximum):
+            if not self._within(float(text)):
                 raise ValueError(f"expected {self.describe()}")
         return text
+
+    def _within(self, value: float) -> bool:
+        return (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum)
 
     def _choice(self, text: str) -> str:
         spelled = {value.lower(): value for value in self.choices}
