@@ -255,14 +255,20 @@ class ManagedServer(ServerControl):
                 shutil.rmtree(self.server_dir, ignore_errors=True)
             raise
         shutil.rmtree(self.data_dir, ignore_errors=True)  # what an install cut short left
+        command = as_server_user([_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data_dir}",
+                                  "--auth-root-authentication-method=normal", "--skip-test-db",
+                                  f"--innodb-page-size={self.page_size}"])
         try:
-            _process.run(as_server_user([_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data_dir}",
-                                         "--auth-root-authentication-method=normal", "--skip-test-db",
-                                         f"--innodb-page-size={self.page_size}"]),
-                         "mariadb-install-db", timeout=300)
-        except EngineError:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as error:
             shutil.rmtree(self.data_dir, ignore_errors=True)
-            raise
+            raise EngineError(f"mariadb-install-db failed: {error}") from None
+        if done.returncode != 0:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+            errors = [line for line in lines if "[ERROR]" in line and "Aborting" not in line]
+            said = _message(errors[0]) if errors else _message(lines[-1]) if lines else f"exit code {done.returncode}"
+            raise EngineError(f"mariadb-install-db failed in {self.data_dir}: {said}")
 
     def _write_options(self) -> None:
         lines = ["# written by Maximus for this run", "[mariadbd]", f"datadir = {self.data_dir}",
