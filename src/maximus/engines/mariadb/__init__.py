@@ -5,16 +5,12 @@ The engine reaches its server through one ``ServerControl`` (``servers.py``), ch
 rewriting of the workloads' shared SQL in ``translate.py``, the variables' types and the knob catalogue in
 ``settings.py``.
 
-Inside the server each Maximus database has a pristine twin (``<name>_pristine``). A build moves its tables there
-(``RENAME TABLE``: no copy) and ``restore()`` copies them back, table by table, side by side, while the server
-runs: its process stays the one the run started (and placed, and tuned, with the operating system's knobs). The
-working database keeps its stored functions between restores.
+Each Maximus database has a pristine copy that every run's restore starts from (``pristine.py``): its tables'
+InnoDB files on a managed server, a twin database on a server of the user's.
 """
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -24,6 +20,7 @@ from maximus.engines._copy_text import copy_text
 from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Engine, Session
 from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
+from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
 from maximus.engines.mariadb.servers import ServerControl, connect
 from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_ints, call_parameters
 from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
@@ -128,10 +125,6 @@ class MariaDBEngine(Engine):
     def lock_target(self) -> tuple[Path, str] | None:
         return self.server.lock_target()
 
-    @property
-    def pristine(self) -> str:
-        return f"{self.database}_pristine"
-
     def data_path(self) -> Path:
         return self.server.data_path()
 
@@ -190,10 +183,13 @@ class MariaDBEngine(Engine):
     def _admin(self) -> Any:
         return _Closing(connect(self.server.connect_arguments()))
 
-    def _tables(self, admin: Any, database: str) -> list[str]:
-        admin.query(b"SELECT table_name FROM information_schema.tables WHERE table_schema = " +
-                    admin.literal(database) + b" AND table_type = 'BASE TABLE' ORDER BY table_name")
-        return [_text(name) for (name,) in admin.store_result().fetch_row(0)]
+    @property
+    def _pristine(self) -> TablespaceCopy | TwinDatabase:
+        files = self.server.pristine_files()
+        if files is None:
+            return TwinDatabase(self._admin, self.database)
+        data_dir, directory, own = files
+        return TablespaceCopy(self._admin, self.database, data_dir, directory, own)
 
     def provision(self) -> None:
         with self._admin() as admin:
@@ -202,56 +198,24 @@ class MariaDBEngine(Engine):
 
     def exists(self) -> bool:
         with self._admin() as admin:
-            return bool(self._tables(admin, self.database))
+            return bool(tables_of(admin, self.database))
 
     def destroy(self) -> None:
         with self._admin() as admin:
-            for name in (self.database, self.pristine):
-                admin.query(f"DROP DATABASE IF EXISTS `{name}`".encode())
+            admin.query(f"DROP DATABASE IF EXISTS `{self.database}`".encode())
+        self._pristine.destroy()
 
     def has_snapshot(self) -> bool:
-        with self._admin() as admin:
-            return bool(self._tables(admin, self.pristine))
+        return self._pristine.exists()
 
     def keep_as_pristine(self) -> None:
-        """The tables moved to the pristine twin with one RENAME TABLE: no copy. The working database keeps its
-        stored functions, and its tables come back with ``restore()``."""
-        with self._admin() as admin:
-            admin.query(f"DROP DATABASE IF EXISTS `{self.pristine}`".encode())
-            admin.query(f"CREATE DATABASE `{self.pristine}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin".encode())
-            tables = self._tables(admin, self.database)
-            if tables:
-                admin.query(("RENAME TABLE " + ", ".join(f"`{self.database}`.`{t}` TO `{self.pristine}`.`{t}`"
-                                                         for t in tables)).encode())
+        self._pristine.keep()
 
     def snapshot(self) -> None:
-        with self._admin() as admin:
-            admin.query(f"DROP DATABASE IF EXISTS `{self.pristine}`".encode())
-            admin.query(f"CREATE DATABASE `{self.pristine}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin".encode())
-            tables = self._tables(admin, self.database)
-        self._copy_tables(self.database, self.pristine, tables)
+        self._pristine.snapshot()
 
     def restore(self) -> None:
-        """The working database's tables replaced by copies of the pristine ones, a table per session, side by
-        side; the stored functions stay."""
-        with self._admin() as admin:
-            admin.query(f"CREATE DATABASE IF NOT EXISTS `{self.database}` CHARACTER SET utf8mb4 "
-                        "COLLATE utf8mb4_bin".encode())
-            tables = self._tables(admin, self.pristine)
-            for table in self._tables(admin, self.database):
-                admin.query(f"DROP TABLE `{self.database}`.`{table}`".encode())
-        self._copy_tables(self.pristine, self.database, tables)
-
-    def _copy_tables(self, source: str, target: str, tables: Sequence[str]) -> None:
-        def copy(table: str) -> None:
-            with self._admin() as admin:
-                # A fresh table filled by one statement: InnoDB need not check the keys' uniqueness row by row.
-                admin.query(b"SET SESSION unique_checks = 0, foreign_key_checks = 0")
-                admin.query(f"CREATE TABLE `{target}`.`{table}` LIKE `{source}`.`{table}`".encode())
-                admin.query(f"INSERT INTO `{target}`.`{table}` SELECT * FROM `{source}`.`{table}`".encode())
-
-        with ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, len(tables)))) as pool:
-            list(pool.map(copy, tables))
+        self._pristine.restore()
 
     def connect(self) -> MariaDBSession:
         arguments = self.server.connect_arguments()

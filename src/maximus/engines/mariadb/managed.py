@@ -83,6 +83,13 @@ def give_to_server_user(path: Path) -> None:
                         "--workdir that user can traverse, such as /var/tmp/maximus")
 
 
+def chown_to_server_user(path: Path) -> None:
+    """One file Maximus wrote into the server's data directory, made the server user's."""
+    if _process.running_as_root():
+        user = pwd.getpwnam(SERVER_USER)
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
 class ManagedServer(ServerControl):
     """The server of one database: ``mariadb-<version>-<page size>k-<database>/`` in the work directory."""
 
@@ -124,6 +131,10 @@ class ManagedServer(ServerControl):
         return self.server_dir / "data"
 
     @property
+    def tmp_dir(self) -> Path:
+        return self.server_dir / "tmp"
+
+    @property
     def option_file(self) -> Path:
         return self.server_dir / "maximus.cnf"
 
@@ -145,6 +156,9 @@ class ManagedServer(ServerControl):
 
     def data_path(self) -> Path:
         return self.data_dir
+
+    def pristine_files(self) -> tuple[Path, Path, Callable[[Path], None]] | None:
+        return self.data_dir, self.server_dir / "pristine", chown_to_server_user
 
     def lock_target(self) -> tuple[Path, str] | None:
         return self.workdir / f"{self.server_dir.name}.lock", f"the MariaDB server {self.server_dir}"
@@ -255,9 +269,12 @@ class ManagedServer(ServerControl):
                 shutil.rmtree(self.server_dir, ignore_errors=True)
             raise
         shutil.rmtree(self.data_dir, ignore_errors=True)  # what an install cut short left
+        self._tmpdir()
+        # A temporary directory of its own: bootstraps sharing /tmp at the same time collide on their temporary
+        # tables' names ("Unknown table 'mysql.tmp_user_sys'").
         command = as_server_user([_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data_dir}",
-                                  "--auth-root-authentication-method=normal", "--skip-test-db",
-                                  f"--innodb-page-size={self.page_size}"])
+                                  f"--tmpdir={self.tmp_dir}", "--auth-root-authentication-method=normal",
+                                  "--skip-test-db", f"--innodb-page-size={self.page_size}"])
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -270,8 +287,15 @@ class ManagedServer(ServerControl):
             said = _message(errors[0]) if errors else _message(lines[-1]) if lines else f"exit code {done.returncode}"
             raise EngineError(f"mariadb-install-db failed in {self.data_dir}: {said}")
 
+    def _tmpdir(self) -> None:
+        if not self.tmp_dir.is_dir():
+            self.tmp_dir.mkdir()
+            chown_to_server_user(self.tmp_dir)
+
     def _write_options(self) -> None:
+        self._tmpdir()
         lines = ["# written by Maximus for this run", "[mariadbd]", f"datadir = {self.data_dir}",
+                 f"tmpdir = {self.tmp_dir}",
                  f"socket = {self.socket}", f"pid-file = {self.pid_file}", f"log-error = {self.server_log}",
                  f"port = {self.port}", "bind-address = 127.0.0.1", "skip-name-resolve",
                  f"innodb_page_size = {self.page_size}"]

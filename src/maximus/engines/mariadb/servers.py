@@ -69,10 +69,11 @@ class ServerControl(ABC):
 
     # -- the pristine copy ---------------------------------------------------------------------------
 
-    def can_copy_files(self) -> bool:
-        """Whether the pristine copy is a copy of the stopped server's data directory (else kept in the server,
-        as a database of its own)."""
-        return False
+    def pristine_files(self) -> tuple[Path, Path, Callable[[Path], None]] | None:
+        """Where the server keeps its data and Maximus may keep a database's pristine copy as files (the data
+        directory, the copy's directory, and what gives a file to the server's user); None where Maximus cannot
+        reach the server's files, and keeps the copy in the server."""
+        return None
 
 
 def connect(arguments: Mapping[str, Any], database: str | None = None) -> Any:
