@@ -102,3 +102,16 @@ def test_a_deadlock_is_classified_as_retry(engine) -> None:
         second.rollback()
         first.close()
         second.close()
+
+
+def test_a_function_called_as_a_row_returns_its_columns(engine) -> None:
+    """``SELECT * FROM tpcc_x(...)``, as the shared SQL calls a function returning a row: the JSON array's values
+    as the row, money as decimals."""
+    session = engine.connect()
+    try:
+        row = session.fetchone("SELECT * FROM tpcc_order_status(?, ?, ?, ?)", (1, 3, 42, None))
+        (balance,) = session.fetchone("SELECT c_balance FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+                                      (1, 3, 42))
+    finally:
+        session.close()
+    assert row[0] == 42 and row[4] == balance and len(row) == 13

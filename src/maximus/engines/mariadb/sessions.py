@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import tempfile
+from decimal import Decimal
 from typing import Any, Callable, Sequence
 
 from maximus.engines.mariadb.translate import Plan, translate
@@ -140,7 +141,7 @@ class MariaDBSession(Session):
                 if plan.returns[n]:
                     rows.extend(found)
             if plan.json_row:
-                rows = [tuple(json.loads(row[0])) for row in rows if row[0] is not None]
+                rows = [tuple(json.loads(row[0], parse_float=Decimal)) for row in rows if row[0] is not None]
             out.append((rows, changed))
         return out
 

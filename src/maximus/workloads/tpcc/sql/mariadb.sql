@@ -1,7 +1,8 @@
 -- TPC-C transactions as MariaDB stored functions: one round trip per business transaction. Functions, not
 -- procedures: a function's result is the one row of a SELECT, which any client reads (a C client such as
 -- sysbench reads a CALL's result sets only with effort). Each returns the data of its output screen
--- (workloads/tpcc/screens.py) as a JSON array, in the order of the PostgreSQL functions' OUT columns.
+-- (workloads/tpcc/screens.py) as a JSON array, in the order of the PostgreSQL functions' OUT columns. A numeric
+-- variable goes in as "v + 0": JSON_ARRAY writes a stored program's variable as a string, an expression as a number.
 -- Isolation (3.4.0.1): every row read and then changed is locked before it is read (SELECT ... FOR UPDATE,
 -- or an UPDATE first), and each call is one statement in autocommit mode: one transaction, one read view.
 -- Errors are never caught here: deadlocks (1213) and lock wait timeouts (1205) reach the driver's retry policy.
@@ -83,7 +84,7 @@ BEGIN
             v_amounts = JSON_ARRAY_APPEND(v_amounts, '$', v_amount),
             v_n = v_n + 1;
     END WHILE;
-    RETURN JSON_ARRAY(v_o_id, v_c_last, v_credit, v_discount, v_w_tax, v_d_tax, p_entry,
+    RETURN JSON_ARRAY(v_o_id + 0, v_c_last, v_credit, v_discount + 0, v_w_tax + 0, v_d_tax + 0, p_entry,
                       ROUND(v_sum * (1 - v_discount) * (1 + v_w_tax + v_d_tax), 2),
                       JSON_QUERY(v_names, '$'), JSON_QUERY(v_prices, '$'), JSON_QUERY(v_quantities, '$'),
                       JSON_QUERY(v_brands, '$'), JSON_QUERY(v_amounts, '$'));
@@ -155,10 +156,10 @@ BEGIN
     END IF;
     INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data)
     VALUES (v_c_id, p_c_d_id, p_c_w_id, p_d_id, p_w_id, p_date, p_amount, CONCAT(v_w_name, '    ', v_d_name));
-    RETURN JSON_ARRAY(v_c_id, v_w_street_1, v_w_street_2, v_w_city, v_w_state, v_w_zip,
+    RETURN JSON_ARRAY(v_c_id + 0, v_w_street_1, v_w_street_2, v_w_city, v_w_state, v_w_zip,
                       v_d_street_1, v_d_street_2, v_d_city, v_d_state, v_d_zip,
                       v_first, v_middle, v_last, v_street_1, v_street_2, v_city, v_state, v_zip, v_phone, v_since,
-                      v_credit, v_limit, v_discount, v_balance - p_amount, v_data, p_date);
+                      v_credit, v_limit + 0, v_discount + 0, v_balance - p_amount, v_data, p_date);
 END;
 
 -- Order-Status: one statement in autocommit mode reads one snapshot (3.4.0.1): the customer, their latest order
@@ -189,7 +190,7 @@ BEGIN
                           JSON_ARRAYAGG(ol_delivery_d ORDER BY ol_number))
           INTO v_lines FROM order_line WHERE ol_w_id = p_w_id AND ol_d_id = p_d_id AND ol_o_id = v_o_id;
     END IF;
-    RETURN JSON_ARRAY(v_c_id, v_first, v_middle, v_last, v_balance, v_o_id, v_entry, v_carrier,
+    RETURN JSON_ARRAY(v_c_id + 0, v_first, v_middle, v_last, v_balance + 0, v_o_id + 0, v_entry, v_carrier + 0,
                       JSON_QUERY(v_lines, '$[0]'), JSON_QUERY(v_lines, '$[1]'), JSON_QUERY(v_lines, '$[2]'),
                       JSON_QUERY(v_lines, '$[3]'), JSON_QUERY(v_lines, '$[4]'));
 END;
