@@ -134,7 +134,7 @@ def test_rollback_discards_and_errors_are_classified(started: Callable[..., Engi
 
 def test_a_lock_conflict_is_classified_as_retry(started: Callable[..., Engine], engine_class: type[Engine]) -> None:
     assert engine_class.lock_wait_knob, "an engine names the knob that bounds a lock wait"
-    engine = started({engine_class.lock_wait_knob: "200"})
+    engine = started({engine_class.lock_wait_knob: engine_class.short_lock_wait})
     engine.provision()
     holder, waiter = engine.connect(), engine.connect()
     holder.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER)")

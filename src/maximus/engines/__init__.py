@@ -6,11 +6,13 @@ import difflib
 from typing import Mapping
 
 from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Engine, Session
+from maximus.engines.mariadb import MariaDBEngine
 from maximus.engines.postgres import PostgresEngine
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.errors import UserError
 
-ENGINES: dict[str, type[Engine]] = {SQLiteEngine.name: SQLiteEngine, PostgresEngine.name: PostgresEngine}
+ENGINES: dict[str, type[Engine]] = {SQLiteEngine.name: SQLiteEngine, PostgresEngine.name: PostgresEngine,
+                                    MariaDBEngine.name: MariaDBEngine}
 
 
 def engine_class(name: str) -> type[Engine]:

@@ -89,7 +89,8 @@ class Engine(ABC):
     capabilities: ClassVar[Capabilities]
     dialect: ClassVar[Dialect]
     connection_options: ClassVar[tuple[ConnectionOption, ...]] = ()  # the keys of ``connection`` it understands
-    lock_wait_knob: ClassVar[str | None] = None  # the knob bounding a lock wait, in milliseconds
+    lock_wait_knob: ClassVar[str | None] = None  # the knob bounding a lock wait
+    short_lock_wait: ClassVar[str] = "200"  # a value of it that ends a lock wait within about a second (200 ms)
     # A connection-time knob, a value other than its default, and that value as ``reported_settings`` gives it:
     # the contract suite checks with it that the knobs reach the engine.
     example_knob: ClassVar[tuple[str, str, str] | None] = None

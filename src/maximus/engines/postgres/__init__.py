@@ -69,12 +69,13 @@ class PostgresEngine(Engine):
 
     name = "postgres"
     connection_options = (
-        ConnectionOption("dsn", "PostgreSQL: connection string of a server you own (external mode) instead of a "
-                         "managed one."),
+        # The command line shows the first engine's help for an option several declare: these two say it for all.
+        ConnectionOption("dsn", "A server you own (external mode) instead of a managed one: PostgreSQL's connection "
+                         "string, or mysql://user:password@host:port/db for MariaDB."),
         ConnectionOption("bin_dir", "PostgreSQL: directory of initdb/pg_ctl/postgres for managed mode [default: "
                          "discovered].", kind="path"),
-        ConnectionOption("allow_changes", "PostgreSQL external mode: let Maximus set knobs with ALTER SYSTEM and "
-                         "reload (put back after the run).", kind="flag"),
+        ConnectionOption("allow_changes", "External mode: let Maximus set knobs on your server (PostgreSQL: ALTER "
+                         "SYSTEM and reload; MariaDB: SET GLOBAL), put back after the run.", kind="flag"),
         ConnectionOption("allow_restart", "PostgreSQL external mode: also restart your server (on this machine) for "
                          "knobs that need it, and again after the run; implies --allow-changes.", kind="flag",
                          implies="allow_changes"),

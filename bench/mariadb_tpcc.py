@@ -1,0 +1,266 @@
+"""MariaDB benchmark: the Maximus build and driver against C tools, measured side by side in one run.
+
+1. Build: Maximus builds N warehouses (generation + LOAD DATA streams + indexes + ANALYZE, then the pristine copy)
+   against LOAD DATA of the same rows, already generated into files on disk, into the same fresh schema with
+   the same keys and indexes (target: ratio <= 1.3).
+2. Run: New-Orders per minute of the Maximus driver (server-side mode: one stored-function call per transaction)
+   against sysbench, a C client, running a Lua script of ours (bench/mariadb_tpcc.lua) that calls the same
+   functions with the same mix (target: ratio >= 0.95), and Maximus's client-side mode against its server-side
+   mode. New-Orders are counted by the database for both (D_NEXT_O_ID moves once per committed New-Order).
+   Client and server CPU seconds per 1,000 transactions are printed for each.
+
+Server configuration: the managed server's defaults with innodb_buffer_pool_size=1G, innodb_log_file_size=1G,
+innodb_flush_log_at_trx_commit=1 (durable), repeatable read; no keying or think times. Usage:
+
+    .venv/bin/python bench/mariadb_tpcc.py [--warehouses 4] [--duration 60] [--clients 8] [--pairs 3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from maximus import api
+from maximus.engines._copy_text import copy_text
+from maximus.samplers.processes import ProcessTree
+from maximus.workloads.tpcc import generate, schema
+from maximus.workloads.tpcc.random import NURandConstants
+
+SEED = 1
+KNOBS = {"innodb_buffer_pool_size": "1G", "innodb_log_file_size": "1G", "innodb_flush_log_at_trx_commit": "1"}
+LUA = Path(__file__).resolve().parent / "mariadb_tpcc.lua"
+IGNORED = "1644,1213,1205"  # New-Order's unused item (MX001), deadlocks and lock wait timeouts: sysbench goes on
+
+
+def main() -> None:
+    options = _arguments()
+    workdir = Path(tempfile.mkdtemp(prefix="maximus-bench-mariadb-", dir="/var/tmp"))
+    workdir.chmod(0o755)
+    try:
+        build = api.Build.of("tpcc", {"warehouses": options.warehouses})
+        engine = api.make_engine("mariadb", workdir, build, KNOBS)
+        with api.running(engine):
+            print(f"MariaDB {engine.version()} managed in {workdir}; knobs {KNOBS}; "
+                  f"{engine.isolation(False, True)}; {options.warehouses} warehouses; no keying/think times")
+            _build(engine, build, workdir, options.build_repeats)
+            engine.restore()
+            session = engine.connect()
+            print("server configuration: " + " ".join(f"{k}={v}" for k, v in engine.reported_settings(session).items())
+                  + "\n")
+            session.close()
+        if not options.build_only:
+            _runs(options, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--warehouses", type=int, default=4)
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--warmup", type=float, default=10.0)
+    parser.add_argument("--clients", default="8")
+    parser.add_argument("--pairs", type=int, default=3, help="rounds per client count, the order rotated")
+    parser.add_argument("--build-only", action="store_true", help="measure the build, skip the runs")
+    parser.add_argument("--build-repeats", type=int, default=3, help="builds, each against LOAD DATA from files")
+    parser.add_argument("--quick", action="store_true", help="1 warehouse, 10 s runs, 4 clients")
+    options = parser.parse_args()
+    if options.quick:
+        options.warehouses, options.duration, options.warmup, options.clients, options.pairs = 1, 10.0, 3.0, "4", 1
+        options.build_repeats = 1
+    options.client_counts = [int(c) for c in options.clients.split(",")]
+    return options
+
+
+def _interval(ratios: list[float], target: float, higher_is_better: bool, unit: str) -> str:
+    """The geometric-mean ratio with its 95 % interval, and where the target lies (as bench/postgres_tpcc.py)."""
+    from maximus.analysis.compare import estimate  # here: the spawned loader processes import this script again
+
+    logs = estimate([math.log(r) for r in ratios])
+    mean = math.exp(logs.mean)
+    if logs.n < 2:
+        return f"geometric mean {mean:.3f} of one {unit[:-1]}: no interval"
+    low, high = math.exp(logs.low), math.exp(logs.high)
+    beyond, short = (low >= target, high < target) if higher_is_better else (high <= target, low > target)
+    verdict = "the target is met" if beyond else "the target is missed" if short else "the target is within noise"
+    return f"geometric mean {mean:.3f}, 95 % interval {low:.3f}-{high:.3f} over {logs.n} {unit}: {verdict}"
+
+
+# -- build --------------------------------------------------------------------------------------------
+
+def _build(engine, build, workdir: Path, repeats: int) -> None:
+    files = _write_files(workdir / "load-files", build.settings.warehouses, engine.dialect)
+    print("1. Build")
+    ratios, loader_ratios = [], []
+    for attempt in range(1, repeats + 1):
+        files_first = attempt % 2 == 0  # alternate which goes first: the disk's flush time drifts
+        baseline_s = _load_from_files(engine, files) if files_first else 0.0
+        engine.destroy()
+        started = time.perf_counter()
+        result = api.load_database(engine, build, seed=SEED)
+        maximus_s = time.perf_counter() - started
+        baseline_s = baseline_s if files_first else _load_from_files(engine, files)
+        ratios.append(maximus_s / baseline_s)
+        loader_ratios.append(result.seconds / baseline_s)
+        print(f"  {attempt}: Maximus build (generate + LOAD DATA + indexes + ANALYZE, then the pristine copy) "
+              f"{maximus_s:5.1f} s, of which the loader {result.seconds:.1f} s; LOAD DATA of the same rows from "
+              f"files + indexes + ANALYZE {baseline_s:5.1f} s; ratio {ratios[-1]:.2f}")
+    print(f"  ratio Maximus / LOAD DATA from files: median {statistics.median(ratios):.2f} of "
+          f"{', '.join(f'{r:.2f}' for r in ratios)} (target <= 1.3); the loader alone, without the pristine copy: "
+          f"median {statistics.median(loader_ratios):.2f}")
+    print(f"  {_interval(ratios, 1.3, higher_is_better=False, unit='repeats')}\n")
+
+
+def _write_files(directory: Path, warehouses: int, dialect) -> dict[str, Path]:
+    """The loader's rows as LOAD DATA's text, one file per table (not timed)."""
+    from maximus.workloads.tpcc.loader import stored_columns
+
+    directory.mkdir()
+    files = {table.name: directory / f"{table.name}.tsv" for table in schema.TABLES}
+    handles = {name: path.open("wb") for name, path in files.items()}
+    groups = [generate.items(SEED)] + [generate.warehouse_chunks(SEED, w, 0, "2026-01-01 00:00:00")
+                                       for w in range(1, warehouses + 1)]
+    for group in groups:
+        for chunk in group:
+            handles[chunk.table].write(copy_text(stored_columns(chunk, dialect)))
+    for handle in handles.values():
+        handle.close()
+    return files
+
+
+def _load_from_files(engine, files: dict[str, Path]) -> float:
+    """The baseline: the same schema, LOAD DATA of each file, the same indexes and ANALYZE, on one session."""
+    session = engine.connect()
+    try:
+        session.execute("DROP DATABASE IF EXISTS load_baseline")
+        session.execute("CREATE DATABASE load_baseline CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+        session.execute("USE load_baseline")
+        started = time.perf_counter()
+        for statement in schema.schema_statements(engine.dialect):
+            session.execute(statement)
+        for table, path in files.items():
+            columns = schema.TABLES_BY_NAME[table].column_names
+            session.execute(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table} CHARACTER SET utf8mb4 "
+                            f"({', '.join(columns)})")
+        for statement in schema.index_statements(engine.dialect) + [f"ANALYZE {t.name}" for t in schema.TABLES]:
+            session.execute(statement)
+        seconds = time.perf_counter() - started
+        session.execute("DROP DATABASE load_baseline")
+        return seconds
+    finally:
+        session.close()
+
+
+# -- runs ---------------------------------------------------------------------------------------------
+
+def _runs(options: argparse.Namespace, workdir: Path) -> None:
+    print("2. Runs (same functions, same mix: the 23-card deck)")
+    print(f"  {options.pairs} rounds per client count of Maximus server-side, sysbench and Maximus client-side, the "
+          "order rotated")
+    print(f"  {'client':<20}{'clients':>8}{'round':>6}{'NO/min':>10}{'TPS':>9}{'client CPU s/1,000 txn':>24}"
+          f"{'server CPU s/1,000 txn':>24}")
+    for clients in options.client_counts:
+        rounds = [_round(options, workdir, clients, number) for number in range(options.pairs)]
+        rate = lambda name: [r[name]["no_per_min"] for r in rounds]  # noqa: E731
+        server, sysbench, client = rate("Maximus server-side"), rate("sysbench"), rate("Maximus client-side")
+        ratios = [m / s for m, s in zip(server, sysbench)]
+        print(f"  ratio Maximus / sysbench New-Orders/min at {clients} clients: median {statistics.median(ratios):.2f} "
+              f"of {', '.join(f'{r:.2f}' for r in ratios)} (target >= 0.95)")
+        print(f"  {_interval(ratios, 0.95, higher_is_better=True, unit='rounds')}")
+        modes = [c / s for c, s in zip(client, server)]
+        print(f"  ratio client-side / server-side Maximus at {clients} clients: median "
+              f"{statistics.median(modes):.2f} of {', '.join(f'{r:.2f}' for r in modes)}")
+
+
+def _round(options: argparse.Namespace, workdir: Path, clients: int, number: int) -> dict[str, dict[str, float]]:
+    runs = {"Maximus server-side": lambda: _maximus_run(options, workdir, clients, "server"),
+            "sysbench": lambda: _sysbench_run(options, workdir, clients),
+            "Maximus client-side": lambda: _maximus_run(options, workdir, clients, "client")}
+    names = list(runs)[number % len(runs):] + list(runs)[:number % len(runs)]
+    figures = {name: runs[name]() for name in names}
+    for name in runs:
+        row = figures[name]
+        print(f"  {name:<20}{clients:>8}{number + 1:>6}{row['no_per_min']:>10,.0f}{row['tps']:>9,.0f}"
+              f"{row['client_ms']:>24.3f}{row['server_ms']:>24.3f}")
+    return figures
+
+
+def _maximus_run(options: argparse.Namespace, workdir: Path, clients: int, transactions: str) -> dict[str, float]:
+    """NOPM and CPU from the run's own report over the measured window."""
+    run_options = api.BenchmarkOptions(engine="mariadb", knobs=KNOBS, settings={"warehouses": options.warehouses},
+                                       terminals=clients, warmup_s=options.warmup, duration_s=options.duration,
+                                       workdir=workdir, results=workdir / "results.db", check=False, seed=SEED,
+                                       transactions=transactions, monitor=True)
+    outcome = api.run_benchmark(run_options)
+    store = api.open_results(workdir / "results.db")
+    report = api.analyse_run(store, outcome.run_id)
+    store.close()
+    figures, groups = report.figures, report.monitoring.figures.groups
+    if not figures.tpm:
+        raise SystemExit(f"Maximus's run {outcome.run_id} ({outcome.status}) completed no transaction in its "
+                         f"measured window: {'; '.join(outcome.result.errors) or 'no error reported'}")
+    per_transaction_s = 60 / figures.tpm
+    client_cpus = groups["client"].cpus + (groups["driver"].cpus if "driver" in groups else 0.0)
+    return {"no_per_min": figures.committed, "tps": figures.tpm / 60,
+            "client_ms": 1000 * client_cpus * per_transaction_s,
+            "server_ms": 1000 * groups["server"].cpus * per_transaction_s}
+
+
+def _sysbench_run(options: argparse.Namespace, workdir: Path, clients: int) -> dict[str, float]:
+    """A warm-up invocation as long as Maximus's warm-up, then the measured one; New-Orders counted by the
+    database, CPU by getrusage (sysbench) and /proc (the server)."""
+    engine = api.make_engine("mariadb", workdir, api.Build.of("tpcc", {"warehouses": options.warehouses}), KNOBS)
+    with api.running(engine):
+        engine.restore()
+        session = engine.connect()
+        from maximus.workloads.tpcc.loader import install_procedures
+
+        install_procedures(engine.dialect, session)
+        if options.warmup >= 1:
+            _sysbench(engine, options, clients, options.warmup)
+        server = ProcessTree(engine.server_pid(), with_io=False)
+        server_before = _server_cpu(server)
+        (orders_before,) = session.fetchone("SELECT SUM(d_next_o_id) FROM district")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        output = _sysbench(engine, options, clients, options.duration)
+        seconds = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        (orders_after,) = session.fetchone("SELECT SUM(d_next_o_id) FROM district")
+        server_s = _server_cpu(server) - server_before
+        session.close()
+    events = int(next(line for line in output.splitlines() if "transactions:" in line).split()[1])
+    client_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    measured = max(1, int(options.duration))
+    return {"no_per_min": float(orders_after - orders_before) * 60 / measured, "tps": events / measured,
+            "client_ms": 1000 * client_s / events, "server_ms": 1000 * server_s / events, "wall_s": seconds}
+
+
+def _server_cpu(server: ProcessTree) -> float:
+    return sum(r.value for r in server.read() if r.name == "process_cpu_seconds_total")
+
+
+def _sysbench(engine, options: argparse.Namespace, clients: int, seconds: float) -> str:
+    """sysbench connects the way Maximus's terminals do: to the managed server's Unix-domain socket; NURand's C
+    are those of Maximus's run (2.1.6.1)."""
+    c = NURandConstants.for_run(NURandConstants.for_load(SEED).c_last, SEED)
+    command = ["sysbench", str(LUA), "--db-driver=mysql", f"--mysql-socket={engine.server.socket}",
+               "--mysql-user=root", f"--mysql-db={engine.database}", f"--threads={clients}",
+               f"--time={max(1, int(seconds))}", f"--mysql-ignore-errors={IGNORED}",
+               f"--warehouses={options.warehouses}", f"--c_last={c.c_last}", f"--c_id={c.c_id}",
+               f"--ol_i_id={c.ol_i_id}", "run"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"sysbench failed: {(done.stderr or done.stdout).strip()[-600:]}")
+    return done.stdout
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""MariaDB: a managed server of Maximus's own per database, or a server the user owns (a DSN).
+
+The engine reaches its server through one ``ServerControl`` (``servers.py``), chosen once when the engine is built:
+``ManagedServer`` (``managed.py``) or ``ExternalServer`` (``external.py``). Sessions are in ``sessions.py``, the
+rewriting of the workloads' shared SQL in ``translate.py``, the variables' types and the knob catalogue in
+``settings.py``.
+
+Each Maximus database has a pristine copy that every run's restore starts from (``pristine.py``): its tables'
+InnoDB files on a managed server, a twin database on a server of the user's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from maximus.engines._copy_text import copy_text
+from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Engine, Session
+from maximus.engines.mariadb.external import ExternalServer
+from maximus.engines.mariadb.managed import ManagedServer
+from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
+from maximus.engines.mariadb.servers import ServerControl, connect
+from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_ints, call_parameters
+from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
+from maximus.engines.mariadb.translate import UTC_NOW
+from maximus.errors import EngineError
+from maximus.knobs import KnobCatalogue
+from maximus.records import Outcome
+
+_RETRYABLE = {1213, 1205}  # deadlock found (the transaction was rolled back), lock wait timeout exceeded
+_LOST = (2006, 2013, 2055, "server has gone away", "Lost connection", "Can't connect")
+_FULL = ("1114", "is full", "No space left on device", "errno: 28")
+_CORRUPT = ("1877", "corrupt", "Index for table")
+_REPORTED = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_log_buffer_size",
+             "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_doublewrite", "innodb_page_size",
+             "innodb_io_capacity", "innodb_read_io_threads", "innodb_write_io_threads", "innodb_use_native_aio",
+             "sync_binlog", "log_bin", "tx_isolation", "max_connections", "performance_schema")
+
+
+def server_control(connection: Mapping[str, str]) -> type[ServerControl]:
+    """A server of the user's when the connection names one (a DSN), else a managed one."""
+    return ExternalServer if connection.get("dsn") else ManagedServer
+
+
+class MariaDBEngine(Engine):
+    """Connection options: ``dsn`` (external mode) and ``allow_changes`` (external mode: set the knobs with SET GLOBAL,
+    put back after the run)."""
+
+    name = "mariadb"
+    connection_options = (
+        ConnectionOption("dsn", "MariaDB: mysql://user:password@host:port/database of a server you own (external "
+                         "mode) instead of a managed one."),
+        ConnectionOption("allow_changes", "MariaDB external mode: let Maximus set knobs with SET GLOBAL (put back "
+                         "after the run).", kind="flag"),
+    )
+    capabilities = Capabilities(single_writer=False, server_process=True, server_side_procedures=True)
+    dialect = Dialect("mariadb", for_update=" FOR UPDATE", call_parameters=call_parameters, utc_now=UTC_NOW,
+                      array_of_ints=array_of_ints)
+    lock_wait_knob = "innodb_lock_wait_timeout"
+    short_lock_wait = "1"  # seconds: InnoDB's shortest wait that still waits (0 fails at once)
+    example_knob = ("innodb_lock_wait_timeout", "7", "7")
+
+    @classmethod
+    def driver_error(cls) -> type[Exception]:
+        import MySQLdb
+
+        return MySQLdb.Error
+
+    def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
+                 connection: Mapping[str, str] | None = None) -> None:
+        super().__init__(workdir, database, settings, connection)
+        self.server = server_control(self.connection)(self.workdir, database, self.settings, self.knobs,
+                                                      self.connection)
+        self._server_settings: dict[str, str] | None = None  # SHOW GLOBAL VARIABLES of the started server
+        self._server_version: str | None = None
+
+    # -- knobs ---------------------------------------------------------------------------------------
+
+    @classmethod
+    def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
+        """The server's own variables (information_schema.SYSTEM_VARIABLES), and ``log_bin``."""
+        return server_control(connection).catalogue(connection)
+
+    @classmethod
+    def documented_knobs(cls) -> list[str]:
+        return [*sorted(DURABILITY), SYNC_BINLOG, LOG_BIN, PAGE_SIZE]
+
+    def durability_warnings(self) -> list[str]:
+        """The catalogue's, and ``sync_binlog`` other than 1 with the binary log on: a commit then returns before
+        its binary log is on disk, and a crash loses what a replica or a point-in-time recovery would need."""
+        warnings = super().durability_warnings()
+        settings = self.effective_settings
+        if settings.get(LOG_BIN) == "ON" and settings.get(SYNC_BINLOG, "0") != "1":
+            warnings.append(f"{SYNC_BINLOG}={settings.get(SYNC_BINLOG, '0')} with {LOG_BIN}=ON weakens durability")
+        return warnings
+
+    def validate_run(self, terminals: int) -> None:
+        self.server.make_room_for(terminals + 20)  # deferred workers, samplers, admin sessions
+
+    @property
+    def effective_settings(self) -> dict[str, str]:
+        """Once the server is up, what it reports (SHOW GLOBAL VARIABLES), with the run's knobs as the user spelled
+        them; before, the defaults, the run's knobs and what Maximus chooses for a managed server."""
+        chosen = self.server.chosen_settings()
+        if self._server_settings is not None:
+            return {**self._server_settings, **chosen, **self.settings}
+        return {**super().effective_settings, **chosen, **self.settings}
+
+    def isolation(self, one_snapshot: bool, procedure: bool) -> str:
+        """The server's default level (``tx_isolation``), or repeatable read for a client-side transaction that must
+        see one snapshot where the default gives each statement its own."""
+        default = self.effective_settings.get("tx_isolation", "REPEATABLE-READ")
+        level = "REPEATABLE-READ" if one_snapshot and not procedure and default in ("READ-COMMITTED",
+                                                                                   "READ-UNCOMMITTED") else default
+        return level.lower().replace("-", " ")
+
+    # -- where things live ---------------------------------------------------------------------------
+
+    @property
+    def manages_server(self) -> bool:
+        return self.server.manages
+
+    def lock_target(self) -> tuple[Path, str] | None:
+        return self.server.lock_target()
+
+    def data_path(self) -> Path:
+        return self.server.data_path()
+
+    def server_pid(self) -> int | None:
+        pid = self.server.pid()
+        from maximus.engines import _process
+
+        return pid if pid is not None and _process.alive(pid) else None
+
+    def samplers(self) -> list:
+        from maximus.samplers.mariadb import MariaDBSampler
+
+        return [MariaDBSampler(lambda: connect(self.server.connect_arguments()), self.database, self.server.pid,
+                               "performance_schema" in self.server.chosen_settings())]
+
+    def version(self) -> str:
+        return self.server.version(self._server_version)
+
+    # -- server lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._server_settings = None
+        self.server.start()
+        try:
+            with self._admin() as admin:
+                admin.query(b"SHOW GLOBAL VARIABLES")
+                rows = admin.store_result().fetch_row(0)
+            found = {_text(name): _text(value) for name, value in rows}
+            self._server_version = found.get("version", "").split("-")[0] or None
+            self._server_settings = {name: value for name, value in found.items() if name in self.knobs}
+        except BaseException:
+            self.stop()  # started but unreadable: no running() block will stop it
+            raise
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def watch(self) -> Callable[[], str | None]:
+        return self.server.watch()
+
+    def fault(self, error: str) -> str | None:
+        first_line = error.strip().splitlines()[0] if error.strip() else error
+        if any(mark in error for mark in _FULL):
+            return f"the disk holding {self.data_path()} is full ({first_line})"
+        if any(mark in error for mark in _CORRUPT):
+            return f"the MariaDB database {self.database} is corrupt ({first_line})"
+        if not any(str(mark) in error for mark in _LOST):
+            return None
+        stopped = self.server.stopped()
+        if stopped:
+            return stopped
+        return f"the connection to the MariaDB server was lost during the run ({first_line})"
+
+    # -- databases -----------------------------------------------------------------------------------
+
+    def _admin(self) -> Any:
+        return _Closing(connect(self.server.connect_arguments()))
+
+    @property
+    def _pristine(self) -> TablespaceCopy | TwinDatabase:
+        files = self.server.pristine_files()
+        if files is None:
+            return TwinDatabase(self._admin, self.database)
+        data_dir, directory, own = files
+        return TablespaceCopy(self._admin, self.database, data_dir, directory, own)
+
+    def provision(self) -> None:
+        with self._admin() as admin:
+            admin.query(f"DROP DATABASE IF EXISTS `{self.database}`".encode())
+            admin.query(f"CREATE DATABASE `{self.database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin".encode())
+
+    def exists(self) -> bool:
+        with self._admin() as admin:
+            return bool(tables_of(admin, self.database))
+
+    def destroy(self) -> None:
+        with self._admin() as admin:
+            admin.query(f"DROP DATABASE IF EXISTS `{self.database}`".encode())
+        self._pristine.destroy()
+
+    def has_snapshot(self) -> bool:
+        return self._pristine.exists()
+
+    def keep_as_pristine(self) -> None:
+        self._pristine.keep()
+
+    def snapshot(self) -> None:
+        self._pristine.snapshot()
+
+    def restore(self) -> None:
+        self._pristine.restore()
+
+    def connect(self) -> MariaDBSession:
+        arguments = self.server.connect_arguments()
+        connection = connect(arguments, self.database)
+        try:
+            connection.query(SQL_MODE.encode())
+        except Exception as error:
+            connection.close()
+            raise EngineError(f"cannot connect to MariaDB: {error.args[-1]}") from None
+
+        def kill(thread_id: int) -> None:
+            with _Closing(connect(arguments)) as other:
+                other.query(f"KILL QUERY {int(thread_id)}".encode())
+
+        return MariaDBSession(connection, kill)
+
+    def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+        rows = list(rows)
+        placeholders = "(" + ", ".join(["?"] * len(columns)) + ")"
+        for first in range(0, len(rows), 500):
+            chunk = rows[first:first + 500]
+            values = ", ".join([placeholders] * len(chunk))
+            session.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values}",
+                            [value for row in chunk for value in row])
+
+    def bulk_insert_columns(self, session: Session, table: str, columns: Sequence[str],
+                            values: Sequence[np.ndarray]) -> None:
+        """LOAD DATA LOCAL INFILE of text made by numpy from the columns (PostgreSQL's COPY text is LOAD DATA's
+        default format): no Python object per value."""
+        text = copy_text(values)
+        if text is None or not isinstance(session, MariaDBSession):
+            super().bulk_insert_columns(session, table, columns, values)
+            return
+        session.load_data(table, columns, text)
+
+    def classify(self, error: BaseException) -> Outcome:
+        code = error.args[0] if getattr(error, "args", None) else None
+        return Outcome.RETRY if code in _RETRYABLE else Outcome.FAILED
+
+    def reported_settings(self, session: Session) -> dict[str, str]:
+        """The variables a DBA looks at first and the run's knobs, as SHOW VARIABLES gives them."""
+        names = list(dict.fromkeys([*_REPORTED, *(name for name in self.settings if name != LOG_BIN)]))
+        rows = session.fetchall("SELECT LOWER(variable_name), variable_value FROM information_schema.global_variables "
+                                "WHERE LOWER(variable_name) IN (" + ", ".join(["?"] * len(names)) + ")", names)
+        found = {_text(name): _text(value) for name, value in rows}
+        session_values = dict(session.fetchall("SELECT LOWER(variable_name), variable_value FROM "
+                                               "information_schema.session_variables WHERE LOWER(variable_name) IN (" +
+                                               ", ".join(["?"] * len(names)) + ")", names))
+        found.update({_text(name): _text(value) for name, value in session_values.items()})
+        return {name: found[name] for name in names if name in found}
+
+
+class _Closing:
+    """A MySQLdb connection as a context manager that closes it (MySQLdb's own does not)."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def __enter__(self) -> Any:
+        return self.connection
+
+    def __exit__(self, *exc: object) -> None:
+        self.connection.close()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else "" if value is None else str(value)
+
+
+__all__ = ["ExternalServer", "MariaDBEngine", "ManagedServer", "MariaDBSession", "ServerControl", "server_control"]

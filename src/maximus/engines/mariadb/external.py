@@ -1,0 +1,120 @@
+"""A server the user owns, named by a DSN (``mysql://user:password@host:port/database``).
+
+Maximus connects to it as it is and records its variables. Its knobs change only with the user's leave
+(``allow_changes``): each with ``SET GLOBAL``, put back to the value it had after the run. A variable that only a
+restart changes is refused: Maximus does not restart a server it does not own.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import unquote, urlsplit
+
+from maximus.engines.mariadb.servers import ServerControl, connect, query_variables
+from maximus.engines.mariadb.settings import LOG_BIN, PAGE_SIZE, catalogue_of, sql_value
+from maximus.errors import EngineError, UserError
+from maximus.knobs import Applies, KnobCatalogue
+
+_log = logging.getLogger(__name__)  # what a user should know happened to their server (the CLI prints it)
+_SCHEMES = ("mysql", "mariadb")
+
+
+def dsn_arguments(dsn: str) -> dict[str, Any]:
+    """MySQLdb.connect's arguments from ``mysql://user:password@host:port/database`` (the database is not used:
+    Maximus creates its own, named by the build)."""
+    parts = urlsplit(dsn.strip())
+    if parts.scheme not in _SCHEMES or not parts.hostname:
+        raise UserError(f"bad MariaDB --dsn {dsn!r}: expected mysql://user:password@host:port/database")
+    try:
+        port = parts.port or 3306
+    except ValueError:
+        raise UserError(f"bad MariaDB --dsn {dsn!r}: the port is not a number") from None
+    arguments: dict[str, Any] = {"host": parts.hostname, "port": port, "user": unquote(parts.username or "root")}
+    if parts.password is not None:
+        arguments["password"] = unquote(parts.password)
+    return arguments
+
+
+@lru_cache(maxsize=8)
+def server_variables(dsn: str) -> tuple[dict, ...]:
+    return query_variables(dsn_arguments(dsn))
+
+
+class ExternalServer(ServerControl):
+    """The user's server at ``connection["dsn"]``."""
+
+    manages = False
+
+    def __init__(self, workdir: Path, database: str, settings: dict[str, str], knobs: KnobCatalogue,
+                 connection: Mapping[str, str]) -> None:
+        super().__init__(workdir, database, settings, knobs, connection)
+        fixed = [name for name in (PAGE_SIZE, LOG_BIN) if name in settings]
+        if fixed:
+            raise UserError(f"{', '.join(fixed)} is fixed by your server (given by --dsn): Maximus neither creates nor "
+                            "restarts it")
+        self._before: dict[str, str] = {}  # each changed variable's global value before the run
+        self._reported: str | None = None
+
+    @classmethod
+    def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
+        return catalogue_of(server_variables(connection["dsn"]))
+
+    def connect_arguments(self) -> dict[str, Any]:
+        return dsn_arguments(self.connection["dsn"])
+
+    def version(self, reported: str | None) -> str:
+        return reported or "external"
+
+    def data_path(self) -> Path:
+        return self.workdir
+
+    def start(self) -> None:
+        if not self.settings:
+            return
+        if self.connection.get("allow_changes") != "yes":
+            raise UserError("knobs on a server you own change only with --allow-changes (SET GLOBAL, put back after "
+                            "the run)")
+        restart = [name for name in self.settings if self.knobs.get(name).applies is Applies.RESTART]
+        if restart:
+            raise UserError(f"{', '.join(restart)} {'changes' if len(restart) == 1 else 'change'} only when your "
+                            "server restarts: set it in your server's configuration (Maximus does not restart a server "
+                            "it does not own), or use managed mode")
+        connection = connect(self.connect_arguments())
+        try:
+            if not self._before:  # a second start() before stop(): what was there before is already kept
+                self._before = {name: _global(connection, name) for name in self.settings}
+            _log.info("your MariaDB server: SET GLOBAL %s (put back after the run)",
+                      ", ".join(f"{name}={value}" for name, value in self.settings.items()))
+            try:
+                _set_global(connection, self.settings)
+            except Exception as error:
+                _set_global(connection, self._before)
+                self._before = {}
+                raise EngineError(f"MariaDB refused the knobs: {error.args[-1]}") from None
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        """Each variable the run changed back to its value before the run."""
+        if not self._before:
+            return
+        before, self._before = self._before, {}
+        connection = connect(self.connect_arguments())
+        try:
+            _set_global(connection, before)
+        finally:
+            connection.close()
+
+
+def _global(connection: Any, name: str) -> str:
+    connection.query(f"SELECT @@GLOBAL.{name}".encode())
+    ((value,),) = connection.store_result().fetch_row(0)
+    return "" if value is None else value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _set_global(connection: Any, values: Mapping[str, str]) -> None:
+    for name, value in values.items():
+        connection.query(f"SET GLOBAL {name} = {sql_value(value)}".encode())

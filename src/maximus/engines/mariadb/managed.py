@@ -1,0 +1,408 @@
+"""A managed server: a MariaDB server of Maximus's own, one per database, in the work directory.
+
+``mariadb-install-db`` creates its data directory once (with the creation-time knob ``innodb_page_size``), an
+option file (``maximus.cnf``) gets the run's knobs, and ``mariadbd`` starts on a free loopback port with its own
+socket, as the unprivileged ``mysql`` user when Maximus runs as root, in a session of its own (a Ctrl-C to
+Maximus's process group is not the server's). Its pid file lies in its directory: a server left behind by a
+Maximus that was killed is found there and stopped before the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from maximus.engines import _process
+from maximus.engines.mariadb.servers import COLUMNS as _COLUMNS
+from maximus.engines.mariadb.servers import ServerControl, connect, query_variables
+from maximus.engines.mariadb.settings import LOG_BIN, OWNED, PAGE_SIZE, MariaValue, catalogue_of, option_line, sql_value
+from maximus.errors import EngineError, UserError
+from maximus.knobs import KnobCatalogue
+
+_log = logging.getLogger(__name__)  # what a user should know happened to a server (the CLI prints it)
+SERVER_USER = os.environ.get("MAXIMUS_MARIADB_USER", "mysql")
+START_TIMEOUT_S = 120
+STOP_TIMEOUT_S = 120
+_SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes, the last a NUL
+# What a managed server gets beside the run's knobs, unless a knob says otherwise: performance_schema for the
+# sampler's wait events (off by default), LOAD DATA LOCAL for the build, and a binary collation, so that names
+# sort as PostgreSQL's C locale sorts them (Payment and Order-Status choose a customer by the order of C_FIRST);
+# with the binary log on (log_bin), the TPC-C functions can be created only when their creator is trusted.
+CHOSEN = {"performance_schema": "ON", "local_infile": "ON", "character_set_server": "utf8mb4",
+          "collation_server": "utf8mb4_bin", "log_bin_trust_function_creators": "ON"}
+
+
+def _binary(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/usr/local/sbin:/usr/local/bin")
+    if found is None:
+        raise UserError(f"{name} not found: install mariadb-server (apt-get install mariadb-server)")
+    return found
+
+
+@lru_cache(maxsize=1)
+def server_version() -> str:
+    """``10.11.19`` of ``mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu``."""
+    found = _process.run([_binary("mariadbd"), "--version"], "mariadbd --version")
+    match = re.search(r"Ver\s+(\d+\.\d+\.\d+)", found)
+    return match.group(1) if match else found.split()[2]
+
+
+def major() -> str:
+    return ".".join(server_version().split(".")[:2])
+
+
+def as_server_user(command: list[str]) -> list[str]:
+    """As root, the command as the ``mysql`` user (``setpriv`` executes it in place: its pid is the server's)."""
+    if not _process.running_as_root():
+        return command
+    return ["setpriv", f"--reuid={SERVER_USER}", f"--regid={SERVER_USER}", "--init-groups", "--", *command]
+
+
+def give_to_server_user(path: Path) -> None:
+    """``path`` and what is in it made the server user's; a parent the user cannot traverse is one line."""
+    if not _process.running_as_root():
+        return
+    user = pwd.getpwnam(SERVER_USER)
+    os.chown(path, user.pw_uid, user.pw_gid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), user.pw_uid, user.pw_gid)
+    if subprocess.run(as_server_user(["test", "-w", str(path)]), capture_output=True).returncode != 0:
+        raise UserError(f"user {SERVER_USER} cannot reach {path} (a parent directory is private): choose a "
+                        "--workdir that user can traverse, such as /var/tmp/maximus")
+
+
+def chown_to_server_user(path: Path) -> None:
+    """One file Maximus wrote into the server's data directory, made the server user's."""
+    if _process.running_as_root():
+        user = pwd.getpwnam(SERVER_USER)
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
+class ManagedServer(ServerControl):
+    """The server of one database: ``mariadb-<version>-<page size>k-<database>/`` in the work directory."""
+
+    manages = True
+
+    def __init__(self, workdir: Path, database: str, settings: dict[str, str], knobs: KnobCatalogue,
+                 connection: Mapping[str, str]) -> None:
+        super().__init__(workdir, database, settings, knobs, connection)
+        owned = sorted(name for name in settings if name in OWNED)
+        if owned:
+            raise UserError(f"{', '.join(owned)} {'is' if len(owned) == 1 else 'are'} chosen by Maximus for a managed "
+                            "MariaDB server (its directory, socket and port)")
+        self.port: int | None = None
+        self._process: subprocess.Popen | None = None
+        self._log_start = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy for a worker process (engines are picklable values): the server's process is this one's to
+        stop and reap, not the copy's."""
+        return {**self.__dict__, "_process": None}
+
+    @classmethod
+    def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
+        return catalogue_of(installation_variables())
+
+    # -- where things live ---------------------------------------------------------------------------
+
+    @property
+    def page_size(self) -> int:
+        default = self.knobs.get(PAGE_SIZE).default if PAGE_SIZE in self.knobs else "16384"
+        return int(self.settings.get(PAGE_SIZE) or default)
+
+    @property
+    def server_dir(self) -> Path:
+        return self.workdir / f"mariadb-{major()}-{self.page_size // 1024}k-{self.database}"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.server_dir / "data"
+
+    @property
+    def tmp_dir(self) -> Path:
+        return self.server_dir / "tmp"
+
+    @property
+    def option_file(self) -> Path:
+        return self.server_dir / "maximus.cnf"
+
+    @property
+    def server_log(self) -> Path:
+        return self.server_dir / "server.log"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.server_dir / "mariadbd.pid"
+
+    @property
+    def socket(self) -> Path:
+        """In the server's directory; in /tmp when that path would not fit in ``sun_path``."""
+        own = (self.server_dir / "mariadbd.sock").absolute()
+        if len(os.fsencode(own)) <= _SUN_PATH_MAX:
+            return own
+        return Path(tempfile.gettempdir()) / f"maximus-mariadb-{self.port}.sock"
+
+    def data_path(self) -> Path:
+        return self.data_dir
+
+    def pristine_files(self) -> tuple[Path, Path, Callable[[Path], None]] | None:
+        return self.data_dir, self.server_dir / "pristine", chown_to_server_user
+
+    def lock_target(self) -> tuple[Path, str] | None:
+        return self.workdir / f"{self.server_dir.name}.lock", f"the MariaDB server {self.server_dir}"
+
+    def version(self, reported: str | None) -> str:
+        return server_version()
+
+    def connect_arguments(self) -> dict[str, Any]:
+        if self.port is None:
+            raise EngineError("cannot connect to MariaDB: the managed server is not running (start() it first)")
+        return {"unix_socket": str(self.socket), "user": "root"}
+
+    def tcp_arguments(self) -> dict[str, Any]:
+        return {"host": "127.0.0.1", "port": self.port, "user": "root"}
+
+    def chosen_settings(self) -> dict[str, str]:
+        return {name: value for name, value in CHOSEN.items() if name not in self.settings}
+
+    def make_room_for(self, connections: int) -> None:
+        if "max_connections" not in self.settings and connections > 151:
+            self.settings["max_connections"] = str(connections)
+
+    def pid(self) -> int | None:
+        try:
+            return int(self.pid_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._install()
+        self.stop_leftover()
+        self.port = _process.free_port()
+        self._write_options()
+        self._log_start = _size(self.server_log)
+        self._process = subprocess.Popen(as_server_user([_binary("mariadbd"), f"--defaults-file={self.option_file}"]),
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            self._await_ready()
+            self._set_runtime_knobs()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _await_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self._process is not None and self._process.poll() is not None:
+                raise EngineError(f"MariaDB would not start: {self._first_error()} (log: {self.server_log})")
+            try:
+                connect(self.connect_arguments()).close()
+                return
+            except EngineError:
+                if time.monotonic() > deadline:
+                    raise EngineError(f"MariaDB did not accept connections within {START_TIMEOUT_S} s: "
+                                      f"{self._first_error()} (log: {self.server_log})") from None
+                time.sleep(0.05)
+
+    def _set_runtime_knobs(self) -> None:
+        """Knobs without a startup option (``SET GLOBAL`` only), once the server is up."""
+        later = {name: value for name, value in self.settings.items()
+                 if name != LOG_BIN and isinstance(self.knobs.get(name).type, MariaValue)
+                 and not self.knobs.get(name).type.option}
+        if not later:
+            return
+        connection = connect(self.connect_arguments())
+        try:
+            for name, value in later.items():
+                connection.query(f"SET GLOBAL {name} = {sql_value(value)}".encode())
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        pid = self.pid()
+        if pid is not None and _process.alive(pid) and self._ours(pid):
+            _terminate(pid)
+        if self._process is not None:
+            try:
+                self._process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None
+        self.port = None
+
+    def _ours(self, pid: int) -> bool:
+        return str(self.option_file) in _process.command_line(pid)
+
+    def stop_leftover(self) -> None:
+        """A server of ours left running by a Maximus that was killed: stopped (by its pid, ours only)."""
+        pid = self.pid()
+        if pid is not None and _process.alive(pid) and self._ours(pid):
+            _log.info("stopping the MariaDB server %d that a Maximus which did not finish left running in %s", pid,
+                      self.server_dir)
+            _terminate(pid)
+
+    def _install(self) -> None:
+        if (self.data_dir / "mysql").is_dir():
+            return
+        created = not self.server_dir.exists()
+        self.server_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            give_to_server_user(self.server_dir)
+        except UserError:
+            if created:
+                shutil.rmtree(self.server_dir, ignore_errors=True)
+            raise
+        shutil.rmtree(self.data_dir, ignore_errors=True)  # what an install cut short left
+        self._tmpdir()
+        # A temporary directory of its own: bootstraps sharing /tmp at the same time collide on their temporary
+        # tables' names ("Unknown table 'mysql.tmp_user_sys'").
+        command = as_server_user([_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data_dir}",
+                                  f"--tmpdir={self.tmp_dir}", "--auth-root-authentication-method=normal",
+                                  "--skip-test-db", f"--innodb-page-size={self.page_size}"])
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            raise EngineError(f"mariadb-install-db failed: {error}") from None
+        if done.returncode != 0:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+            errors = [line for line in lines if "[ERROR]" in line and "Aborting" not in line]
+            said = _message(errors[0]) if errors else _message(lines[-1]) if lines else f"exit code {done.returncode}"
+            raise EngineError(f"mariadb-install-db failed in {self.data_dir}: {said}")
+
+    def _tmpdir(self) -> None:
+        if not self.tmp_dir.is_dir():
+            self.tmp_dir.mkdir()
+            chown_to_server_user(self.tmp_dir)
+
+    def _write_options(self) -> None:
+        self._tmpdir()
+        lines = ["# written by Maximus for this run", "[mariadbd]", f"datadir = {self.data_dir}",
+                 f"tmpdir = {self.tmp_dir}",
+                 f"socket = {self.socket}", f"pid-file = {self.pid_file}", f"log-error = {self.server_log}",
+                 f"port = {self.port}", "bind-address = 127.0.0.1", "skip-name-resolve",
+                 f"innodb_page_size = {self.page_size}"]
+        if self.settings.get(LOG_BIN) == "ON":
+            lines += [f"log-bin = {self.server_dir / 'binlog'}", "server_id = 1"]
+        options = {**self.chosen_settings(), **self.settings}
+        lines += [option_line(name, value) for name, value in options.items()
+                  if name not in (LOG_BIN, PAGE_SIZE) and (name not in self.knobs or self._is_option(name))]
+        self.option_file.write_text("\n".join(lines) + "\n")
+        self.option_file.chmod(0o644)
+
+    def _is_option(self, name: str) -> bool:
+        value_type = self.knobs.get(name).type
+        return not isinstance(value_type, MariaValue) or value_type.option
+
+    # -- faults --------------------------------------------------------------------------------------
+
+    def watch(self) -> Callable[[], str | None]:
+        pid = self.pid()
+        if pid is None:
+            return lambda: None
+        return lambda: None if _process.alive(pid) else self._stopped(pid)
+
+    def stopped(self) -> str | None:
+        pid = self.pid()
+        if pid is not None and not _process.alive(pid):
+            return self._stopped(pid)
+        return None
+
+    def _stopped(self, pid: int) -> str:
+        lines = _log_since(self.server_log, self._log_start)
+        said = next((_message(line) for line in lines if "[ERROR]" in line or "Shutdown complete" in line), None)
+        why = said or f"its process {pid} ended without a word in {self.server_log} (killed?)"
+        return f"the MariaDB server stopped during the run: {why}"
+
+    def _first_error(self) -> str:
+        lines = [line for line in _log_since(self.server_log, self._log_start) if line.strip()]
+        errors = [line for line in lines if "[ERROR]" in line and "Aborting" not in line]
+        if errors:
+            return _message(errors[0])
+        return _message(lines[-1]) if lines else "the server log says nothing"
+
+
+def _terminate(pid: int) -> None:
+    """SIGTERM (a clean shutdown), then SIGKILL when it takes longer than ``STOP_TIMEOUT_S``."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while _process.alive(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+        time.sleep(0.02)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _log_since(log: Path, offset: int) -> list[str]:
+    try:
+        with open(log, "rb") as file:
+            file.seek(offset)
+            return file.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _message(line: str) -> str:
+    """``Unknown option ...`` of ``2026-11-27  3:02:38 0 [ERROR] Unknown option ...``."""
+    return line.split("] ", 1)[-1].strip()
+
+
+@lru_cache(maxsize=1)
+def installation_variables() -> tuple[dict, ...]:
+    """SYSTEM_VARIABLES of the installed server's version, cached on disk per version: read from a throwaway
+    server, created and started for it."""
+    cache = cache_dir() / f"mariadb-system-variables-{server_version()}.json"
+    try:
+        rows = tuple(json.loads(cache.read_text()))
+        if rows and all(_COLUMNS <= set(row) for row in rows):
+            return rows
+    except (OSError, ValueError, TypeError):  # none yet, or not one of ours: read again
+        pass
+    rows = variables_from_throwaway_server()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(list(rows), default=str))
+    return rows
+
+
+def cache_dir() -> Path:
+    """$XDG_CACHE_HOME/maximus, by default ~/.cache/maximus."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "maximus"
+
+
+def variables_from_throwaway_server() -> tuple[dict, ...]:
+    with tempfile.TemporaryDirectory(prefix="maximus-mariadb-catalogue-", dir="/tmp") as scratch:
+        Path(scratch).chmod(0o755)  # our own scratch directory: the server user must traverse it
+        # The catalogue is what this server is started to read: it has no knobs.
+        server = ManagedServer(Path(scratch), "catalogue", {}, KnobCatalogue("mariadb", []), {})
+        server.start()
+        try:
+            return query_variables(server.connect_arguments())
+        finally:
+            server.stop()

@@ -1,0 +1,218 @@
+"""MariaDB sessions: MySQLdb (mysqlclient, in C over libmariadb) connections in autocommit mode, driven through its
+low-level calls. A transaction's statements go to the server together, as one multi-statement query: the shared
+SQL rewritten once per text (``translate.py``), the parameters written in as escaped literals by the driver's C
+code, so a client-side transaction costs a round trip per batch, not per statement."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from decimal import Decimal
+from typing import Any, Callable, Sequence
+
+from maximus.engines.mariadb.translate import Plan, translate
+from maximus.engines.session import Session
+
+PER_STATEMENT_SNAPSHOTS = {"READ-COMMITTED", "READ-UNCOMMITTED"}
+_LOST = {2006, 2013, 2055}  # server has gone away, lost connection during query, lost connection at ...
+# PostgreSQL's "||" concatenates: the shared SQL uses it (Payment's C_DATA). MariaDB's own stored functions are
+# created in this mode too, and keep it.
+SQL_MODE = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')"
+
+
+def call_parameters(params: Sequence[Any]) -> tuple:
+    """A stored-function call's parameters as MariaDB takes them: an array (New-Order's lines) as JSON text."""
+    return tuple(json.dumps(value, separators=(",", ":")) if value.__class__ in (list, tuple) else value
+                 for value in params)
+
+
+def array_of_ints(value: Any) -> list[int | None]:
+    """A function's JSON array of integers (tpcc_delivery's delivered orders), as a list."""
+    if value is None:
+        return []
+    return list(json.loads(value)) if isinstance(value, (str, bytes)) else list(value)
+
+
+class _Compiled:
+    """A plan's statements split at their placeholders, as bytes: a query is the pieces with literals between."""
+
+    __slots__ = ("pieces", "takes", "returns", "json_row")
+
+    def __init__(self, plan: Plan) -> None:
+        self.pieces = [[piece.encode() for piece in part.sql.split("?")] for part in plan.parts]
+        self.takes = [part.takes for part in plan.parts]
+        self.returns = [part.returns for part in plan.parts]
+        self.json_row = plan.json_row
+
+
+class MariaDBSession(Session):
+    """One MySQLdb connection in autocommit mode; BEGIN (START TRANSACTION) goes with a transaction's first
+    statements, COMMIT with its last batch, in the same query."""
+
+    def __init__(self, connection: Any, kill: Callable[[int], None]) -> None:
+        self.connection = connection
+        self._kill = kill  # ends this session's statement from another connection (KILL QUERY)
+        self._literal = connection.literal
+        self._compiled: dict[str, _Compiled] = {}
+        self._begin: bytes | None = None  # a START TRANSACTION still to be sent
+        self._committed = False  # the transaction's last batch committed it
+        self._snapshot_begin: bytes | None = None
+        self._lost = False
+        self.thread_id = connection.thread_id()
+
+    # -- transactions -----------------------------------------------------------------------------
+
+    def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
+        if one_snapshot:
+            self._begin = self._one_snapshot_begin()
+        else:
+            self._begin = b"START TRANSACTION READ ONLY" if read_only else b"START TRANSACTION"
+
+    def _one_snapshot_begin(self) -> bytes:
+        """At read committed each statement reads its own snapshot: a transaction that must see one is repeatable
+        read (in InnoDB one read view for the whole transaction). A stricter default stays as it is."""
+        if self._snapshot_begin is None:
+            level = self._query(b"SELECT @@tx_isolation")[0][0][0][0]
+            self._snapshot_begin = (b"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;START TRANSACTION READ ONLY"
+                                    if level in PER_STATEMENT_SNAPSHOTS else b"START TRANSACTION READ ONLY")
+        return self._snapshot_begin
+
+    def commit(self) -> None:
+        self._end(b"COMMIT")
+
+    def rollback(self) -> None:
+        self._end(b"ROLLBACK")
+
+    def _end(self, command: bytes) -> None:
+        if self._begin is not None or self._committed:
+            self._begin, self._committed = None, False
+            return
+        self._query(command)
+
+    # -- statements -------------------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        if not params and self._begin is None and "?" not in sql:
+            return sum(changed for _, changed in self._query(self._plain(sql)))  # DDL, scripts: as they are
+        return self._statements([(sql, params)])[0][1]
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        rows = self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self._statements([(sql, params)])[0][0]
+
+    def batch(self, statements: Sequence[tuple[str, Sequence[Any]]], last: bool = False) -> list[list[tuple]]:
+        return [rows for rows, _ in self._statements(statements, last)]
+
+    def call(self, sql: str, params: Sequence[Any]) -> Any:
+        """One function call: its first value as the server sent it (a JSON array stays text)."""
+        compiled = self._compiled.get(sql) or self._compile(sql)
+        results = self._query(self._written(compiled, 0, params))
+        rows = results[0][0]
+        return rows[0][0] if rows else None
+
+    def _statements(self, statements: Sequence[tuple[str, Sequence[Any]]], last: bool = False
+                    ) -> list[tuple[list[tuple], int]]:
+        """Every statement's rows and changed-row count, from one query: the pending BEGIN, each statement's
+        parts, and COMMIT for the ``last`` batch."""
+        compiled = [self._compiled.get(sql) or self._compile(sql) for sql, _ in statements]
+        queries = [self._written(plan, n, params) for plan, (_, params) in zip(compiled, statements)
+                   for n in range(len(plan.pieces))]
+        begin, self._begin = self._begin, None
+        if begin is not None:
+            queries.insert(0, begin)
+        if last:
+            queries.append(b"COMMIT")
+        results = self._query(b";".join(queries))
+        self._committed = last
+        position = begin is not None
+        out = []
+        for plan in compiled:
+            rows: list[tuple] = []
+            changed = 0
+            for n in range(len(plan.pieces)):
+                found, count = results[position]
+                position += 1
+                changed += count
+                if plan.returns[n]:
+                    rows.extend(found)
+            if plan.json_row:
+                rows = [tuple(json.loads(row[0], parse_float=Decimal)) for row in rows if row[0] is not None]
+            out.append((rows, changed))
+        return out
+
+    def _compile(self, sql: str) -> _Compiled:
+        compiled = _Compiled(translate(sql))
+        self._compiled[sql] = compiled
+        return compiled
+
+    def _plain(self, sql: str) -> bytes:
+        compiled = self._compiled.get(sql) or self._compile(sql)
+        return b";".join(self._written(compiled, n, ()) for n in range(len(compiled.pieces)))
+
+    def _written(self, compiled: _Compiled, part: int, params: Sequence[Any]) -> bytes:
+        """Part ``part`` of a statement with its parameters written in as literals (the driver escapes them)."""
+        pieces, takes = compiled.pieces[part], compiled.takes[part]
+        if len(pieces) == 1:
+            return pieces[0]
+        literal = self._literal
+        out = [pieces[0]]
+        for piece, index in zip(pieces[1:], takes):
+            out.append(literal(params[index]))
+            out.append(piece)
+        return b"".join(out)
+
+    def _query(self, query: bytes) -> list[tuple[list[tuple], int]]:
+        """Send ``query`` (one or several statements); each statement's rows and changed-row count. The first
+        error is raised, with its SQLSTATE (``error.sqlstate``); the statements after it did not run."""
+        connection = self.connection
+        results = []
+        try:
+            connection.query(query)
+            while True:
+                result = connection.store_result()
+                results.append((list(result.fetch_row(0)) if result is not None else [], connection.affected_rows()))
+                if connection.next_result() != 0:
+                    return results
+        except Exception as error:
+            self._explain(error)
+            raise
+
+    def _explain(self, error: BaseException) -> None:
+        code = error.args[0] if getattr(error, "args", None) else None
+        if code in _LOST:
+            self._lost = True
+        with contextlib.suppress(Exception):
+            error.sqlstate = self.connection.sqlstate()  # type: ignore[attr-defined]
+
+    # -- bulk load --------------------------------------------------------------------------------
+
+    def load_data(self, table: str, columns: Sequence[str], text: bytes) -> None:
+        """Rows in PostgreSQL's COPY text form (tab-separated, ``\\N`` for NULL, backslash escapes), which is also
+        LOAD DATA's default, through a file the client library reads (LOCAL INFILE), in the caller's transaction."""
+        directory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        with tempfile.NamedTemporaryFile(prefix="maximus-load-", suffix=".tsv", dir=directory) as file:
+            file.write(text)
+            file.flush()
+            path = file.name.replace("\\", "\\\\").replace("'", "\\'")
+            begin, self._begin = self._begin, None
+            statement = (f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table} CHARACTER SET utf8mb4 "
+                         f"({', '.join(columns)})").encode()
+            self._query(b";".join(([begin] if begin else []) + [statement]))
+
+    # -- the connection ---------------------------------------------------------------------------
+
+    def broken(self) -> bool:
+        return self._lost
+
+    def cancel(self) -> None:
+        with contextlib.suppress(Exception):  # gone meanwhile: nothing left to stop
+            self._kill(self.thread_id)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.connection.close()

@@ -1,0 +1,73 @@
+"""External mode: a MariaDB server the user owns, named by --dsn (here one the test starts). Maximus reads its
+variables, changes them only with --allow-changes and puts them back, and refuses what a restart would need."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from maximus.engines.mariadb import MariaDBEngine
+from maximus.engines.mariadb.external import dsn_arguments
+from maximus.errors import UserError
+
+
+@pytest.fixture(scope="module")
+def dsn(server_workdir: Path) -> Iterator[str]:
+    """A running server, as a user's would be: reached over TCP by its DSN."""
+    owner = MariaDBEngine(server_workdir, "owner", {})
+    owner.start()
+    try:
+        yield f"mysql://root@127.0.0.1:{owner.server.port}/mysql"
+    finally:
+        owner.stop()
+
+
+def test_knobs_change_only_with_leave_and_are_put_back(dsn: str, server_workdir: Path) -> None:
+    with pytest.raises(UserError, match="only with --allow-changes"):
+        MariaDBEngine(server_workdir, "external", {"innodb_lock_wait_timeout": "9"}, {"dsn": dsn}).start()
+    engine = MariaDBEngine(server_workdir, "external", {"innodb_lock_wait_timeout": "9"},
+                           {"dsn": dsn, "allow_changes": "yes"})
+    assert not engine.manages_server and engine.lock_target() is None
+    engine.start()
+    try:
+        assert engine.effective_settings["innodb_lock_wait_timeout"] == "9"
+        assert engine.effective_settings["innodb_buffer_pool_size"] == "134217728"  # the server's own, recorded
+        engine.provision()
+        session = engine.connect()
+        try:
+            assert session.fetchone("SELECT @@GLOBAL.innodb_lock_wait_timeout") == (9,)
+            session.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b VARCHAR(10))")
+            session.execute("INSERT INTO t (a, b) VALUES (?, ?)", (1, "pristine"))
+        finally:
+            session.close()
+        engine.keep_as_pristine()
+        engine.restore()
+        session = engine.connect()
+        try:
+            assert session.fetchone("SELECT b FROM t WHERE a = ?", (1,)) == ("pristine",)
+        finally:
+            session.close()
+        engine.destroy()
+    finally:
+        engine.stop()
+    other = MariaDBEngine(server_workdir, "external", {}, {"dsn": dsn})
+    other.start()
+    assert other.effective_settings["innodb_lock_wait_timeout"] == "50"  # put back
+
+
+@pytest.mark.parametrize(("knobs", "error"), [
+    ({"innodb_log_buffer_size": "8M"}, "innodb_log_buffer_size changes only when your server restarts"),
+    ({"innodb_page_size": "8192"}, "innodb_page_size is fixed by your server"),
+])
+def test_what_needs_a_restart_or_a_new_server_is_refused(dsn: str, server_workdir: Path, knobs: dict,
+                                                         error: str) -> None:
+    with pytest.raises(UserError, match=error):
+        MariaDBEngine(server_workdir, "external", knobs, {"dsn": dsn, "allow_changes": "yes"}).start()
+
+
+@pytest.mark.parametrize("dsn", ["postgresql://x@127.0.0.1/db", "mysql://root@127.0.0.1:port/db", "mysql:///db"])
+def test_a_bad_dsn_is_one_line(dsn: str) -> None:
+    with pytest.raises(UserError, match="bad MariaDB --dsn"):
+        dsn_arguments(dsn)

@@ -1,0 +1,138 @@
+"""MariaDB's knobs: validated against the server's own SYSTEM_VARIABLES before anything runs, durability-weakening
+values flagged, and the knobs of a managed server reaching it (option file, SET GLOBAL, creation time)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from maximus import api
+from maximus.engines.mariadb import MariaDBEngine
+from maximus.errors import EngineError, UserError
+from maximus.knobs import Applies
+
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+
+
+@pytest.mark.parametrize(("knobs", "error"), [
+    ({"innodb_buffer_pool_sise": "1G"}, "unknown mariadb knob 'innodb_buffer_pool_sise'; did you mean "
+                                        "innodb_buffer_pool_size"),
+    ({"innodb_flush_log_at_trx_commit": "5"}, "bad value '5' for knob innodb_flush_log_at_trx_commit: expected "
+                                              "between 0 and 3"),
+    ({"innodb_flush_method": "O_DIRCT"}, "bad value 'O_DIRCT' for knob innodb_flush_method: expected one of fsync, "),
+    ({"innodb_buffer_pool_size": "lots"}, "expected an integer, with K, M or G for sizes"),
+    ({"innodb_page_size": "12k"}, "bad value '12k' for knob innodb_page_size: expected one of 4096, 8192"),
+    ({"innodb_doublewrite": "maybe"}, "expected ON or OFF"),
+    ({"datadir": "/tmp"}, "datadir is chosen by Maximus for a managed MariaDB server"),
+])
+def test_a_bad_knob_is_one_line_before_anything_runs(tmp_path: Path, knobs: dict, error: str) -> None:
+    with pytest.raises(UserError) as caught:
+        api.make_engine("mariadb", tmp_path, ONE_WAREHOUSE, knobs)
+    assert error in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_values_take_the_servers_spelling_and_the_page_size_gets_a_build_of_its_own(tmp_path: Path) -> None:
+    engine = api.make_engine("mariadb", tmp_path, ONE_WAREHOUSE,
+                             {"INNODB_BUFFER_POOL_SIZE": "256M", "innodb_doublewrite": "off",
+                              "innodb_flush_method": "o_direct", "innodb_page_size": "8192"})
+    assert engine.settings == {"innodb_buffer_pool_size": "268435456", "innodb_doublewrite": "OFF",
+                               "innodb_flush_method": "O_DIRECT", "innodb_page_size": "8192"}
+    assert engine.knobs.get("innodb_page_size").applies is Applies.CREATION
+    assert engine.knobs.get("innodb_log_buffer_size").applies is Applies.RESTART  # read-only: the option file's
+    assert engine.knobs.get("innodb_io_capacity").applies is Applies.RELOAD
+    assert engine.database == "tpcc-1wh-innodb_page_size8192"
+    assert engine.creation_settings() == {"innodb_page_size": "8192"}
+
+
+@pytest.mark.parametrize(("knobs", "weakened"), [
+    ({}, []),
+    ({"innodb_flush_log_at_trx_commit": "2", "innodb_doublewrite": "OFF"},
+     ["innodb_flush_log_at_trx_commit=2", "innodb_doublewrite=OFF"]),
+    ({"innodb_flush_log_at_trx_commit": "0"}, ["innodb_flush_log_at_trx_commit=0"]),
+    ({"log_bin": "ON"}, ["sync_binlog=0 with log_bin=ON"]),
+    ({"log_bin": "ON", "sync_binlog": "1"}, []),
+    ({"sync_binlog": "0"}, []),  # no binary log: nothing to sync
+])
+def test_durability_weakening_values_are_flagged(tmp_path: Path, knobs: dict, weakened: list[str]) -> None:
+    warnings = MariaDBEngine(tmp_path, "db", knobs).durability_warnings()
+    assert sorted(warning.removesuffix(" weakens durability") for warning in warnings) == sorted(weakened)
+
+
+def test_a_managed_servers_knobs_reach_it_by_option_file_set_global_and_creation(server_workdir: Path) -> None:
+    knobs = {"innodb_page_size": "8192", "log_bin": "ON", "sync_binlog": "1", "innodb_lru_flush_size": "64",
+             "innodb_flush_log_at_trx_commit": "2", "innodb_log_buffer_size": "8M"}
+    engine = api.make_engine("mariadb", server_workdir, ONE_WAREHOUSE, knobs)
+    with api.running(engine):
+        engine.provision()
+        session = engine.connect()
+        try:
+            reported = engine.reported_settings(session)
+        finally:
+            session.close()
+        assert engine.reported_otherwise(reported) == []
+        assert reported["innodb_page_size"] == "8192" and reported["log_bin"] == "ON"
+        assert reported["innodb_lru_flush_size"] == "64"  # no startup option: SET GLOBAL once it runs
+        assert reported["innodb_log_buffer_size"] == str(8 * 1024 * 1024)  # read-only: the option file's
+        assert engine.effective_settings["performance_schema"] == "ON"
+        assert Path(f"/proc/{engine.server_pid()}/status").read_text().count("\nUid:\t" + _uid("mysql")) == 1
+        assert engine.server.data_dir.name == "data" and "8k" in engine.server.server_dir.name
+    assert engine.server_pid() is None  # stopped
+
+
+def _uid(user: str) -> str:
+    import pwd
+
+    return str(pwd.getpwnam(user).pw_uid)
+
+
+def test_a_value_the_server_refuses_at_start_is_one_line_and_leaves_no_server(server_workdir: Path) -> None:
+    engine = MariaDBEngine(server_workdir, "refused", {"innodb_data_file_path": "bogus"})
+    with pytest.raises(EngineError, match="^MariaDB would not start: InnoDB: syntax error in file path") as caught:
+        engine.start()
+    assert "\n" not in str(caught.value)
+    assert engine.server_pid() is None
+
+
+def test_a_server_left_running_by_a_killed_maximus_is_stopped_at_the_next_start(server_workdir: Path) -> None:
+    first = MariaDBEngine(server_workdir, "leftover", {})
+    first.start()
+    left = first.server_pid()
+    first.server._process = None  # what a Maximus killed with SIGKILL leaves: the server, and no one to stop it
+    second = MariaDBEngine(server_workdir, "leftover", {})
+    second.start()
+    try:
+        assert left is not None and second.server_pid() not in (None, left)
+        assert not Path(f"/proc/{left}").exists() or "Z" in Path(f"/proc/{left}/stat").read_text().split()[2]
+    finally:
+        second.stop()
+    assert second.server_pid() is None
+
+
+def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_workdir: Path) -> None:
+    """What makes a run failed rather than measured: the watch probe and the session's error both name the cause."""
+    import os
+    import signal
+
+    import MySQLdb
+
+    from maximus.errors import describe
+
+    engine = MariaDBEngine(server_workdir, "leftover", {})
+    engine.start()
+    try:
+        engine.provision()
+        watch = engine.watch()
+        session = engine.connect()
+        assert watch() is None
+        os.kill(engine.server_pid(), signal.SIGKILL)
+        with pytest.raises(MySQLdb.OperationalError) as caught:
+            session.fetchall("SELECT SLEEP(?)", (1,))
+        assert session.broken()
+        cause = engine.fault(describe(caught.value))
+        assert cause is not None and cause.startswith("the MariaDB server stopped during the run: ")
+        assert "\n" not in cause and watch() == cause
+        session.close()
+    finally:
+        engine.stop()
+    assert engine.server_pid() is None

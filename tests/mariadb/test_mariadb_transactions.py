@@ -1,0 +1,117 @@
+"""The TPC-C transactions on MariaDB, one at a time: New-Order's unused item (2.4.2.3) rolls back in both modes
+and leaves nothing, a batch's first error stops it, and a deadlock is a conflict to retry."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import MySQLdb
+import pytest
+
+from maximus import api
+from maximus.records import Outcome, RollbackByRule
+from maximus.workloads.tpcc.constants import UNUSED_ITEM_ID
+from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
+from maximus.workloads.tpcc.server_side import Call, ServerSide
+
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+
+
+@pytest.fixture(scope="module")
+def engine(mariadb_loaded: Path):
+    engine = api.make_engine("mariadb", mariadb_loaded, ONE_WAREHOUSE, {})
+    with api.running(engine):
+        engine.restore()
+        yield engine
+
+
+def _state(session) -> tuple:
+    return (session.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", (1, 3)),
+            session.fetchone("SELECT COUNT(*) FROM orders"), session.fetchone("SELECT SUM(s_ytd) FROM stock"))
+
+
+def test_the_unused_item_rolls_back_in_both_modes_and_leaves_nothing(engine) -> None:
+    order = NewOrderInput.from_lines(1, 3, 42, (OrderLine(5, 1, 3), OrderLine(6, 1, 2),
+                                                OrderLine(UNUSED_ITEM_ID, 1, 1)))
+    session = engine.connect()
+    try:
+        before = _state(session)
+        client = NewOrder(engine.dialect)
+        session.begin()
+        with pytest.raises(RollbackByRule, match="Item number is not valid"):
+            client.execute(session, order)
+        session.rollback()
+        server = ServerSide(NewOrder(engine.dialect), engine.dialect)
+        sql, params = client.call(order)
+        with pytest.raises(RollbackByRule, match="Item number is not valid"):
+            server.execute(session, Call(order, sql, params, engine.dialect.call_parameters(params)))
+        assert _state(session) == before
+        valid = NewOrderInput.from_lines(1, 3, 42, (OrderLine(5, 1, 3), OrderLine(6, 1, 2)))
+        sql, params = client.call(valid)
+        server.execute(session, Call(valid, sql, params, engine.dialect.call_parameters(params)))
+        assert _state(session)[0][0] == before[0][0] + 1  # a valid order goes in
+    finally:
+        session.close()
+
+
+def test_a_batch_raises_its_first_error_and_stops_there(engine) -> None:
+    session = engine.connect()
+    try:
+        (before,) = session.fetchone("SELECT w_ytd FROM warehouse WHERE w_id = ?", (1,))
+        session.begin()
+        with pytest.raises(MySQLdb.Error, match="no_such_table") as caught:
+            session.batch([("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = 1", (5,)),
+                           ("SELECT * FROM no_such_table WHERE a = ?", (1,)),
+                           ("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = 1", (7,))], last=True)
+        assert caught.value.sqlstate == "42S02"
+        session.rollback()
+        assert session.fetchone("SELECT w_ytd FROM warehouse WHERE w_id = ?", (1,)) == (before,)
+        session.begin()  # UPDATE ... RETURNING, which MariaDB has not, as the shared SQL writes it
+        assert session.batch([("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ? RETURNING w_ytd", (5, 1))],
+                             last=True) == [[(before + 5,)]]
+        session.commit()  # the batch committed it
+        assert session.fetchone("SELECT w_ytd FROM warehouse WHERE w_id = ?", (1,)) == (before + 5,)
+    finally:
+        session.close()
+
+
+def test_a_deadlock_is_classified_as_retry(engine) -> None:
+    first, second = engine.connect(), engine.connect()
+    errors: list[BaseException] = []
+    try:
+        first.begin()
+        second.begin()
+        first.execute("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_w_id = ? AND d_id = ?", (1, 1))
+        second.execute("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_w_id = ? AND d_id = ?", (1, 2))
+
+        def cross(session, d_id: int) -> None:
+            try:
+                session.execute("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_w_id = ? AND d_id = ?", (1, d_id))
+            except MySQLdb.Error as error:
+                errors.append(error)
+
+        waiting = threading.Thread(target=cross, args=(first, 2))
+        waiting.start()
+        cross(second, 1)
+        waiting.join()
+        assert len(errors) == 1 and errors[0].args[0] == 1213  # InnoDB chose one victim
+        assert engine.classify(errors[0]) is Outcome.RETRY
+    finally:
+        first.rollback()
+        second.rollback()
+        first.close()
+        second.close()
+
+
+def test_a_function_called_as_a_row_returns_its_columns(engine) -> None:
+    """``SELECT * FROM tpcc_x(...)``, as the shared SQL calls a function returning a row: the JSON array's values
+    as the row, money as decimals."""
+    session = engine.connect()
+    try:
+        row = session.fetchone("SELECT * FROM tpcc_order_status(?, ?, ?, ?)", (1, 3, 42, None))
+        (balance,) = session.fetchone("SELECT c_balance FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+                                      (1, 3, 42))
+    finally:
+        session.close()
+    assert row[0] == 42 and row[4] == balance and len(row) == 13
