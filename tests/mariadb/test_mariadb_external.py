@@ -71,3 +71,18 @@ def test_what_needs_a_restart_or_a_new_server_is_refused(dsn: str, server_workdi
 def test_a_bad_dsn_is_one_line(dsn: str) -> None:
     with pytest.raises(UserError, match="bad MariaDB --dsn"):
         dsn_arguments(dsn)
+
+
+def test_a_bad_dsn_never_shows_its_password_and_localhost_is_not_the_default_socket() -> None:
+    with pytest.raises(UserError) as refused:
+        dsn_arguments("mysql://root:s3cret@127.0.0.1:port/db")
+    assert "s3cret" not in str(refused.value) and ":***@" in str(refused.value)
+    assert dsn_arguments("mysql://u:p@localhost:3307/db")["host"] == "127.0.0.1"  # the port is honoured
+
+
+def test_a_relative_work_directory_gives_the_server_absolute_paths(tmp_path: Path, monkeypatch) -> None:
+    """mariadbd reads a relative datadir or pid-file against its basedir (/usr), not the current directory."""
+    monkeypatch.chdir(tmp_path)
+    engine = MariaDBEngine(Path("maximus-work"), "tpcc-1wh", {})
+    assert engine.server.server_dir.is_absolute()
+    assert engine.server.server_dir.is_relative_to(tmp_path / "maximus-work")

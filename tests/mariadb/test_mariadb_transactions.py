@@ -115,3 +115,21 @@ def test_a_function_called_as_a_row_returns_its_columns(engine) -> None:
     finally:
         session.close()
     assert row[0] == 42 and row[4] == balance and len(row) == 13
+
+
+def test_one_snapshot_at_read_committed_reads_its_rows_after_the_two_statement_begin(engine) -> None:
+    """At read committed a one-snapshot transaction begins with two statements (SET TRANSACTION, START
+    TRANSACTION): the rows read after them are the query's, not START TRANSACTION's empty result."""
+    session = engine.connect()
+    try:
+        expected = session.fetchall("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", (1, 3))
+        session.execute("SET SESSION tx_isolation = 'READ-COMMITTED'")
+        session.begin(read_only=True, one_snapshot=True)
+        rows = session.fetchall("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", (1, 3))
+        pair = session.batch([("SELECT COUNT(*) FROM warehouse", ()), ("SELECT d_id FROM district WHERE d_w_id = ? "
+                                                                         "AND d_id = ?", (1, 3))])
+        session.commit()
+        assert rows == expected and expected
+        assert pair == [[(1,)], [(3,)]]
+    finally:
+        session.close()

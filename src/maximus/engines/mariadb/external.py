@@ -26,16 +26,26 @@ def dsn_arguments(dsn: str) -> dict[str, Any]:
     """MySQLdb.connect's arguments from ``mysql://user:password@host:port/database`` (the database is not used:
     Maximus creates its own, named by the build)."""
     parts = urlsplit(dsn.strip())
+    shown = _without_password(dsn.strip())
     if parts.scheme not in _SCHEMES or not parts.hostname:
-        raise UserError(f"bad MariaDB --dsn {dsn!r}: expected mysql://user:password@host:port/database")
+        raise UserError(f"bad MariaDB --dsn {shown!r}: expected mysql://user:password@host:port/database")
     try:
         port = parts.port or 3306
     except ValueError:
-        raise UserError(f"bad MariaDB --dsn {dsn!r}: the port is not a number") from None
-    arguments: dict[str, Any] = {"host": parts.hostname, "port": port, "user": unquote(parts.username or "root")}
+        raise UserError(f"bad MariaDB --dsn {shown!r}: the port is not a number") from None
+    # the client library takes "localhost" for its default Unix socket and ignores the port: another server
+    host = "127.0.0.1" if parts.hostname == "localhost" else parts.hostname
+    arguments: dict[str, Any] = {"host": host, "port": port, "user": unquote(parts.username or "root")}
     if parts.password is not None:
         arguments["password"] = unquote(parts.password)
     return arguments
+
+
+def _without_password(dsn: str) -> str:
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    return dsn.replace(f":{parts.password}@", ":***@", 1)
 
 
 @lru_cache(maxsize=8)

@@ -124,7 +124,8 @@ class ManagedServer(ServerControl):
 
     @property
     def server_dir(self) -> Path:
-        return self.workdir / f"mariadb-{major()}-{self.page_size // 1024}k-{self.database}"
+        # absolute: the server reads a relative datadir or pid-file against its basedir (/usr), not our directory
+        return self.workdir.absolute() / f"mariadb-{major()}-{self.page_size // 1024}k-{self.database}"
 
     @property
     def data_dir(self) -> Path:
@@ -237,6 +238,8 @@ class ManagedServer(ServerControl):
         pid = self.pid()
         if pid is not None and _process.alive(pid) and self._ours(pid):
             _terminate(pid)
+        elif self._process is not None and self._process.poll() is None:
+            _terminate(self._process.pid)  # stopped while starting, before it wrote its pid file (setpriv execs it)
         if self._process is not None:
             try:
                 self._process.wait(timeout=STOP_TIMEOUT_S)

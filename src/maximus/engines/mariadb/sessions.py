@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from maximus.engines.mariadb.translate import Plan, translate
 from maximus.engines.session import Session
+from maximus.errors import EngineError
 
 PER_STATEMENT_SNAPSHOTS = {"READ-COMMITTED", "READ-UNCOMMITTED"}
 _LOST = {2006, 2013, 2055}  # server has gone away, lost connection during query, lost connection at ...
@@ -129,7 +130,7 @@ class MariaDBSession(Session):
             queries.append(b"COMMIT")
         results = self._query(b";".join(queries))
         self._committed = last
-        position = begin is not None
+        position = len(begin.split(b";")) if begin is not None else 0  # a one-snapshot begin is two statements
         out = []
         for plan in compiled:
             rows: list[tuple] = []
@@ -203,6 +204,12 @@ class MariaDBSession(Session):
             statement = (f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table} CHARACTER SET utf8mb4 "
                          f"({', '.join(columns)})").encode()
             self._query(b";".join(([begin] if begin else []) + [statement]))
+        if self.connection.warning_count():
+            # LOCAL turns a row LOAD DATA cannot take (a bad value, a duplicate key) into a warning: a database
+            # built from such rows would be measured and kept as if it were right
+            warning = self._query(b"SHOW WARNINGS LIMIT 1")[0][0]
+            said = f"{warning[0][2]} ({warning[0][1]})" if warning else "warnings"
+            raise EngineError(f"loading {table} into MariaDB: {said}")
 
     # -- the connection ---------------------------------------------------------------------------
 
