@@ -136,3 +136,15 @@ def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_workdir: 
     finally:
         engine.stop()
     assert engine.server_pid() is None
+
+
+@pytest.mark.parametrize(("error", "cause"), [
+    ("IntegrityError: (1062, \"Duplicate entry '1-2013' for key 'PRIMARY'\")", None),
+    ("OperationalError: (1114, \"The table 'stock' is full\")", "the disk holding"),
+    ("OperationalError: (1877, \"Operation cannot be performed. The table 'x' is missing, corrupt or contains bad "
+     "data.\")", "is corrupt"),
+])
+def test_a_faults_cause_is_read_from_its_error_code_not_from_any_number_in_it(tmp_path: Path, error: str,
+                                                                             cause: str | None) -> None:
+    found = MariaDBEngine(tmp_path, "fault", {}).fault(error)
+    assert found is None if cause is None else cause in found

@@ -30,9 +30,10 @@ from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
 
 _RETRYABLE = {1213, 1205}  # deadlock found (the transaction was rolled back), lock wait timeout exceeded
-_LOST = (2006, 2013, 2055, "server has gone away", "Lost connection", "Can't connect")
-_FULL = ("1114", "is full", "No space left on device", "errno: 28")
-_CORRUPT = ("1877", "corrupt", "Index for table")
+# error codes are matched as the driver writes them, "(2013, ": a bare number could be in a key's value
+_LOST = ("(2006, ", "(2013, ", "(2055, ", "server has gone away", "Lost connection", "Can't connect")
+_FULL = ("(1114, ", "is full", "No space left on device", "errno: 28")
+_CORRUPT = ("(1877, ", "(1034, ", "is corrupt", "Index for table")
 _REPORTED = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_log_buffer_size",
              "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_doublewrite", "innodb_page_size",
              "innodb_io_capacity", "innodb_read_io_threads", "innodb_write_io_threads", "innodb_use_native_aio",
@@ -171,7 +172,7 @@ class MariaDBEngine(Engine):
             return f"the disk holding {self.data_path()} is full ({first_line})"
         if any(mark in error for mark in _CORRUPT):
             return f"the MariaDB database {self.database} is corrupt ({first_line})"
-        if not any(str(mark) in error for mark in _LOST):
+        if not any(mark in error for mark in _LOST):
             return None
         stopped = self.server.stopped()
         if stopped:
