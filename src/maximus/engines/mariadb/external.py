@@ -65,7 +65,7 @@ class ExternalServer(ServerControl):
         if fixed:
             raise UserError(f"{', '.join(fixed)} is fixed by your server (given by --dsn): Maximus neither creates nor "
                             "restarts it")
-        self._before: dict[str, str] = {}  # each changed variable's global value before the run
+        self._before: dict[str, str | None] = {}  # each changed variable's global value before the run
         self._reported: str | None = None
 
     @classmethod
@@ -100,9 +100,10 @@ class ExternalServer(ServerControl):
                       ", ".join(f"{name}={value}" for name, value in self.settings.items()))
             try:
                 _set_global(connection, self.settings)
-            except Exception as error:
-                _set_global(connection, self._before)
-                self._before = {}
+            except BaseException as error:  # a Ctrl-C among the SETs too: what was set is put back
+                self._put_back(connection)
+                if not isinstance(error, Exception):
+                    raise
                 raise EngineError(f"MariaDB refused the knobs: {error.args[-1]}") from None
         finally:
             connection.close()
@@ -111,20 +112,36 @@ class ExternalServer(ServerControl):
         """Each variable the run changed back to its value before the run."""
         if not self._before:
             return
-        before, self._before = self._before, {}
         connection = connect(self.connect_arguments())
         try:
-            _set_global(connection, before)
+            self._put_back(connection)
         finally:
             connection.close()
 
+    def _put_back(self, connection: Any) -> None:
+        """Every variable on its own, so one refusal leaves none of the others changed; what could not be put back
+        is one line with the statements that do it."""
+        failed = []
+        for name, value in self._before.items():
+            try:
+                _set_global(connection, {name: value})
+            except Exception:
+                failed.append(f"SET GLOBAL {name} = {_literal(value)}")
+        self._before = {}
+        if failed:
+            raise EngineError(f"could not put your MariaDB server's variables back: run {'; '.join(failed)}")
 
-def _global(connection: Any, name: str) -> str:
+
+def _global(connection: Any, name: str) -> str | None:
     connection.query(f"SELECT @@GLOBAL.{name}".encode())
     ((value,),) = connection.store_result().fetch_row(0)
-    return "" if value is None else value.decode() if isinstance(value, bytes) else str(value)
+    return None if value is None else value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _set_global(connection: Any, values: Mapping[str, str]) -> None:
+def _literal(value: str | None) -> str:
+    return "NULL" if value is None else sql_value(value)  # NULL is put back as NULL, not as ''
+
+
+def _set_global(connection: Any, values: Mapping[str, str | None]) -> None:
     for name, value in values.items():
-        connection.query(f"SET GLOBAL {name} = {sql_value(value)}".encode())
+        connection.query(f"SET GLOBAL {name} = {_literal(value)}".encode())

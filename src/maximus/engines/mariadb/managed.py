@@ -227,10 +227,15 @@ class ManagedServer(ServerControl):
                  and not self.knobs.get(name).type.option}
         if not later:
             return
+        import MySQLdb
+
         connection = connect(self.connect_arguments())
         try:
             for name, value in later.items():
-                connection.query(f"SET GLOBAL {name} = {sql_value(value)}".encode())
+                try:
+                    connection.query(f"SET GLOBAL {name} = {sql_value(value)}".encode())
+                except MySQLdb.Error as error:
+                    raise EngineError(f"MariaDB refused {name}={value}: {error.args[-1]}") from None
         finally:
             connection.close()
 

@@ -118,8 +118,9 @@ def _exact(value: float | None) -> str:
 def catalogue_of(rows: Iterable[Mapping[str, Any]]) -> KnobCatalogue:
     """The variables of ``rows`` (SYSTEM_VARIABLES) that can be set: at run time (not READ_ONLY), or at startup
     (a command-line option, hence an option-file line); and Maximus's own ``log_bin``."""
-    knobs = [_knob(row) for row in rows
-             if row["READ_ONLY"] == "NO" or row["COMMAND_LINE_ARGUMENT"] is not None]
+    # a session-only variable (timestamp, insert_id, …) is a connection's state, not a knob of the server
+    knobs = [_knob(row) for row in rows if row["VARIABLE_SCOPE"] != "SESSION ONLY"
+             and (row["READ_ONLY"] == "NO" or row["COMMAND_LINE_ARGUMENT"] is not None)]
     knobs.append(Knob(LOG_BIN, MariaValue("BOOLEAN", choices=("OFF", "ON")), "OFF", Applies.RESTART,
                       "The binary log (the server's --log-bin option): with it on, sync_binlog decides whether "
                       "commits are durable"))
@@ -135,8 +136,6 @@ def _knob(row: Mapping[str, Any]) -> Knob:
         value_type, applies = MariaValue("ENUM", choices=PAGE_SIZES), Applies.CREATION
     elif row["READ_ONLY"] == "YES":
         applies = Applies.RESTART
-    elif row["VARIABLE_SCOPE"] == "SESSION ONLY":
-        applies = Applies.CONNECTION
     else:
         applies = Applies.RELOAD
     default = row["DEFAULT_VALUE"] if row["DEFAULT_VALUE"] is not None else ""
