@@ -16,7 +16,7 @@ from maximus.errors import UserError
 @pytest.fixture(scope="module")
 def dsn(server_workdir: Path) -> Iterator[str]:
     """A running server, as a user's would be: reached over TCP by its DSN."""
-    owner = MariaDBEngine(server_workdir, "owner", {})
+    owner = MariaDBEngine(server_workdir, "scratch", {})  # the server of the knobs tests, when on this worker
     owner.start()
     try:
         yield f"mysql://root@127.0.0.1:{owner.server.port}/mysql"

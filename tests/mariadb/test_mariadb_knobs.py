@@ -87,7 +87,7 @@ def _uid(user: str) -> str:
 
 
 def test_a_value_the_server_refuses_at_start_is_one_line_and_leaves_no_server(server_workdir: Path) -> None:
-    engine = MariaDBEngine(server_workdir, "refused", {"innodb_data_file_path": "bogus"})
+    engine = MariaDBEngine(server_workdir, "scratch", {"innodb_data_file_path": "bogus"})
     with pytest.raises(EngineError, match="^MariaDB would not start: InnoDB: syntax error in file path") as caught:
         engine.start()
     assert "\n" not in str(caught.value)
@@ -95,11 +95,11 @@ def test_a_value_the_server_refuses_at_start_is_one_line_and_leaves_no_server(se
 
 
 def test_a_server_left_running_by_a_killed_maximus_is_stopped_at_the_next_start(server_workdir: Path) -> None:
-    first = MariaDBEngine(server_workdir, "leftover", {})
+    first = MariaDBEngine(server_workdir, "scratch", {})
     first.start()
     left = first.server_pid()
     first.server._process = None  # what a Maximus killed with SIGKILL leaves: the server, and no one to stop it
-    second = MariaDBEngine(server_workdir, "leftover", {})
+    second = MariaDBEngine(server_workdir, "scratch", {})
     second.start()
     try:
         assert left is not None and second.server_pid() not in (None, left)
@@ -118,7 +118,7 @@ def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_workdir: 
 
     from maximus.errors import describe
 
-    engine = MariaDBEngine(server_workdir, "leftover", {})
+    engine = MariaDBEngine(server_workdir, "scratch", {})
     engine.start()
     try:
         engine.provision()
