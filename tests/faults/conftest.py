@@ -96,11 +96,33 @@ class Harness:
         raise AssertionError(f"no run started within {timeout} s: {self.finish(process)}")
 
     def into_window(self, process: subprocess.Popen, seconds: float) -> RunRecord:
-        """Wait until the run of ``process`` is about ``seconds`` into its measured window (its terminals take a
-        second or so to start)."""
+        """Wait until the run of ``process`` is about ``seconds`` into its measured window: on a server, once its
+        terminals' sessions are open (on a loaded machine that took longer than any fixed wait); on SQLite, whose
+        terminals start in a second or so, a second after the run was stored."""
         run = self.running_run(process)
-        time.sleep(1.0 + run.spec.warmup_s + seconds)
+        if not self._sessions_open(run.spec.terminals):
+            time.sleep(1.0)
+        time.sleep(run.spec.warmup_s + seconds)
         return run
+
+    def _sessions_open(self, count: int, timeout: float = 60) -> bool:
+        """Whether ``count`` client sessions of a PostgreSQL server of this test's commands opened: backends of its
+        postmaster whose title names their client, "127.0.0.1(port)" or "[local]" (a backend's title overwrites
+        the environment the harness marks, so they are found as the postmaster's children). False at once when no
+        such server runs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            servers = [pid for pid in self.processes()
+                       if _process.command_line(pid).split(" ")[0].endswith("/postgres")]
+            if not servers:
+                return False
+            titles = [_process.command_line(child) for pid in servers for child in _children(pid)]
+            clients = [title for title in titles
+                       if title.startswith("postgres: ") and ("(" in title or "[local]" in title)]
+            if len(clients) >= count:
+                return True
+            time.sleep(0.05)
+        return True
 
     def processes(self) -> list[int]:
         """Live processes (zombies aside) that this test's commands started, servers run as postgres included."""
@@ -240,3 +262,10 @@ def stop_fast() -> Callable[[Path], None]:
                                                 "stop"]), check=True, capture_output=True)
 
     return stop
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
