@@ -77,3 +77,28 @@ def test_more_terminals_than_a_warehouse_has_run_and_are_labelled_tpc_c_like(wor
     assert any(w.startswith("11 terminals per warehouse, more than the 10 of 4.2.2") for w in record.warnings)
     assert report.presentation.benchmark == "TPC-C-like (more than 10 terminals per warehouse)"
     assert not report.presentation.conforming and "2.8.1.1" in report.presentation.conformance
+
+
+class _Seen(Exception):
+    pass
+
+
+def test_what_an_engine_sets_for_many_terminals_reaches_the_engine_that_runs(tmp_path: Path, monkeypatch) -> None:
+    """The run's engine is made anew after the checks (a layout may move it): 150 terminals need a managed
+    server with room for them (max_connections), on that engine, not only on the one checked before."""
+    from maximus import runs
+
+    seen: dict[str, str | None] = {}
+
+    def capture(store, engine, *args, **kwargs):
+        seen["max_connections"] = engine.effective_settings.get("max_connections")
+        raise _Seen()
+
+    monkeypatch.setattr(runs, "_run", capture)
+    options = api.BenchmarkOptions(engine="postgres", workdir=tmp_path / "work", results=tmp_path / "results.db",
+                                   terminals=150, warmup_s=0, duration_s=1)
+    try:
+        api.run_benchmark(options)
+    except _Seen:
+        pass
+    assert seen["max_connections"] == "170"

@@ -125,6 +125,7 @@ def _run_placed(options: BenchmarkOptions, place: system.Placement, observer: Ob
     build = options.build
     engine = make_engine(options.engine, place.workdir, build, options.engine_knobs, options.database,
                          options.connection)
+    engine.validate_run(options.terminals)  # on the engine that runs: what it sets for the terminals is kept
     with locked(engine):
         store = ResultsStore(options.results)
         try:
