@@ -50,6 +50,7 @@ def test_values_take_the_servers_spelling_and_the_page_size_gets_a_build_of_its_
     ({"innodb_flush_log_at_trx_commit": "2", "innodb_doublewrite": "OFF"},
      ["innodb_flush_log_at_trx_commit=2", "innodb_doublewrite=OFF"]),
     ({"innodb_flush_log_at_trx_commit": "0"}, ["innodb_flush_log_at_trx_commit=0"]),
+    ({"innodb_flush_method": "littlesync"}, ["innodb_flush_method=littlesync"]),
     ({"log_bin": "ON"}, ["sync_binlog=0 with log_bin=ON"]),
     ({"log_bin": "ON", "sync_binlog": "1"}, []),
     ({"sync_binlog": "0"}, []),  # no binary log: nothing to sync

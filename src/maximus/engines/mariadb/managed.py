@@ -302,13 +302,14 @@ class ManagedServer(ServerControl):
 
     def _write_options(self) -> None:
         self._tmpdir()
-        lines = ["# written by Maximus for this run", "[mariadbd]", f"datadir = {self.data_dir}",
-                 f"tmpdir = {self.tmp_dir}",
-                 f"socket = {self.socket}", f"pid-file = {self.pid_file}", f"log-error = {self.server_log}",
+        places = {"datadir": self.data_dir, "tmpdir": self.tmp_dir, "socket": self.socket, "pid-file": self.pid_file,
+                  "log-error": self.server_log}  # quoted where needed: a '#' in a path would start a comment
+        lines = ["# written by Maximus for this run", "[mariadbd]",
+                 *(option_line(name, str(path)) for name, path in places.items()),
                  f"port = {self.port}", "bind-address = 127.0.0.1", "skip-name-resolve",
                  f"innodb_page_size = {self.page_size}"]
         if self.settings.get(LOG_BIN) == "ON":
-            lines += [f"log-bin = {self.server_dir / 'binlog'}", "server_id = 1"]
+            lines += [option_line("log-bin", str(self.server_dir / "binlog")), "server_id = 1"]
         options = {**self.chosen_settings(), **self.settings}
         lines += [option_line(name, value) for name, value in options.items()
                   if name not in (LOG_BIN, PAGE_SIZE) and (name not in self.knobs or self._is_option(name))]

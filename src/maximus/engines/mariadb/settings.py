@@ -30,7 +30,7 @@ PAGE_SIZES = ("4096", "8192", "16384", "32768", "65536")
 # Values that make a commit less than durable (docs/mariadb.md). sync_binlog counts only with the binary log on:
 # ``MariaDBEngine.durability_warnings`` checks the pair.
 DURABILITY = {"innodb_flush_log_at_trx_commit": {"0", "2"}, "innodb_doublewrite": {"OFF"},
-              "innodb_flush_method": {"nosync"}}
+              "innodb_flush_method": {"nosync", "littlesync"}}  # both skip fsync: MariaDB's testing-only values
 SYNC_BINLOG = "sync_binlog"
 # What Maximus chooses itself for a managed server: where it lives and how it is reached.
 OWNED = ("datadir", "socket", "pid_file", "log_error", "bind_address", "basedir", "port", "skip_networking",
@@ -149,7 +149,7 @@ def _float(value: Any) -> float | None:
 
 def option_line(name: str, value: str) -> str:
     """``name = value`` as an option file takes it (a SET's list, a path with spaces: quoted)."""
-    if value == "" or re.search(r"[\s#;'\"]", value):
+    if value == "" or re.search(r"[\s#;'\"\\]", value):
         return f"{name} = \"{value.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}\""
     return f"{name} = {value}"
 
