@@ -133,3 +133,25 @@ def test_one_snapshot_at_read_committed_reads_its_rows_after_the_two_statement_b
         assert pair == [[(1,)], [(3,)]]
     finally:
         session.close()
+
+
+def test_a_write_conflict_under_snapshot_isolation_is_classified_as_retry(engine) -> None:
+    """With innodb_snapshot_isolation=ON (a knob in 10.11, the default from 11.6), updating a row another
+    transaction changed since this one's snapshot fails with 1020 ("Record has changed since last read"): a
+    conflict to retry, as a deadlock is."""
+    first, second = engine.connect(), engine.connect()
+    try:
+        first.execute("SET SESSION innodb_snapshot_isolation = ON")
+        first.begin()
+        first.fetchall("SELECT d_ytd FROM district WHERE d_w_id = ? AND d_id = ?", (1, 4))  # the snapshot
+        second.begin()
+        second.execute("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_w_id = ? AND d_id = ?", (1, 4))
+        second.commit()
+        with pytest.raises(MySQLdb.Error) as caught:
+            first.execute("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_w_id = ? AND d_id = ?", (1, 4))
+        assert caught.value.args[0] == 1020
+        assert engine.classify(caught.value) is Outcome.RETRY
+    finally:
+        first.rollback()
+        first.close()
+        second.close()

@@ -29,7 +29,8 @@ from maximus.errors import EngineError
 from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
 
-_RETRYABLE = {1213, 1205}  # deadlock found (the transaction was rolled back), lock wait timeout exceeded
+_RETRYABLE = {1213, 1205, 1020}  # deadlock found, lock wait timeout exceeded, record changed since last read
+# (a write conflict under innodb_snapshot_isolation=ON): each rolled back, to be run again
 # error codes are matched as the driver writes them, "(2013, ": a bare number could be in a key's value
 _LOST = ("(2006, ", "(2013, ", "(2055, ", "server has gone away", "Lost connection", "Can't connect")
 _FULL = ("(1114, ", "is full", "No space left on device", "errno: 28")
