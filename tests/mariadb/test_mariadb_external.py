@@ -10,16 +10,26 @@ import pytest
 
 from maximus.engines.mariadb import MariaDBEngine
 from maximus.engines.mariadb.external import dsn_arguments
+from maximus.engines.mariadb.servers import connect
 from maximus.errors import UserError
 
 
 @pytest.fixture(scope="module")
 def dsn(server_workdir: Path) -> Iterator[str]:
-    """A running server, as a user's would be: reached over TCP by its DSN."""
+    """A running server, as a user's would be: reached over TCP by its DSN, as an account of the user's (a managed
+    server's root is reachable by its socket only)."""
     owner = MariaDBEngine(server_workdir, "scratch", {})  # the server of the knobs tests, when on this worker
     owner.start()
     try:
-        yield f"mysql://root@127.0.0.1:{owner.server.port}/mysql"
+        admin = connect(owner.server.connect_arguments())
+        try:
+            admin.query(b"CREATE USER IF NOT EXISTS 'dba'@'127.0.0.1' IDENTIFIED BY 'pw';"
+                        b"GRANT ALL PRIVILEGES ON *.* TO 'dba'@'127.0.0.1' WITH GRANT OPTION")
+            while admin.next_result() == 0:
+                pass
+        finally:
+            admin.close()
+        yield f"mysql://dba:pw@127.0.0.1:{owner.server.port}/mysql"
     finally:
         owner.stop()
 

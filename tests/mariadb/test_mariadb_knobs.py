@@ -69,9 +69,15 @@ def test_a_managed_servers_knobs_reach_it_by_option_file_set_global_and_creation
         session = engine.connect()
         try:
             reported = engine.reported_settings(session)
+            file_directory = session.fetchone("SELECT @@secure_file_priv")[0]
+            remote_root = session.fetchone("SELECT COUNT(*) FROM mysql.user WHERE user = 'root' AND host <> "
+                                           "'localhost'")[0]
         finally:
             session.close()
         assert engine.reported_otherwise(reported) == []
+        # no file of the machine for whoever reaches the server: its file functions stay in its own directory,
+        # and root has no account reachable over TCP (127.0.0.1 is not 'localhost' with skip-name-resolve)
+        assert Path(file_directory.rstrip("/")) == engine.server.tmp_dir and remote_root == 0
         assert reported["innodb_page_size"] == "8192" and reported["log_bin"] == "ON"
         assert reported["innodb_lru_flush_size"] == "64"  # no startup option: SET GLOBAL once it runs
         assert reported["innodb_log_buffer_size"] == str(8 * 1024 * 1024)  # read-only: the option file's

@@ -11,6 +11,7 @@ InnoDB files on a managed server, a twin database on a server of the user's.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -175,10 +176,20 @@ class MariaDBEngine(Engine):
             return f"the MariaDB database {self.database} is corrupt ({first_line})"
         if not any(mark in error for mark in _LOST):
             return None
-        stopped = self.server.stopped()
+        stopped = self._stopped_soon()
         if stopped:
             return stopped
         return f"the connection to the MariaDB server was lost during the run ({first_line})"
+
+    def _stopped_soon(self, within_s: float = 1.0) -> str | None:
+        """The managed server's end, if it ended: a killed server's sockets close before its process is seen
+        gone, so the lost connection can come first."""
+        deadline = time.monotonic() + (within_s if self.server.manages else 0.0)
+        while True:
+            stopped = self.server.stopped()
+            if stopped or time.monotonic() >= deadline:
+                return stopped
+            time.sleep(0.02)
 
     # -- databases -----------------------------------------------------------------------------------
 

@@ -172,9 +172,6 @@ class ManagedServer(ServerControl):
             raise EngineError("cannot connect to MariaDB: the managed server is not running (start() it first)")
         return {"unix_socket": str(self.socket), "user": "root"}
 
-    def tcp_arguments(self) -> dict[str, Any]:
-        return {"host": "127.0.0.1", "port": self.port, "user": "root"}
-
     def chosen_settings(self) -> dict[str, str]:
         return {name: value for name, value in CHOSEN.items() if name not in self.settings}
 
@@ -201,6 +198,7 @@ class ManagedServer(ServerControl):
                                          stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             self._await_ready()
+            self._local_root_only()
             self._set_runtime_knobs()
         except BaseException:
             self.stop()
@@ -219,6 +217,18 @@ class ManagedServer(ServerControl):
                     raise EngineError(f"MariaDB did not accept connections within {START_TIMEOUT_S} s: "
                                       f"{self._first_error()} (log: {self.server_log})") from None
                 time.sleep(0.05)
+
+    def _local_root_only(self) -> None:
+        """mariadb-install-db gives root passwordless accounts at 127.0.0.1, ::1 and the host's name too: any user
+        of the machine could reach those over TCP during a run. Maximus connects by the socket, as root@localhost."""
+        connection = connect(self.connect_arguments())
+        try:
+            connection.query(b"SELECT host FROM mysql.user WHERE user = 'root' AND host <> 'localhost'")
+            hosts = [row[0] for row in connection.store_result().fetch_row(0)]
+            for host in hosts:
+                connection.query(b"DROP USER 'root'@" + connection.string_literal(host))
+        finally:
+            connection.close()
 
     def _set_runtime_knobs(self) -> None:
         """Knobs without a startup option (``SET GLOBAL`` only), once the server is up."""
@@ -303,7 +313,10 @@ class ManagedServer(ServerControl):
     def _write_options(self) -> None:
         self._tmpdir()
         places = {"datadir": self.data_dir, "tmpdir": self.tmp_dir, "socket": self.socket, "pid-file": self.pid_file,
-                  "log-error": self.server_log}  # quoted where needed: a '#' in a path would start a comment
+                  "log-error": self.server_log,  # quoted where needed: a '#' in a path would start a comment
+                  # the server's own file functions (LOAD_FILE, INTO OUTFILE) only in its directory: without it,
+                  # anyone who reaches the server could read and write files as its user
+                  "secure-file-priv": self.tmp_dir}
         lines = ["# written by Maximus for this run", "[mariadbd]",
                  *(option_line(name, str(path)) for name, path in places.items()),
                  f"port = {self.port}", "bind-address = 127.0.0.1", "skip-name-resolve",
