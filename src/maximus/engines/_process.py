@@ -29,6 +29,14 @@ def as_server_user(command: Sequence[str]) -> list[str]:
     return ["runuser", "-u", SERVER_USER, "--", *command]
 
 
+def in_place_as(server_user: str, command: Sequence[str]) -> list[str]:
+    """As root, ``command`` run as ``server_user`` by ``setpriv``, which executes it in place (unlike ``runuser``,
+    which forks): the pid Maximus holds is the server's own, to wait for and to signal."""
+    if not running_as_root():
+        return list(command)
+    return ["setpriv", f"--reuid={server_user}", f"--regid={server_user}", "--init-groups", "--", *command]
+
+
 def run(command: Sequence[str], what: str, timeout: float = 300, env: dict | None = None) -> str:
     """Run a command to completion; a failure is an EngineError naming what failed and its last output line."""
     try:
@@ -41,18 +49,18 @@ def run(command: Sequence[str], what: str, timeout: float = 300, env: dict | Non
     return done.stdout
 
 
-def give_to_server_user(path: Path) -> None:
+def give_to_server_user(path: Path, server_user: str = SERVER_USER) -> None:
     """Make ``path`` (a file or directory Maximus created) the server user's, and check the user can reach it."""
     if not running_as_root():
         return
-    user = pwd.getpwnam(SERVER_USER)
+    user = pwd.getpwnam(server_user)
     os.chown(path, user.pw_uid, user.pw_gid)
     for root, dirs, files in os.walk(path):
         for name in dirs + files:
             os.chown(os.path.join(root, name), user.pw_uid, user.pw_gid)
-    probe = subprocess.run(["runuser", "-u", SERVER_USER, "--", "test", "-w", str(path)], capture_output=True)
+    probe = subprocess.run(["runuser", "-u", server_user, "--", "test", "-w", str(path)], capture_output=True)
     if probe.returncode != 0:
-        raise UserError(f"user {SERVER_USER} cannot reach {path} (a parent directory is private): choose a "
+        raise UserError(f"user {server_user} cannot reach {path} (a parent directory is private): choose a "
                           "--workdir that user can traverse, such as /var/tmp/maximus")
 
 
@@ -100,3 +108,13 @@ def command_line(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def log_since(log: Path | str, offset: int) -> list[str]:
+    """The lines a server wrote to ``log`` from ``offset`` on: what one start said, not the runs' before it."""
+    try:
+        with open(log, "rb") as file:
+            file.seek(offset)
+            return file.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []

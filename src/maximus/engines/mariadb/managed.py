@@ -62,27 +62,6 @@ def major() -> str:
     return ".".join(server_version().split(".")[:2])
 
 
-def as_server_user(command: list[str]) -> list[str]:
-    """As root, the command as the ``mysql`` user (``setpriv`` executes it in place: its pid is the server's)."""
-    if not _process.running_as_root():
-        return command
-    return ["setpriv", f"--reuid={SERVER_USER}", f"--regid={SERVER_USER}", "--init-groups", "--", *command]
-
-
-def give_to_server_user(path: Path) -> None:
-    """``path`` and what is in it made the server user's; a parent the user cannot traverse is one line."""
-    if not _process.running_as_root():
-        return
-    user = pwd.getpwnam(SERVER_USER)
-    os.chown(path, user.pw_uid, user.pw_gid)
-    for root, dirs, files in os.walk(path):
-        for name in dirs + files:
-            os.chown(os.path.join(root, name), user.pw_uid, user.pw_gid)
-    if subprocess.run(as_server_user(["test", "-w", str(path)]), capture_output=True).returncode != 0:
-        raise UserError(f"user {SERVER_USER} cannot reach {path} (a parent directory is private): choose a "
-                        "--workdir that user can traverse, such as /var/tmp/maximus")
-
-
 def chown_to_server_user(path: Path) -> None:
     """One file Maximus wrote into the server's data directory, made the server user's."""
     if _process.running_as_root():
@@ -193,7 +172,8 @@ class ManagedServer(ServerControl):
         self.port = _process.free_port()
         self._write_options()
         self._log_start = _size(self.server_log)
-        self._process = subprocess.Popen(as_server_user([_binary("mariadbd"), f"--defaults-file={self.option_file}"]),
+        server = [_binary("mariadbd"), f"--defaults-file={self.option_file}"]
+        self._process = subprocess.Popen(_process.in_place_as(SERVER_USER, server),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -281,7 +261,7 @@ class ManagedServer(ServerControl):
         created = not self.server_dir.exists()
         self.server_dir.mkdir(parents=True, exist_ok=True)
         try:
-            give_to_server_user(self.server_dir)
+            _process.give_to_server_user(self.server_dir, SERVER_USER)
         except UserError:
             if created:
                 shutil.rmtree(self.server_dir, ignore_errors=True)
@@ -290,9 +270,10 @@ class ManagedServer(ServerControl):
         self._tmpdir()
         # A temporary directory of its own: bootstraps sharing /tmp at the same time collide on their temporary
         # tables' names ("Unknown table 'mysql.tmp_user_sys'").
-        command = as_server_user([_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data_dir}",
-                                  f"--tmpdir={self.tmp_dir}", "--auth-root-authentication-method=normal",
-                                  "--skip-test-db", f"--innodb-page-size={self.page_size}"])
+        install = [_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data_dir}",
+                   f"--tmpdir={self.tmp_dir}", "--auth-root-authentication-method=normal", "--skip-test-db",
+                   f"--innodb-page-size={self.page_size}"]
+        command = _process.in_place_as(SERVER_USER, install)
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -348,13 +329,13 @@ class ManagedServer(ServerControl):
         return None
 
     def _stopped(self, pid: int) -> str:
-        lines = _log_since(self.server_log, self._log_start)
+        lines = _process.log_since(self.server_log, self._log_start)
         said = next((_message(line) for line in lines if "[ERROR]" in line or "Shutdown complete" in line), None)
         why = said or f"its process {pid} ended without a word in {self.server_log} (killed?)"
         return f"the MariaDB server stopped during the run: {why}"
 
     def _first_error(self) -> str:
-        lines = [line for line in _log_since(self.server_log, self._log_start) if line.strip()]
+        lines = [line for line in _process.log_since(self.server_log, self._log_start) if line.strip()]
         errors = [line for line in lines if "[ERROR]" in line and "Aborting" not in line]
         if errors:
             return _message(errors[0])
@@ -380,15 +361,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _log_since(log: Path, offset: int) -> list[str]:
-    try:
-        with open(log, "rb") as file:
-            file.seek(offset)
-            return file.read().decode(errors="replace").splitlines()
-    except OSError:
-        return []
 
 
 def _message(line: str) -> str:

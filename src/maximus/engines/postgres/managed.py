@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 
 from maximus.engines import _process
 from maximus.engines.postgres.catalogue import catalogue_of, query_settings
-from maximus.engines.postgres.servers import ServerControl, first_error, log_since, message, size
+from maximus.engines.postgres.servers import ServerControl, first_error, message, size
 from maximus.engines.postgres.settings import BIN_DIR, BinDirValue, find_bin_dir, full_version, major, server_knobs
 from maximus.errors import EngineError, UserError
 from maximus.knobs import Applies, Knob, KnobCatalogue
@@ -214,7 +214,7 @@ class ManagedServer(ServerControl):
         return f"the PostgreSQL server stopped during the run: {why}"
 
     def log_says(self, marks: Sequence[str]) -> str | None:
-        lines = log_since(self.server_log, self._log_start)
+        lines = _process.log_since(self.server_log, self._log_start)
         return next((message(line) for line in lines if any(mark in line for mark in marks)), None)
 
 

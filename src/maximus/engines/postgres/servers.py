@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
+from maximus.engines import _process
 from maximus.knobs import KnobCatalogue
 
 
@@ -99,16 +100,6 @@ def size(path: Path | str) -> int:
         return 0
 
 
-def log_since(log: Path | str, offset: int) -> list[str]:
-    """The lines a server wrote to ``log`` from ``offset`` on: what one start said, not the runs' before it."""
-    try:
-        with open(log, "rb") as file:
-            file.seek(offset)
-            return file.read().decode(errors="replace").splitlines()
-    except OSError:
-        return []
-
-
 def message(line: str) -> str:
     """``could not ...`` of ``2026-11-25 01:52:34.604 UTC [10615] PANIC:  could not ...``."""
     return line.split(":  ", 1)[-1].strip()
@@ -117,7 +108,7 @@ def message(line: str) -> str:
 def first_error(log: Path | str, offset: int) -> str:
     """Why a start failed, from that start's part of the log: its first FATAL or PANIC line, else its last line
     (a setting the postmaster refuses before its logging starts is written without a level)."""
-    lines = [line for line in log_since(log, offset) if line.strip()]
+    lines = [line for line in _process.log_since(log, offset) if line.strip()]
     severe = [line for line in lines if "FATAL:  " in line or "PANIC:  " in line]
     if severe:
         return message(severe[0])
