@@ -3,6 +3,7 @@ and leaves nothing, a batch's first error stops it, and a deadlock is a conflict
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -155,3 +156,42 @@ def test_a_write_conflict_under_snapshot_isolation_is_classified_as_retry(engine
         first.rollback()
         first.close()
         second.close()
+
+
+@pytest.mark.parametrize("lines", [
+    (OrderLine(5, 1, 3), OrderLine(6, 1, 9), OrderLine(8, 1, 8), OrderLine(7, 1, 2)),
+    (OrderLine(5, 1, 3), OrderLine(6, 1, 9), OrderLine(5, 1, 8), OrderLine(7, 1, 2), OrderLine(5, 1, 7)),
+], ids=["distinct-items-set-wise", "an-item-ordered-twice-line-by-line"])
+def test_a_server_side_new_order_changes_and_returns_what_the_client_side_one_does(engine, lines) -> None:
+    """The function enters an order of distinct stock rows set-wise and walks one with an item ordered twice line
+    by line (one UPDATE changes a row once); both must do what the client-side transaction does, each from the
+    pristine database."""
+    order = NewOrderInput.from_lines(1, 4, 11, lines)
+    entered = ("SELECT ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info FROM order_line "
+               "WHERE ol_w_id = 1 AND ol_d_id = 4 AND ol_o_id = (SELECT d_next_o_id - 1 FROM district "
+               "WHERE d_w_id = 1 AND d_id = 4) ORDER BY ol_number")
+    stock = "SELECT s_i_id, s_quantity, s_ytd, s_order_cnt FROM stock WHERE s_w_id = 1 AND s_i_id IN (5, 6, 7, 8)"
+    transaction = NewOrder(engine.dialect)
+    engine.restore()
+    session = engine.connect()
+    try:
+        before = session.fetchall(stock + " ORDER BY s_i_id")
+        session.begin()
+        screen = transaction.execute(session, order)  # commits
+        client = (session.fetchall(entered), session.fetchall(stock + " ORDER BY s_i_id"))
+    finally:
+        session.close()
+    engine.restore()
+    session = engine.connect()
+    try:
+        sql, params = transaction.call(order)
+        returned = session.call(sql, engine.dialect.call_parameters(params))
+        server = (session.fetchall(entered), session.fetchall(stock + " ORDER BY s_i_id"))
+    finally:
+        session.close()
+    assert server == client
+    assert [row[:4] for row in server[0]] == [(n, *line) for n, line in enumerate(lines, start=1)]
+    count_of_5 = sum(line.i_id == 5 for line in lines)
+    assert server[1][0][3] == before[0][3] + count_of_5  # s_order_cnt of item 5: once per line
+    quantities = json.loads(returned)[10]
+    assert quantities == [line.s_quantity for line in screen.lines]
