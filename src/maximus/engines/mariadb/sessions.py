@@ -23,10 +23,12 @@ _LOST = {2006, 2013, 2055}  # server has gone away, lost connection during query
 SQL_MODE = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')"
 
 
+_TO_JSON = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with separators builds an encoder per call
+
+
 def call_parameters(params: Sequence[Any]) -> tuple:
     """A stored-function call's parameters as MariaDB takes them: an array (New-Order's lines) as JSON text."""
-    return tuple(json.dumps(value, separators=(",", ":")) if value.__class__ in (list, tuple) else value
-                 for value in params)
+    return tuple(_TO_JSON(value) if value.__class__ in (list, tuple) else value for value in params)
 
 
 def array_of_ints(value: Any) -> list[int | None]:
