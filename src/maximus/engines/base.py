@@ -60,6 +60,10 @@ class ConnectionOption:
         return "--" + self.name.replace("_", "-")
 
 
+def _as_given(value: Any) -> Any:
+    return value
+
+
 @dataclass(frozen=True)
 class Dialect:
     """The small SQL differences a workload needs to know; statements are otherwise shared."""
@@ -79,6 +83,9 @@ class Dialect:
     utc_now: str = "CURRENT_TIMESTAMP"
     # How ``Session.call`` returns an array of integers (the first value of a call's result): as a list
     array_of_ints: Callable[[Any], list[int | None]] = list
+    # A date and time in a stored function's row (``Transaction.screen``) as the datetime the driver gives for one
+    # read from a table: an engine whose functions return their row as text (MariaDB's JSON) parses it
+    datetime_of: Callable[[Any], Any] = _as_given
 
 
 class Engine(ABC):

@@ -23,7 +23,7 @@ from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
 from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
 from maximus.engines.mariadb.servers import ServerControl, connect
-from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_ints, call_parameters
+from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_ints, call_parameters, datetime_of
 from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
 from maximus.engines.mariadb.translate import UTC_NOW
 from maximus.errors import EngineError
@@ -60,7 +60,7 @@ class MariaDBEngine(Engine):
     )
     capabilities = Capabilities(single_writer=False, server_process=True, server_side_procedures=True)
     dialect = Dialect("mariadb", for_update=" FOR UPDATE", call_parameters=call_parameters, utc_now=UTC_NOW,
-                      array_of_ints=array_of_ints)
+                      array_of_ints=array_of_ints, datetime_of=datetime_of)
     lock_wait_knob = "innodb_lock_wait_timeout"
     short_lock_wait = "1"  # seconds: InnoDB's shortest wait that still waits (0 fails at once)
     example_knob = ("innodb_lock_wait_timeout", "7", "7")

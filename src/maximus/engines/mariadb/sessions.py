@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import tempfile
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Callable, Sequence
 
@@ -24,11 +25,18 @@ SQL_MODE = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')"
 
 
 _TO_JSON = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with separators builds an encoder per call
+_ARRAYS = (list, tuple)
 
 
 def call_parameters(params: Sequence[Any]) -> tuple:
     """A stored-function call's parameters as MariaDB takes them: an array (New-Order's lines) as JSON text."""
-    return tuple(_TO_JSON(value) if value.__class__ in (list, tuple) else value for value in params)
+    return tuple(_TO_JSON(value) if value.__class__ in _ARRAYS else value for value in params)
+
+
+def datetime_of(value: Any) -> datetime | None:
+    """A DATETIME(6) as a function's JSON array writes it ("2024-05-01 12:00:00.123456"): the datetime the driver
+    gives for one read from a table."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 def array_of_ints(value: Any) -> list[int | None]:
@@ -158,14 +166,17 @@ class MariaDBSession(Session):
         return b";".join(self._written(compiled, n, ()) for n in range(len(compiled.pieces)))
 
     def _written(self, compiled: _Compiled, part: int, params: Sequence[Any]) -> bytes:
-        """Part ``part`` of a statement with its parameters written in as literals (the driver escapes them)."""
+        """Part ``part`` of a statement with its parameters written in as literals (the driver escapes them). An
+        array is JSON text, as ``call_parameters`` writes it: the driver would write a list as ``(1,2,3)``, which
+        a stored function's JSON parameter refuses."""
         pieces, takes = compiled.pieces[part], compiled.takes[part]
         if len(pieces) == 1:
             return pieces[0]
         literal = self._literal
         out = [pieces[0]]
         for piece, index in zip(pieces[1:], takes):
-            out.append(literal(params[index]))
+            value = params[index]
+            out.append(literal(_TO_JSON(value) if value.__class__ in _ARRAYS else value))
             out.append(piece)
         return b"".join(out)
 

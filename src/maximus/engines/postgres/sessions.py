@@ -241,8 +241,11 @@ class PostgresSession(Session):
         self.connection.close()
 
 
-def array_of_ints(text: bytes | None) -> list[int | None]:
-    """A one-dimensional integer array in PostgreSQL's text form (``{3001,NULL,3002}``), as a list."""
+def array_of_ints(text: bytes | list[int | None] | None) -> list[int | None]:
+    """A one-dimensional integer array in PostgreSQL's text form (``{3001,NULL,3002}``, as ``Session.call`` gives
+    it), as a list; one that psycopg read (a row's, ``Transaction.screen``) is a list already."""
+    if isinstance(text, list):
+        return text
     if not text:
         return []
     return [None if item == b"NULL" else int(item) for item in text.strip(b"{}").split(b",") if item]

@@ -87,4 +87,4 @@ class Delivery:
         return DeliveryResult(*inputs, tuple(self.array_of_ints(value)))
 
     def screen(self, inputs: DeliveryInput, row: tuple) -> DeliveryResult:
-        return DeliveryResult(*inputs, tuple(row[0]))
+        return DeliveryResult(*inputs, tuple(self.array_of_ints(row[0])))

@@ -110,6 +110,7 @@ class NewOrder:
 
     def __init__(self, dialect: Dialect) -> None:
         self.in_cents, self.lock = dialect.money_in_cents, dialect.for_update
+        self.datetime_of = dialect.datetime_of
         self.customer_sql = ("SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse "
                              "WHERE w_id = ? AND c_w_id = w_id AND c_d_id = ? AND c_id = ?")
         self.district_sql = f"SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?{self.lock}"
@@ -199,4 +200,4 @@ class NewOrder:
                       in zip(inputs.supply_w_ids, inputs.item_ids, inputs.quantities, names, prices, s_quantities,
                              brands, amounts))
         return NewOrderScreen(inputs.w_id, inputs.d_id, inputs.c_id, c_last, c_credit, rate(c_discount), rate(w_tax),
-                              rate(d_tax), len(lines), o_id, entered_at, total, lines)
+                              rate(d_tax), len(lines), o_id, self.datetime_of(entered_at), total, lines)

@@ -35,7 +35,7 @@ class OrderStatus:
     call_sql = "SELECT * FROM tpcc_order_status(?, ?, ?, ?)"
 
     def __init__(self, dialect: Dialect) -> None:
-        self.in_cents = dialect.money_in_cents
+        self.in_cents, self.datetime_of = dialect.money_in_cents, dialect.datetime_of
 
     def draw(self, rng: TpccRandom, home: Home) -> OrderStatusInput:
         """2.6.1: home warehouse, district uniform, 60 % by last name."""
@@ -72,6 +72,7 @@ class OrderStatus:
     def screen(self, inputs: OrderStatusInput, row: tuple) -> OrderStatusScreen:
         """From ``tpcc_order_status``'s columns: the customer's, the order's, then one array per line field."""
         c_id, c_first, c_middle, c_last, balance, o_id, entered_at, carrier, *columns = row
-        lines = tuple(OrderStatusLineScreen(*line) for line in zip(*(column or () for column in columns)))
+        lines = tuple(OrderStatusLineScreen(supply, i_id, quantity, amount, self.datetime_of(delivered))
+                      for supply, i_id, quantity, amount, delivered in zip(*(column or () for column in columns)))
         return OrderStatusScreen(inputs.w_id, inputs.d_id, c_id, c_first, c_middle, c_last, balance, o_id,
-                                 entered_at, carrier, lines)
+                                 self.datetime_of(entered_at), carrier, lines)

@@ -44,7 +44,7 @@ class Payment:
     call_sql = f"SELECT * FROM tpcc_payment(?, ?, ?, ?, ?, ?, ?::numeric, {SERVER_UTC_NOW})"
 
     def __init__(self, dialect: Dialect) -> None:
-        self.in_cents = dialect.money_in_cents
+        self.in_cents, self.datetime_of = dialect.money_in_cents, dialect.datetime_of
         self.customer_sql = (f"SELECT c_first, c_middle, c_last, {_ADDRESS.format('c')}, c_phone, c_since, c_credit, "
                              "c_credit_lim, c_discount, c_balance FROM customer "
                              f"WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?{dialect.for_update}")
@@ -112,6 +112,7 @@ class Payment:
         c_first, c_middle, c_last, *rest = row[11:]
         customer, (phone, since, credit, limit, discount, balance, c_data, h_date) = rest[:5], rest[5:]
         return PaymentScreen(inputs.w_id, inputs.d_id, c_id, inputs.c_d_id, inputs.c_w_id, money(inputs.amount_cents),
-                             h_date, Address(*warehouse_and_district[:5]), Address(*warehouse_and_district[5:]),
-                             c_first, c_middle, c_last, Address(*customer), phone, since, credit, limit,
+                             self.datetime_of(h_date), Address(*warehouse_and_district[:5]),
+                             Address(*warehouse_and_district[5:]), c_first, c_middle, c_last, Address(*customer),
+                             phone, self.datetime_of(since), credit, limit,
                              rate(discount), balance, c_data)
