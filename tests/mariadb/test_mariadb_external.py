@@ -67,6 +67,33 @@ def test_knobs_change_only_with_leave_and_are_put_back(dsn: str, server_workdir:
     assert other.effective_settings["innodb_lock_wait_timeout"] == "50"  # put back
 
 
+def test_numbers_are_set_and_put_back_as_numbers_whichever_way_they_are_written(dsn: str,
+                                                                                server_workdir: Path) -> None:
+    """SET GLOBAL refuses a quoted number for a numeric variable, and a number for a text one: a DOUBLE given as
+    1e-3 or +.5E2, and the 1e-05 that Python writes for the value put back, go unquoted; a text's digits quoted."""
+    admin = connect(dsn_arguments(dsn))
+    try:
+        admin.query(b"SET GLOBAL long_query_time = 0.00001")  # the driver reads it back as the float 1e-05
+        engine = MariaDBEngine(server_workdir, "external", {"long_query_time": "1e-3", "innodb_max_dirty_pages_pct":
+                                                            "+.5E2", "init_slave": "1"},
+                               {"dsn": dsn, "allow_changes": "yes"})
+        engine.start()
+        try:
+            assert _globals(admin, "long_query_time", "innodb_max_dirty_pages_pct", "init_slave") == (0.001, 50.0, "1")
+        finally:
+            engine.stop()
+        assert _globals(admin, "long_query_time", "innodb_max_dirty_pages_pct", "init_slave") == (0.00001, 90.0, "")
+    finally:
+        admin.query(b"SET GLOBAL long_query_time = DEFAULT")
+        admin.close()
+
+
+def _globals(connection, *names: str) -> tuple:
+    connection.query(("SELECT " + ", ".join(f"@@GLOBAL.{name}" for name in names)).encode())
+    return tuple(value.decode() if isinstance(value, bytes) else value
+                 for value in connection.store_result().fetch_row(0)[0])
+
+
 @pytest.mark.parametrize(("knobs", "error"), [
     ({"innodb_log_buffer_size": "8M"}, "innodb_log_buffer_size changes only when your server restarts"),
     ({"innodb_page_size": "8192"}, "innodb_page_size is fixed by your server"),

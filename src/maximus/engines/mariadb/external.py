@@ -99,7 +99,7 @@ class ExternalServer(ServerControl):
             _log.info("your MariaDB server: SET GLOBAL %s (put back after the run)",
                       ", ".join(f"{name}={value}" for name, value in self.settings.items()))
             try:
-                _set_global(connection, self.settings)
+                _set_global(connection, self.settings, self.knobs)
             except BaseException as error:  # a Ctrl-C among the SETs too: what was set is put back
                 self._put_back(connection)
                 if not isinstance(error, Exception):
@@ -124,9 +124,9 @@ class ExternalServer(ServerControl):
         failed = []
         for name, value in self._before.items():
             try:
-                _set_global(connection, {name: value})
+                _set_global(connection, {name: value}, self.knobs)
             except Exception:
-                failed.append(f"SET GLOBAL {name} = {_literal(value)}")
+                failed.append(f"SET GLOBAL {_assignment(name, value, self.knobs)}")
         self._before = {}
         if failed:
             raise EngineError(f"could not put your MariaDB server's variables back: run {'; '.join(failed)}")
@@ -138,10 +138,11 @@ def _global(connection: Any, name: str) -> str | None:
     return None if value is None else value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _literal(value: str | None) -> str:
-    return "NULL" if value is None else sql_value(value)  # NULL is put back as NULL, not as ''
+def _assignment(name: str, value: str | None, knobs: KnobCatalogue) -> str:
+    """``name = value`` as SET GLOBAL takes it for the variable's type; NULL is put back as NULL, not as ''."""
+    return f"{name} = {'NULL' if value is None else sql_value(value, knobs.get(name).type.vartype)}"
 
 
-def _set_global(connection: Any, values: Mapping[str, str | None]) -> None:
+def _set_global(connection: Any, values: Mapping[str, str | None], knobs: KnobCatalogue) -> None:
     for name, value in values.items():
-        connection.query(f"SET GLOBAL {name} = {_literal(value)}".encode())
+        connection.query(f"SET GLOBAL {_assignment(name, value, knobs)}".encode())

@@ -223,7 +223,8 @@ class ManagedServer(ServerControl):
         try:
             for name, value in later.items():
                 try:
-                    connection.query(f"SET GLOBAL {name} = {sql_value(value)}".encode())
+                    vartype = self.knobs.get(name).type.vartype
+                    connection.query(f"SET GLOBAL {name} = {sql_value(value, vartype)}".encode())
                 except MySQLdb.Error as error:
                     raise EngineError(f"MariaDB refused {name}={value}: {error.args[-1]}") from None
         finally:

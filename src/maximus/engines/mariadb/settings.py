@@ -20,7 +20,8 @@ _BOOLEANS = {"on": "ON", "off": "OFF", "1": "ON", "0": "OFF", "true": "ON", "fal
 # An option file's size suffixes (mariadbd --help: "K, M, G, T, P, E").
 _SUFFIX = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4, "p": 1024 ** 5, "e": 1024 ** 6}
 _NUMBER = re.compile(r"^\s*(-?\d+)\s*([kmgtpeKMGTPE]?)\s*$")
-_DECIMAL = re.compile(r"^\s*-?\d+(\.\d+)?([eE][-+]?\d+)?\s*$")
+# A number as MariaDB reads one, in a statement and in an option file alike: 5, -5, +5, 0.5, .5, 5., 1e-3, .5E+1
+_DECIMAL = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # an option file's line ends at a newline
 _INTEGERS = ("INT", "INT UNSIGNED", "BIGINT", "BIGINT UNSIGNED")
 
@@ -67,7 +68,7 @@ class MariaValue:
                 raise ValueError(f"expected {self.describe()}")
             return str(value)
         if self.vartype == "DOUBLE":
-            if not _DECIMAL.match(text):
+            if not _DECIMAL.fullmatch(text):
                 raise ValueError(f"expected a number {self.describe()}")
             if not self._within(float(text)):
                 raise ValueError(f"expected {self.describe()}")
@@ -154,9 +155,10 @@ def option_line(name: str, value: str) -> str:
     return f"{name} = {value}"
 
 
-def sql_value(value: str) -> str:
-    """A knob's value in ``SET GLOBAL name = value``: a number as it is (MariaDB refuses a quoted one for a
-    numeric variable), anything else a quoted string."""
-    if re.fullmatch(r"-?\d+(\.\d+)?", value):
-        return value
+def sql_value(value: str, vartype: str) -> str:
+    """A value of a variable of type ``vartype`` (``MariaValue.vartype``) in ``SET GLOBAL name = value``: a number
+    as it is, as a numeric or boolean variable requires (it refuses '1e-3' or '1'); anything else, and any value of
+    a text variable (which refuses a number), a quoted string."""
+    if vartype != "VARCHAR" and _DECIMAL.fullmatch(value):
+        return value.strip()
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
