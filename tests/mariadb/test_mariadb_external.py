@@ -37,17 +37,23 @@ def dsn(server_workdir: Path) -> Iterator[str]:
 def test_knobs_change_only_with_leave_and_are_put_back(dsn: str, server_workdir: Path) -> None:
     with pytest.raises(UserError, match="only with --allow-changes"):
         MariaDBEngine(server_workdir, "external", {"innodb_lock_wait_timeout": "9"}, {"dsn": dsn}).start()
-    engine = MariaDBEngine(server_workdir, "external", {"innodb_lock_wait_timeout": "9"},
+    engine = MariaDBEngine(server_workdir, "external", {"innodb_lock_wait_timeout": "9", "join_buffer_size": "1000"},
                            {"dsn": dsn, "allow_changes": "yes"})
     assert not engine.manages_server and engine.lock_target() is None
     engine.start()
     try:
-        assert engine.effective_settings["innodb_lock_wait_timeout"] == "9"
-        assert engine.effective_settings["innodb_buffer_pool_size"] == "134217728"  # the server's own, recorded
         engine.provision()
         session = engine.connect()
         try:
             assert session.fetchone("SELECT @@GLOBAL.innodb_lock_wait_timeout") == (9,)
+            reported = engine.reported_settings(session)
+            # what the run records is what the server runs with: it rounds a join buffer to its 128-byte blocks
+            assert {name: engine.effective_settings[name] for name in engine.settings} == {
+                "innodb_lock_wait_timeout": "9", "join_buffer_size": "896"} == {
+                name: reported[name] for name in engine.settings}
+            assert engine.settings["join_buffer_size"] == "1000"  # the knob as asked, recorded with the run apart
+            assert engine.reported_otherwise(reported) == ["join_buffer_size=1000 was asked, but mariadb reports 896"]
+            assert engine.effective_settings["innodb_buffer_pool_size"] == "134217728"  # the server's own, recorded
             session.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b VARCHAR(10))")
             session.execute("INSERT INTO t (a, b) VALUES (?, ?)", (1, "pristine"))
         finally:

@@ -81,7 +81,7 @@ def test_a_managed_servers_knobs_reach_it_by_option_file_set_global_and_creation
         assert reported["innodb_page_size"] == "8192" and reported["log_bin"] == "ON"
         assert reported["innodb_lru_flush_size"] == "64"  # no startup option: SET GLOBAL once it runs
         assert reported["innodb_log_buffer_size"] == str(8 * 1024 * 1024)  # read-only: the option file's
-        assert engine.effective_settings["performance_schema"] == "ON"
+        assert engine.effective_settings["performance_schema"] == reported["performance_schema"] == "ON"
         assert Path(f"/proc/{engine.server_pid()}/status").read_text().count("\nUid:\t" + _uid("mysql")) == 1
         assert engine.server.data_dir.name == "data" and "8k" in engine.server.server_dir.name
     assert engine.server_pid() is None  # stopped

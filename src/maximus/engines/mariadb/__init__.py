@@ -104,11 +104,13 @@ class MariaDBEngine(Engine):
 
     @property
     def effective_settings(self) -> dict[str, str]:
-        """Once the server is up, what it reports (SHOW GLOBAL VARIABLES), with the run's knobs as the user spelled
-        them; before, the defaults, the run's knobs and what Maximus chooses for a managed server."""
+        """Once the server is up, what it reports (SHOW GLOBAL VARIABLES): a value it adjusted (a size rounded to its
+        block, a value clamped) is the one it runs with, and the one the run records. The value asked stays the run's
+        knob (``settings``, recorded apart), and a difference is a warning of the run (``reported_otherwise``).
+        Before, the defaults, the run's knobs and what Maximus chooses for a managed server."""
         chosen = self.server.chosen_settings()
         if self._server_settings is not None:
-            return {**self._server_settings, **chosen, **self.settings}
+            return {**chosen, **self.settings, **self._server_settings}
         return {**super().effective_settings, **chosen, **self.settings}
 
     def isolation(self, one_snapshot: bool, procedure: bool) -> str:
