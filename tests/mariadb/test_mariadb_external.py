@@ -3,6 +3,7 @@ variables, changes them only with --allow-changes and puts them back, and refuse
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -12,6 +13,10 @@ from maximus.engines.mariadb import MariaDBEngine
 from maximus.engines.mariadb.external import dsn_arguments
 from maximus.engines.mariadb.servers import connect
 from maximus.errors import UserError
+from maximus.records import Window
+from maximus.samplers.base import MetricSample
+from maximus.samplers.mariadb import MariaDBSampler
+from maximus.samplers.monitor import Monitor
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +103,26 @@ def _globals(connection, *names: str) -> tuple:
     connection.query(("SELECT " + ", ".join(f"@@GLOBAL.{name}" for name in names)).encode())
     return tuple(value.decode() if isinstance(value, bytes) else value
                  for value in connection.store_result().fetch_row(0)[0])
+
+
+def test_data_file_waits_are_read_by_operation_group_and_buffer_hits_are_counted(dsn: str) -> None:
+    """performance_schema groups a file's operations as reads, writes and the rest (MISC: syncs, but also opens,
+    closes, stats, ...): the third is named for what it holds. Buffer hits are counted, as the misses are."""
+    warnings, samples = _sampled(dsn)
+    assert {sample.labels["event"] for sample in samples if sample.name == "waits_total"} == {
+        "io/innodb_data_file:read", "io/innodb_data_file:write", "io/innodb_data_file:misc"}
+    assert {(sample.name, sample.unit) for sample in samples if sample.name.startswith("buffer_")} == {
+        ("buffer_hits_total", "count"), ("buffer_misses_total", "count")}
+    assert not [warning for warning in warnings if "performance_schema" in warning]
+
+
+def _sampled(dsn: str) -> tuple[list[str], list[MetricSample]]:
+    """What a run's monitor keeps of a MariaDB sampler connected by ``dsn``: its warnings and its samples."""
+    monitor = Monitor([MariaDBSampler(lambda: connect(dsn_arguments(dsn)), "external", lambda: None)],
+                      Window(0.0, 0.0))
+    monitor.start(time.monotonic(), ())
+    monitor.stop()
+    return monitor.warnings, [sample for sample in monitor.samples if sample.source == "mariadb"]
 
 
 @pytest.mark.parametrize(("knobs", "error"), [

@@ -15,9 +15,11 @@ Readings (source ``mariadb``; counters cumulative since the server started, as S
   may serve from its page cache).
 - Timed waits from performance_schema (``file_summary_by_event_name``, when performance_schema is on, which a
   managed server gets): InnoDB's data-file reads as ``waits_total``/``wait_seconds_total{event=
-  "io/innodb_data_file:read", role=data_read}``, and their writes and syncs (``:write``, ``:sync``). MariaDB 10.11
-  times no redo-log I/O (its log file is not an instrumented file since 10.8): there is no ``log_sync`` wait, and
-  ``log_fsyncs_total`` counts the syncs without their time.
+  "io/innodb_data_file:read", role=data_read}``, their writes (``:write``), and their other operations (``:misc``:
+  syncs, but also opens, closes, stats and the rest, which performance_schema counts together and tells apart only
+  in its event history, whose consumers are off). MariaDB 10.11 times no redo-log I/O (its log file is not an
+  instrumented file since 10.8): there is no ``log_sync`` wait, and ``log_fsyncs_total`` counts the syncs without
+  their time.
 - ``client_backends``: sessions connected to the run's database now (a gauge, from the processlist).
 - Managed server only: ``mariadbd`` as the process group ``server`` (``process_cpu_seconds_total{group=server,
   mode}``, ...): one process, its threads' CPU and I/O included.
@@ -54,7 +56,9 @@ _STATUS: Mapping[str, tuple[str, Mapping[str, str], str, float]] = {  # variable
 }
 _REQUESTS, _MISSES = "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_reads"
 DATA_FILE = "wait/io/file/innodb/innodb_data_file"
-_FILE_WAITS = {"READ": ("read", "data_read"), "WRITE": ("write", ""), "MISC": ("sync", "")}
+# performance_schema's groups of file operations: MISC is every one but reads and writes (sync, open, close, stat,
+# ...), which only its event history tells apart
+_FILE_WAITS = {"READ": ("read", "data_read"), "WRITE": ("write", ""), "MISC": ("misc", "")}
 
 
 def status_readings(status: Mapping[str, str]) -> list[Reading]:
@@ -62,12 +66,14 @@ def status_readings(status: Mapping[str, str]) -> list[Reading]:
     readings = [Reading(name, float(status[variable]) * scale, unit, labels)
                 for variable, (name, labels, unit, scale) in _STATUS.items() if variable in status]
     if _REQUESTS in status and _MISSES in status:
-        readings.append(Reading("buffer_hits_total", max(0.0, float(status[_REQUESTS]) - float(status[_MISSES]))))
+        readings.append(Reading("buffer_hits_total", max(0.0, float(status[_REQUESTS]) - float(status[_MISSES])),
+                                "count"))
     return readings
 
 
 def file_wait_readings(row: Mapping[str, Any] | None) -> list[Reading]:
-    """InnoDB's data-file reads, writes and syncs, counted and timed (performance_schema's picoseconds)."""
+    """InnoDB's data-file reads, writes and other operations, counted and timed (performance_schema's
+    picoseconds)."""
     if row is None:
         return []
     readings = []
