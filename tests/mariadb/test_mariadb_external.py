@@ -116,6 +116,21 @@ def test_data_file_waits_are_read_by_operation_group_and_buffer_hits_are_counted
     assert not [warning for warning in warnings if "performance_schema" in warning]
 
 
+def test_a_user_who_may_not_read_performance_schema_keeps_the_status_counters(dsn: str) -> None:
+    """Only the data-file waits need performance_schema: without them the sampler goes on, and says why."""
+    admin = connect(dsn_arguments(dsn))
+    try:
+        admin.query(b"CREATE USER IF NOT EXISTS 'watcher'@'127.0.0.1' IDENTIFIED BY 'pw'")  # no privilege at all
+    finally:
+        admin.close()
+    warnings, samples = _sampled(dsn.replace("//dba:pw@", "//watcher:pw@"))
+    names = {sample.name for sample in samples}
+    assert "waits_total" not in names and {"data_reads_total", "buffer_hits_total", "log_bytes_total"} <= names
+    (denied,) = [warning for warning in warnings if "performance_schema" in warning or "without it" in warning]
+    assert denied.startswith("monitoring (mariadb): performance_schema is not readable by this user (SELECT command "
+                             "denied to user 'watcher'@") and "\n" not in denied
+
+
 def _sampled(dsn: str) -> tuple[list[str], list[MetricSample]]:
     """What a run's monitor keeps of a MariaDB sampler connected by ``dsn``: its warnings and its samples."""
     monitor = Monitor([MariaDBSampler(lambda: connect(dsn_arguments(dsn)), "external", lambda: None)],

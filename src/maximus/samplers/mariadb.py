@@ -14,12 +14,12 @@ Readings (source ``mariadb``; counters cumulative since the server started, as S
   ``Innodb_buffer_pool_reads``, and ``Innodb_buffer_pool_reads``: a page read from the data files, which the OS
   may serve from its page cache).
 - Timed waits from performance_schema (``file_summary_by_event_name``, when performance_schema is on, which a
-  managed server gets): InnoDB's data-file reads as ``waits_total``/``wait_seconds_total{event=
-  "io/innodb_data_file:read", role=data_read}``, their writes (``:write``), and their other operations (``:misc``:
-  syncs, but also opens, closes, stats and the rest, which performance_schema counts together and tells apart only
-  in its event history, whose consumers are off). MariaDB 10.11 times no redo-log I/O (its log file is not an
-  instrumented file since 10.8): there is no ``log_sync`` wait, and ``log_fsyncs_total`` counts the syncs without
-  their time.
+  managed server gets, and the user may read it): InnoDB's data-file reads as ``waits_total``/``wait_seconds_total
+  {event="io/innodb_data_file:read", role=data_read}``, their writes (``:write``), and their other operations
+  (``:misc``: syncs, but also opens, closes, stats and the rest, which performance_schema counts together and
+  tells apart only in its event history, whose consumers are off). MariaDB 10.11 times no redo-log I/O (its log
+  file is not an instrumented file since 10.8): there is no ``log_sync`` wait, and ``log_fsyncs_total`` counts the
+  syncs without their time. A user who may not read performance_schema gets the other readings, and a note.
 - ``client_backends``: sessions connected to the run's database now (a gauge, from the processlist).
 - Managed server only: ``mariadbd`` as the process group ``server`` (``process_cpu_seconds_total{group=server,
   mode}``, ...): one process, its threads' CPU and I/O included.
@@ -59,6 +59,10 @@ DATA_FILE = "wait/io/file/innodb/innodb_data_file"
 # performance_schema's groups of file operations: MISC is every one but reads and writes (sync, open, close, stat,
 # ...), which only its event history tells apart
 _FILE_WAITS = {"READ": ("read", "data_read"), "WRITE": ("write", ""), "MISC": ("misc", "")}
+_FILE_WAIT_COLUMNS = tuple(f"{kind}_{column}" for column in _FILE_WAITS for kind in ("COUNT", "SUM_TIMER"))
+_FILE_WAITS_SQL = (f"SELECT {', '.join(_FILE_WAIT_COLUMNS)} FROM performance_schema.file_summary_by_event_name "
+                   f"WHERE EVENT_NAME = '{DATA_FILE}'")
+_DENIED = {1044, 1142, 1143}  # access denied to a database, to a table, to a column
 
 
 def status_readings(status: Mapping[str, str]) -> list[Reading]:
@@ -106,19 +110,29 @@ class MariaDBSampler(Sampler):
 
     def open(self, context: SamplingContext) -> list[str]:
         self._connection = self.connect()
-        notes = []
-        (on,) = self._rows("SELECT @@performance_schema")[0]
-        self._file_waits = str(on) in ("1", "ON")
-        if not self._file_waits:
-            notes.append("performance_schema is off on this server: data-file read times, hence the data-file read "
-                         "wait, are not measured")
-        elif self.enabled_performance_schema:
-            notes.append("Maximus turned on performance_schema for this run (the run's knobs do not set it), so that "
-                         "InnoDB's data-file reads are timed")
+        notes = self._open_file_waits()
         notes.append("MariaDB times no redo-log write or sync: there is no log-sync wait (log_fsyncs_total counts the "
                      "syncs)")
         notes += self._open_server_process()
         return notes
+
+    def _open_file_waits(self) -> list[str]:
+        """Whether InnoDB's data-file waits can be read (performance_schema on, and readable by this user): a note
+        where they cannot, or where Maximus turned performance_schema on for them."""
+        (on,) = self._rows("SELECT @@performance_schema")[0]
+        if str(on) not in ("1", "ON"):
+            return ["performance_schema is off on this server: data-file read times, hence the data-file read wait, "
+                    "are not measured"]
+        try:
+            self._rows(_FILE_WAITS_SQL)
+        except Exception as error:  # the driver's error: the samplers do not import the engines' drivers
+            if not error.args or error.args[0] not in _DENIED:
+                raise
+            return [f"performance_schema is not readable by this user ({_text(error.args[-1])}): InnoDB's data-file "
+                    "waits, hence the data-file read wait, are not measured (SHOW GLOBAL STATUS's counters still are)"]
+        self._file_waits = True
+        return ["Maximus turned on performance_schema for this run (the run's knobs do not set it), so that InnoDB's "
+                "data-file reads are timed"] if self.enabled_performance_schema else []
 
     def _open_server_process(self) -> list[str]:
         pid = self.pid()
@@ -136,11 +150,8 @@ class MariaDBSampler(Sampler):
         status = {_text(name): _text(value) for name, value in self._rows("SHOW GLOBAL STATUS")}
         readings = status_readings(status)
         if self._file_waits:
-            rows = self._rows("SELECT COUNT_READ, SUM_TIMER_READ, COUNT_WRITE, SUM_TIMER_WRITE, COUNT_MISC, "
-                              "SUM_TIMER_MISC FROM performance_schema.file_summary_by_event_name "
-                              f"WHERE EVENT_NAME = '{DATA_FILE}'")
-            columns = ("COUNT_READ", "SUM_TIMER_READ", "COUNT_WRITE", "SUM_TIMER_WRITE", "COUNT_MISC", "SUM_TIMER_MISC")
-            readings += file_wait_readings(dict(zip(columns, rows[0])) if rows else None)
+            rows = self._rows(_FILE_WAITS_SQL)
+            readings += file_wait_readings(dict(zip(_FILE_WAIT_COLUMNS, rows[0])) if rows else None)
         ((sessions,),) = self._rows("SELECT COUNT(*) FROM information_schema.processlist WHERE db = "
                                     + self._connection.literal(self.database).decode() + " AND id <> CONNECTION_ID()")
         readings.append(Reading("client_backends", float(sessions), "count"))
