@@ -39,4 +39,6 @@ def test_multi_terminal_runs_in_both_modes_pass_every_consistency_condition(mari
                       and m.labels.get("role") == "data_read"]
         assert data_reads, transactions
         assert {m.name for m in metrics if m.source == "mariadb"} >= {"log_bytes_total", "buffer_hits_total",
-                                                                     "process_cpu_seconds_total"}
+                                                                     "fsyncs_total", "process_cpu_seconds_total"}
+        fsyncs = [m.value for m in metrics if m.source == "mariadb" and m.name == "fsyncs_total"]
+        assert max(fsyncs) - min(fsyncs) > 10, transactions  # durable commits: a sync each (the redo log's)

@@ -5,11 +5,14 @@ Readings (source ``mariadb``; counters cumulative since the server started, as S
 - ``statements_total{statement=commit|rollback}`` (``Com_commit``, ``Com_rollback``: COMMIT and ROLLBACK
   statements; a stored-function call in autocommit mode commits without one, so these count client-side
   transactions only), ``handler_commits_total`` (``Handler_commit``: every transaction a storage engine
-  committed, autocommitted statements included), ``rows_total{op}`` (``Innodb_rows_*``), ``deadlocks_total``
+  committed, autocommitted statements included), ``rows_total{op}`` (``Innodb_rows_*``, which MySQL and MariaDB
+  before 10.6 have), ``deadlocks_total``
   (``Innodb_deadlocks``), ``row_lock_waits_total`` and ``row_lock_wait_seconds_total`` (``Innodb_row_lock_*``).
 - InnoDB's I/O: ``data_reads_total``/``data_writes_total`` and ``data_read_bytes_total``/``data_written_bytes_total``
-  (``Innodb_data_*``), ``log_bytes_total`` (``Innodb_os_log_written``: redo log written), ``log_fsyncs_total``
-  (``Innodb_os_log_fsyncs``), ``log_buffer_waits_total`` (``Innodb_log_waits``: a commit waited for room in the
+  (``Innodb_data_*``), ``fsyncs_total`` (``Innodb_data_fsyncs``: every fsync InnoDB made, the redo log's included,
+  one per commit at innodb_flush_log_at_trx_commit=1), ``log_bytes_total`` (``Innodb_os_log_written``: redo log
+  written), ``log_fsyncs_total`` (``Innodb_os_log_fsyncs``, which MySQL and MariaDB before 10.8 have),
+  ``log_buffer_waits_total`` (``Innodb_log_waits``: a commit waited for room in the
   log buffer), ``buffer_hits_total`` and ``buffer_misses_total`` (``Innodb_buffer_pool_read_requests`` less
   ``Innodb_buffer_pool_reads``, and ``Innodb_buffer_pool_reads``: a page read from the data files, which the OS
   may serve from its page cache).
@@ -18,7 +21,7 @@ Readings (source ``mariadb``; counters cumulative since the server started, as S
   {event="io/innodb_data_file:read", role=data_read}``, their writes (``:write``), and their other operations
   (``:misc``: syncs, but also opens, closes, stats and the rest, which performance_schema counts together and
   tells apart only in its event history, whose consumers are off). MariaDB 10.11 times no redo-log I/O (its log
-  file is not an instrumented file since 10.8): there is no ``log_sync`` wait, and ``log_fsyncs_total`` counts the
+  file is not an instrumented file since 10.8): there is no ``log_sync`` wait, and ``fsyncs_total`` counts the
   syncs without their time. A user who may not read performance_schema gets the other readings, and a note.
 - ``client_backends``: sessions connected to the run's database now (a gauge, from the processlist).
 - Managed server only: ``mariadbd`` as the process group ``server`` (``process_cpu_seconds_total{group=server,
@@ -49,6 +52,7 @@ _STATUS: Mapping[str, tuple[str, Mapping[str, str], str, float]] = {  # variable
     "Innodb_data_writes": ("data_writes_total", {}, "count", 1.0),
     "Innodb_data_read": ("data_read_bytes_total", {}, "bytes", 1.0),
     "Innodb_data_written": ("data_written_bytes_total", {}, "bytes", 1.0),
+    "Innodb_data_fsyncs": ("fsyncs_total", {}, "count", 1.0),
     "Innodb_os_log_written": ("log_bytes_total", {}, "bytes", 1.0),
     "Innodb_os_log_fsyncs": ("log_fsyncs_total", {}, "count", 1.0),
     "Innodb_log_waits": ("log_buffer_waits_total", {}, "count", 1.0),
@@ -111,8 +115,8 @@ class MariaDBSampler(Sampler):
     def open(self, context: SamplingContext) -> list[str]:
         self._connection = self.connect()
         notes = self._open_file_waits()
-        notes.append("MariaDB times no redo-log write or sync: there is no log-sync wait (log_fsyncs_total counts the "
-                     "syncs)")
+        notes.append("MariaDB times no redo-log write or sync: there is no log-sync wait (fsyncs_total counts InnoDB's "
+                     "syncs, the redo log's included)")
         notes += self._open_server_process()
         return notes
 
