@@ -58,7 +58,8 @@ class MariaDBEngine(Engine):
         ConnectionOption("allow_changes", "MariaDB external mode: let Maximus set knobs with SET GLOBAL (put back "
                          "after the run).", kind="flag"),
     )
-    capabilities = Capabilities(single_writer=False, server_process=True, server_side_procedures=True)
+    capabilities = Capabilities(single_writer=False, server_process=True, server_side_procedures=True,
+                                split_calls=True)
     dialect = Dialect("mariadb", for_update=" FOR UPDATE", call_parameters=call_parameters, utc_now=UTC_NOW,
                       array_of_ints=array_of_ints, datetime_of=datetime_of)
     lock_wait_knob = "innodb_lock_wait_timeout"

@@ -70,6 +70,7 @@ class MariaDBSession(Session):
         self._begin: bytes | None = None  # a START TRANSACTION still to be sent
         self._committed = False  # the transaction's last batch committed it
         self._snapshot_begin: bytes | None = None
+        self._value: Any = None  # the last call's
         self._lost = False
         self.thread_id = connection.thread_id()
 
@@ -121,10 +122,29 @@ class MariaDBSession(Session):
 
     def call(self, sql: str, params: Sequence[Any]) -> Any:
         """One function call: its first value as the server sent it (a JSON array stays text)."""
+        self.send_call(sql, params)
+        self.call_finished()
+        return self._value
+
+    # -- split calls: busy terminals sharing a process, a call in flight on each (engines/pump.py) -------------
+
+    def send_call(self, sql: str, params: Sequence[Any]) -> None:
         compiled = self._compiled.get(sql) or self._compile(sql)
-        results = self._query(self._written(compiled, 0, params))
-        rows = results[0][0]
-        return rows[0][0] if rows else None
+        self._send(self._written(compiled, 0, params))
+
+    def call_finished(self) -> bool:
+        """Reads the call's result. The pump asks once the socket is readable, and the server sends a call's one
+        row at once, so the rest of it, if any, is on its way: libmariadb waits for it (its non-blocking API is
+        not in mysqlclient)."""
+        rows = self._results()[0][0]
+        self._value = rows[0][0] if rows else None
+        return True
+
+    def call_value(self) -> Any:
+        return self._value
+
+    def fileno(self) -> int:
+        return self.connection.fileno()
 
     def _statements(self, statements: Sequence[tuple[str, Sequence[Any]]], last: bool = False
                     ) -> list[tuple[list[tuple], int]]:
@@ -183,10 +203,21 @@ class MariaDBSession(Session):
     def _query(self, query: bytes) -> list[tuple[list[tuple], int]]:
         """Send ``query`` (one or several statements); each statement's rows and changed-row count. The first
         error is raised, with its SQLSTATE (``error.sqlstate``); the statements after it did not run."""
+        self._send(query)
+        return self._results()
+
+    def _send(self, query: bytes) -> None:
+        try:
+            self.connection.send_query(query)
+        except Exception as error:
+            self._explain(error)
+            raise
+
+    def _results(self) -> list[tuple[list[tuple], int]]:
         connection = self.connection
         results = []
         try:
-            connection.query(query)
+            connection.read_query_result()
             while True:
                 result = connection.store_result()
                 results.append((list(result.fetch_row(0)) if result is not None else [], connection.affected_rows()))
