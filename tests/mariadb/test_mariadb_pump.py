@@ -29,9 +29,11 @@ COUNT = ("SELECT count_one()", [])
 
 
 @pytest.fixture(scope="module")
-def engine(mariadb_loaded: Path) -> Iterator[MariaDBEngine]:
-    engine = api.make_engine("mariadb", mariadb_loaded, ONE_WAREHOUSE, {})
+def engine(server_workdir: Path) -> Iterator[MariaDBEngine]:
+    """A managed server with an empty database: the pump needs no TPC-C data."""
+    engine = api.make_engine("mariadb", server_workdir, ONE_WAREHOUSE, {})
     with api.running(engine):
+        engine.provision()
         session = engine.connect()
         try:
             for statement in SETUP:
