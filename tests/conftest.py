@@ -27,20 +27,6 @@ def _machine() -> dict[str, object]:
             "blkio cgroups": sorted(p.name for p in Path("/sys/fs/cgroup/blkio").glob("maximus-*"))}
 
 
-# The files that take longest, measured with --durations (2026-11-27), dealt first. With --dist loadfile a worker
-# takes a whole file, and a long file dealt last keeps one worker busy while the other has nothing left: the
-# longest first leaves short files to even out the end.
-LONGEST_FILES = ("tests/postgres/test_postgres.py", "tests/experiment/test_runner.py", "tests/faults/test_locks.py",
-                 "tests/system/test_storage.py", "tests/cli/test_demo.py", "tests/faults/test_run_faults.py",
-                 "tests/mariadb/test_mariadb_example.py", "tests/report/test_export.py", "tests/faults/test_inputs.py",
-                 "tests/system/test_os_knobs.py", "tests/faults/test_signals.py", "tests/test_run.py")
-
-
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {path: n for n, path in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))  # stable: the rest as collected
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):  # the whole run's, not each parallel worker's
         _MACHINE_AT_START.update(_machine())
