@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import MySQLdb
 import pytest
@@ -16,12 +15,10 @@ import pytest
 from maximus import api
 from maximus.records import Outcome, RollbackByRule
 from maximus.workloads.tpcc.constants import UNUSED_ITEM_ID
-from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
-from maximus.workloads.tpcc.order_status import OrderStatus, OrderStatusInput
-from maximus.workloads.tpcc.payment import Payment, PaymentInput
 from maximus.workloads.tpcc.server_side import Call, ServerSide
-from maximus.workloads.tpcc.stock_level import StockLevel, StockLevelInput
+
+import tpcc_modes  # tests/tpcc_modes.py
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 
@@ -204,62 +201,6 @@ def test_a_server_side_new_order_changes_and_returns_what_the_client_side_one_do
     assert quantities == [line.s_quantity for line in screen.lines]
 
 
-def _cases(session) -> list[tuple[type, Any]]:
-    """One of each transaction, and the branches worth holding the modes to: an item with "ORIGINAL" in both
-    I_DATA and S_DATA (brand "B"), a stock row restocked by 91, an item on two lines, a customer with bad
-    credit, by name and by number, an order with delivered lines."""
-    (original,) = session.fetchone("SELECT i_id FROM item JOIN stock ON s_i_id = i_id AND s_w_id = 1 "
-                                   "WHERE INSTR(i_data, 'ORIGINAL') > 0 AND INSTR(s_data, 'ORIGINAL') > 0 "
-                                   "ORDER BY i_id LIMIT 1")
-    (low,) = session.fetchone("SELECT s_i_id FROM stock WHERE s_w_id = 1 AND s_quantity < 19 ORDER BY s_i_id LIMIT 1")
-    (bad,) = session.fetchone("SELECT c_id FROM customer WHERE c_w_id = 1 AND c_d_id = 5 AND c_credit = 'BC' "
-                              "ORDER BY c_id LIMIT 1")
-    (name,) = session.fetchone("SELECT c_last FROM customer WHERE c_w_id = 1 AND c_d_id = 2 AND c_id = 1500")
-    (delivered,) = session.fetchone("SELECT o_c_id FROM orders WHERE o_w_id = 1 AND o_d_id = 6 AND o_carrier_id IS "
-                                    "NOT NULL ORDER BY o_id DESC LIMIT 1")
-    return [
-        (NewOrder, NewOrderInput.from_lines(1, 3, 42, (OrderLine(original, 1, 4), OrderLine(low, 1, 10),
-                                                       OrderLine(77, 1, 1), OrderLine(78, 1, 9), OrderLine(79, 1, 2)))),
-        (NewOrder, NewOrderInput.from_lines(1, 4, 11, (OrderLine(5, 1, 3), OrderLine(6, 1, 9), OrderLine(5, 1, 8),
-                                                       OrderLine(7, 1, 2), OrderLine(5, 1, 7)))),
-        (Payment, PaymentInput(1, 3, 1, 3, 42, None, 1234.56)),
-        (Payment, PaymentInput(1, 5, 1, 5, bad, None, 17.05)),
-        (Payment, PaymentInput(1, 2, 1, 2, None, name, 4999.99)),
-        (OrderStatus, OrderStatusInput(1, 3, 42, None)),
-        (OrderStatus, OrderStatusInput(1, 2, None, name)),
-        (OrderStatus, OrderStatusInput(1, 6, delivered, None)),
-        (Delivery, DeliveryInput(1, 5)),
-        (StockLevel, StockLevelInput(1, 3, 20)),
-    ]
-
-
-def _screens(engine, session, mode: str, cases: list[tuple[type, Any]]) -> list[Any]:
-    screens = []
-    for kind, inputs in cases:
-        transaction = kind(engine.dialect)
-        if mode == "server":
-            sql, params = transaction.call(inputs)
-            call = Call(inputs, sql, params, engine.dialect.call_parameters(params))
-            screens.append(ServerSide(transaction, engine.dialect).screen(session, call))
-        else:
-            session.begin(read_only=transaction.read_only, one_snapshot=transaction.one_snapshot)
-            screens.append(transaction.execute(session, inputs))
-            session.commit()
-    return screens
-
-
-def _undated(value: Any, since: datetime) -> Any:
-    """The screen with each date that this run or the load stamped (the server's UTC clock) replaced by a marker:
-    a date is of the type the other mode gives, and the modes' clocks read different moments."""
-    if isinstance(value, datetime):
-        assert since - timedelta(hours=1) < value < datetime.now(timezone.utc).replace(tzinfo=None)
-        return "date"
-    if isinstance(value, tuple):
-        undated = [_undated(item, since) for item in value]
-        return type(value)(*undated) if hasattr(value, "_fields") else tuple(undated)
-    return value
-
-
 def test_both_modes_return_the_same_screens_from_the_same_pristine_data(engine) -> None:
     since = datetime.now(timezone.utc).replace(tzinfo=None)
     screens = {}
@@ -267,7 +208,8 @@ def test_both_modes_return_the_same_screens_from_the_same_pristine_data(engine) 
         engine.restore()
         session = engine.connect()
         try:
-            screens[mode] = [_undated(screen, since) for screen in _screens(engine, session, mode, _cases(session))]
+            screens[mode] = [tpcc_modes.undated(screen, since) for screen in tpcc_modes.screens(engine, session, mode,
+                                                                                 tpcc_modes.cases(session))]
         finally:
             session.close()
     engine.restore()  # the module's other tests start from pristine data too

@@ -4,72 +4,21 @@ the same database."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 
 from maximus import api
 from maximus.engines.base import Session
-from maximus.engines.postgres import PostgresEngine
-from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
-from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
-from maximus.workloads.tpcc.order_status import OrderStatus, OrderStatusInput
-from maximus.workloads.tpcc.payment import Payment, PaymentInput
 from maximus.workloads.tpcc.schema import TABLES
 from maximus.workloads.tpcc.screens import DeliveryResult
-from maximus.workloads.tpcc.server_side import Call, ServerSide
-from maximus.workloads.tpcc.stock_level import StockLevel, StockLevelInput
+
+import tpcc_modes  # tests/tpcc_modes.py
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
-
-
-def server_call(transaction: Any, inputs: Any, engine: PostgresEngine) -> Call:
-    sql, params = transaction.call(inputs)
-    return Call(inputs, sql, params, engine.dialect.call_parameters(params))
-
-
-def _cases(session: Session) -> list[tuple[type, Any]]:
-    """One of each transaction, and the branches worth holding the modes to: an item with "ORIGINAL" in both
-    I_DATA and S_DATA (brand "B"), a stock row restocked by 91, an item on two lines, a customer with bad
-    credit, by name and by number."""
-    (original,) = session.fetchone("SELECT i_id FROM item JOIN stock ON s_i_id = i_id AND s_w_id = 1 "
-                                   "WHERE strpos(i_data, 'ORIGINAL') > 0 AND strpos(s_data, 'ORIGINAL') > 0 "
-                                   "ORDER BY i_id LIMIT 1")
-    (low,) = session.fetchone("SELECT s_i_id FROM stock WHERE s_w_id = 1 AND s_quantity < 19 ORDER BY s_i_id LIMIT 1")
-    (bad,) = session.fetchone("SELECT c_id FROM customer WHERE c_w_id = 1 AND c_d_id = 5 AND c_credit = 'BC' "
-                              "ORDER BY c_id LIMIT 1")
-    (name,) = session.fetchone("SELECT c_last FROM customer WHERE c_w_id = 1 AND c_d_id = 2 AND c_id = 1500")
-    return [
-        (NewOrder, NewOrderInput.from_lines(1, 3, 42, (OrderLine(original, 1, 4), OrderLine(low, 1, 10),
-                                                       OrderLine(77, 1, 1), OrderLine(78, 1, 9), OrderLine(79, 1, 2)))),
-        (NewOrder, NewOrderInput.from_lines(1, 4, 11, (OrderLine(5, 1, 3), OrderLine(6, 1, 9), OrderLine(5, 1, 8),
-                                                       OrderLine(7, 1, 2), OrderLine(5, 1, 7)))),
-        (Payment, PaymentInput(1, 3, 1, 3, 42, None, 1234.56)),
-        (Payment, PaymentInput(1, 5, 1, 5, bad, None, 17.05)),
-        (Payment, PaymentInput(1, 2, 1, 2, None, name, 4999.99)),
-        (OrderStatus, OrderStatusInput(1, 3, 42, None)),
-        (OrderStatus, OrderStatusInput(1, 2, None, name)),
-        (Delivery, DeliveryInput(1, 5)),
-        (StockLevel, StockLevelInput(1, 3, 20)),
-    ]
-
-
-def _run(engine: PostgresEngine, session: Session, mode: str, cases: list[tuple[type, Any]]) -> list[Any]:
-    screens = []
-    for kind, inputs in cases:
-        transaction = kind(engine.dialect)
-        if mode == "server":
-            screens.append(ServerSide(transaction, engine.dialect).screen(session, server_call(transaction, inputs,
-                                                                                              engine)))
-        else:
-            session.begin(read_only=transaction.read_only, one_snapshot=transaction.one_snapshot)
-            screens.append(transaction.execute(session, inputs))
-            session.commit()
-    return screens
 
 
 def _contents(session: Session) -> dict[str, str]:
@@ -83,18 +32,6 @@ def _contents(session: Session) -> dict[str, str]:
     return digests
 
 
-def _dated(value: Any, since: datetime) -> Any:
-    """The screen with every date replaced by a marker, once it is seen to be a time stamped by this run or
-    the load (the server's UTC clock, to the microsecond), or a NULL."""
-    if isinstance(value, datetime):
-        assert since - timedelta(hours=1) < value < datetime.now(timezone.utc).replace(tzinfo=None)
-        return "date"
-    if isinstance(value, tuple):
-        return type(value)(*map(lambda v: _dated(v, since), value)) if hasattr(value, "_fields") \
-            else tuple(_dated(v, since) for v in value)
-    return value
-
-
 def test_both_modes_return_the_same_screens_and_leave_the_same_database(loaded: Path) -> None:
     engine = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
     results, stamps = {}, {}
@@ -104,9 +41,8 @@ def test_both_modes_return_the_same_screens_and_leave_the_same_database(loaded: 
             engine.restore()
             session = engine.connect()
             try:
-                cases = _cases(session)
-                results[mode] = [_dated(screen, since) for screen in _run(engine, session, mode, cases)], \
-                    _contents(session)
+                shown = tpcc_modes.screens(engine, session, mode, tpcc_modes.cases(session))
+                results[mode] = [tpcc_modes.undated(screen, since) for screen in shown], _contents(session)
                 stamps[mode] = [stamp for (stamp,) in session.fetchall(
                     "SELECT o_entry_d FROM orders WHERE o_entry_d >= ? UNION ALL "
                     "SELECT h_date FROM history WHERE h_date >= ?", (since, since))]
@@ -119,7 +55,7 @@ def test_both_modes_return_the_same_screens_and_leave_the_same_database(loaded: 
     server, client = results["server"][0], results["client"][0]
     for case, (one, other) in enumerate(zip(server, client)):
         assert one == other, case
-    new_order, repeated, payment, bad_credit, by_name, status, status_by_name, delivery, stock = server
+    new_order, repeated, payment, bad_credit, by_name, status, status_by_name, _, delivery, stock = server
     assert [line.brand_generic for line in new_order.lines][:1] == ["B"] and new_order.lines[2].brand_generic == "G"
     assert new_order.lines[1].s_quantity > 80  # restocked: fewer than 10 would have remained (2.4.2.2)
     assert new_order.total_amount == (sum(line.ol_amount for line in new_order.lines) * (1 - new_order.c_discount)

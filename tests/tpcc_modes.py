@@ -1,0 +1,72 @@
+"""What every engine's transaction-mode tests share: the inputs worth holding server-side and client-side mode to,
+their screens in either mode, and those screens with the dates a run stamped replaced by a marker."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from maximus.engines.base import Session
+from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
+from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
+from maximus.workloads.tpcc.order_status import OrderStatus, OrderStatusInput
+from maximus.workloads.tpcc.payment import Payment, PaymentInput
+from maximus.workloads.tpcc.server_side import Call, ServerSide
+from maximus.workloads.tpcc.stock_level import StockLevel, StockLevelInput
+
+
+def cases(session: Session) -> list[tuple[type, Any]]:
+    """One of each transaction, and the branches worth holding the modes to: an item with "ORIGINAL" in both
+    I_DATA and S_DATA (brand "B"), a stock row restocked by 91, an item on two lines, a customer with bad
+    credit, by name and by number, an order with delivered lines. The order of the list is the screens'."""
+    (original,) = session.fetchone("SELECT i_id FROM item JOIN stock ON s_i_id = i_id AND s_w_id = 1 "
+                                   "WHERE i_data LIKE '%ORIGINAL%' AND s_data LIKE '%ORIGINAL%' "
+                                   "ORDER BY i_id LIMIT 1")
+    (low,) = session.fetchone("SELECT s_i_id FROM stock WHERE s_w_id = 1 AND s_quantity < 19 ORDER BY s_i_id LIMIT 1")
+    (bad,) = session.fetchone("SELECT c_id FROM customer WHERE c_w_id = 1 AND c_d_id = 5 AND c_credit = 'BC' "
+                              "ORDER BY c_id LIMIT 1")
+    (name,) = session.fetchone("SELECT c_last FROM customer WHERE c_w_id = 1 AND c_d_id = 2 AND c_id = 1500")
+    (delivered,) = session.fetchone("SELECT o_c_id FROM orders WHERE o_w_id = 1 AND o_d_id = 6 AND o_carrier_id IS "
+                                    "NOT NULL ORDER BY o_id DESC LIMIT 1")
+    return [
+        (NewOrder, NewOrderInput.from_lines(1, 3, 42, (OrderLine(original, 1, 4), OrderLine(low, 1, 10),
+                                                       OrderLine(77, 1, 1), OrderLine(78, 1, 9), OrderLine(79, 1, 2)))),
+        (NewOrder, NewOrderInput.from_lines(1, 4, 11, (OrderLine(5, 1, 3), OrderLine(6, 1, 9), OrderLine(5, 1, 8),
+                                                       OrderLine(7, 1, 2), OrderLine(5, 1, 7)))),
+        (Payment, PaymentInput(1, 3, 1, 3, 42, None, 1234.56)),
+        (Payment, PaymentInput(1, 5, 1, 5, bad, None, 17.05)),
+        (Payment, PaymentInput(1, 2, 1, 2, None, name, 4999.99)),
+        (OrderStatus, OrderStatusInput(1, 3, 42, None)),
+        (OrderStatus, OrderStatusInput(1, 2, None, name)),
+        (OrderStatus, OrderStatusInput(1, 6, delivered, None)),
+        (Delivery, DeliveryInput(1, 5)),
+        (StockLevel, StockLevelInput(1, 3, 20)),
+    ]
+
+
+def screens(engine: Any, session: Session, mode: str, inputs: list[tuple[type, Any]]) -> list[Any]:
+    """Each case's screen, run server-side (one function call) or client-side (the driver's statements)."""
+    shown = []
+    for kind, given in inputs:
+        transaction = kind(engine.dialect)
+        if mode == "server":
+            sql, params = transaction.call(given)
+            call = Call(given, sql, params, engine.dialect.call_parameters(params))
+            shown.append(ServerSide(transaction, engine.dialect).screen(session, call))
+        else:
+            session.begin(read_only=transaction.read_only, one_snapshot=transaction.one_snapshot)
+            shown.append(transaction.execute(session, given))
+            session.commit()
+    return shown
+
+
+def undated(value: Any, since: datetime) -> Any:
+    """The screen with each date that this run or the load stamped (the server's UTC clock) replaced by a marker,
+    once it is seen to be a datetime of that span: the modes' clocks read different moments."""
+    if isinstance(value, datetime):
+        assert since - timedelta(hours=1) < value < datetime.now(timezone.utc).replace(tzinfo=None)
+        return "date"
+    if isinstance(value, tuple):
+        parts = [undated(item, since) for item in value]
+        return type(value)(*parts) if hasattr(value, "_fields") else tuple(parts)
+    return value
