@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
 from maximus.engines.mariadb.servers import ServerControl, connect, query_variables
-from maximus.engines.mariadb.settings import LOG_BIN, PAGE_SIZE, catalogue_of, sql_value
+from maximus.engines.mariadb.settings import LOG_BIN, PAGE_SIZE, catalogue_of, set_global
 from maximus.errors import EngineError, UserError
 from maximus.knobs import Applies, KnobCatalogue
 
@@ -126,7 +126,7 @@ class ExternalServer(ServerControl):
             try:
                 _set_global(connection, {name: value}, self.knobs)
             except Exception:
-                failed.append(f"SET GLOBAL {_assignment(name, value, self.knobs)}")
+                failed.append(set_global(name, value, self.knobs))
         self._before = {}
         if failed:
             raise EngineError(f"could not put your MariaDB server's variables back: run {'; '.join(failed)}")
@@ -138,11 +138,6 @@ def _global(connection: Any, name: str) -> str | None:
     return None if value is None else value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _assignment(name: str, value: str | None, knobs: KnobCatalogue) -> str:
-    """``name = value`` as SET GLOBAL takes it for the variable's type; NULL is put back as NULL, not as ''."""
-    return f"{name} = {'NULL' if value is None else sql_value(value, knobs.get(name).type.vartype)}"
-
-
 def _set_global(connection: Any, values: Mapping[str, str | None], knobs: KnobCatalogue) -> None:
     for name, value in values.items():
-        connection.query(f"SET GLOBAL {_assignment(name, value, knobs)}".encode())
+        connection.query(set_global(name, value, knobs).encode())

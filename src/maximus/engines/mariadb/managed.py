@@ -26,7 +26,8 @@ from typing import Any, Callable, Mapping
 from maximus.engines import _process
 from maximus.engines.mariadb.servers import COLUMNS as _COLUMNS
 from maximus.engines.mariadb.servers import ServerControl, connect, query_variables
-from maximus.engines.mariadb.settings import LOG_BIN, OWNED, PAGE_SIZE, MariaValue, catalogue_of, option_line, sql_value
+from maximus.engines.mariadb.settings import (LOG_BIN, OWNED, PAGE_SIZE, MariaValue, catalogue_of, option_line,
+                                              set_global)
 from maximus.errors import EngineError, UserError
 from maximus.knobs import KnobCatalogue
 
@@ -223,8 +224,7 @@ class ManagedServer(ServerControl):
         try:
             for name, value in later.items():
                 try:
-                    vartype = self.knobs.get(name).type.vartype
-                    connection.query(f"SET GLOBAL {name} = {sql_value(value, vartype)}".encode())
+                    connection.query(set_global(name, value, self.knobs).encode())
                 except MySQLdb.Error as error:
                     raise EngineError(f"MariaDB refused {name}={value}: {error.args[-1]}") from None
         finally:

@@ -155,6 +155,12 @@ def option_line(name: str, value: str) -> str:
     return f"{name} = {value}"
 
 
+def set_global(name: str, value: str | None, knobs: KnobCatalogue) -> str:
+    """``SET GLOBAL name = value``, the value written for the variable's type (``sql_value``); NULL is put back as
+    NULL, not as ''."""
+    return f"SET GLOBAL {name} = {'NULL' if value is None else sql_value(value, knobs.get(name).type.vartype)}"
+
+
 def sql_value(value: str, vartype: str) -> str:
     """A value of a variable of type ``vartype`` (``MariaValue.vartype``) in ``SET GLOBAL name = value``: a number
     as it is, as a numeric or boolean variable requires (it refuses '1e-3' or '1'); anything else, and any value of
