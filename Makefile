@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint system-packages bench clean
 
 # The C extensions are compiled by pip install: a change to their source installs again.
-$(STAMP): pyproject.toml setup.py src/maximus/engines/_libpq_pump.c src/maximus/workloads/tpcc/_draws.c
+$(STAMP): pyproject.toml setup.py src/maximus/engines/_pump_core.h src/maximus/engines/_libpq_pump.c \
+		src/maximus/engines/_mariadb_pump.c src/maximus/workloads/tpcc/_draws.c
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[test]'

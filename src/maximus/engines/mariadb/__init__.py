@@ -22,10 +22,12 @@ from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Engine
 from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
 from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
+from maximus.engines.mariadb.pump import call_pump
 from maximus.engines.mariadb.servers import ServerControl, connect
 from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_ints, call_parameters, datetime_of
 from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
 from maximus.engines.mariadb.translate import UTC_NOW
+from maximus.engines.pump import Pump
 from maximus.errors import EngineError
 from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
@@ -266,6 +268,9 @@ class MariaDBEngine(Engine):
             super().bulk_insert_columns(session, table, columns, values)
             return
         session.load_data(table, columns, text)
+
+    def call_pump(self) -> Pump:
+        return call_pump()
 
     def classify(self, error: BaseException) -> Outcome:
         code = error.args[0] if getattr(error, "args", None) else None

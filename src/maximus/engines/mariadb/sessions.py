@@ -6,12 +6,16 @@ code, so a client-side transaction costs a round trip per batch, not per stateme
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import tempfile
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Callable, Sequence
+
+from MySQLdb import _mysql
+from MySQLdb.converters import conversions as _ENCODERS
 
 from maximus.engines.mariadb.translate import Plan, translate
 from maximus.engines.session import Session
@@ -28,9 +32,30 @@ _TO_JSON = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with sep
 _ARRAYS = (list, tuple)
 
 
-def call_parameters(params: Sequence[Any]) -> tuple:
-    """A stored-function call's parameters as MariaDB takes them: an array (New-Order's lines) as JSON text."""
-    return tuple(_TO_JSON(value) if value.__class__ in _ARRAYS else value for value in params)
+def sql_literal(value: Any) -> bytes:
+    """A stored-function call's parameter as an SQL literal, as the driver writes one for a UTF-8 connection; an
+    array (New-Order's lines) as JSON text, which a function's JSON parameter takes (the driver would write a list
+    as ``(1,2,3)``). The reference for the C conversion (``_mariadb_pump.sql_literals``)."""
+    if value.__class__ in _ARRAYS:
+        value = _TO_JSON(value)
+    if isinstance(value, str):
+        return _mysql.string_literal(value.encode())
+    literal = _mysql.escape(value, _ENCODERS)
+    return literal if isinstance(literal, bytes) else literal.encode()
+
+
+def _sql_literals(params: Sequence[Any]) -> tuple[bytes, ...]:
+    return tuple(map(sql_literal, params))
+
+
+try:
+    from maximus.engines._mariadb_pump import sql_literals as _c_sql_literals
+except ImportError:  # built without a C compiler
+    _c_sql_literals = None
+
+# What Session.call and the pumps take: a call's parameters as SQL literals, written in C when it is built.
+call_parameters: Callable[[Sequence[Any]], tuple[bytes, ...]] = (
+    functools.partial(_c_sql_literals, sql_literal) if _c_sql_literals else _sql_literals)
 
 
 def datetime_of(value: Any) -> datetime | None:
@@ -57,6 +82,12 @@ class _Compiled:
         self.returns = [part.returns for part in plan.parts]
         self.json_row = plan.json_row
 
+    def call_form(self) -> tuple[bytes, ...]:
+        """A call's statement as the pumps send it: its pieces, each parameter's literal between two."""
+        if len(self.pieces) != 1 or list(self.takes[0]) != list(range(len(self.pieces[0]) - 1)):
+            raise EngineError("a call is one statement taking its parameters in order")
+        return tuple(self.pieces[0])
+
 
 class MariaDBSession(Session):
     """One MySQLdb connection in autocommit mode; BEGIN (START TRANSACTION) goes with a transaction's first
@@ -67,6 +98,7 @@ class MariaDBSession(Session):
         self._kill = kill  # ends this session's statement from another connection (KILL QUERY)
         self._literal = connection.literal
         self._compiled: dict[str, _Compiled] = {}
+        self._call_forms: dict[str, tuple[bytes, ...]] = {}  # by SQL text: Compiled.call_form
         self._begin: bytes | None = None  # a START TRANSACTION still to be sent
         self._committed = False  # the transaction's last batch committed it
         self._snapshot_begin: bytes | None = None
@@ -120,17 +152,23 @@ class MariaDBSession(Session):
     def batch(self, statements: Sequence[tuple[str, Sequence[Any]]], last: bool = False) -> list[list[tuple]]:
         return [rows for rows, _ in self._statements(statements, last)]
 
-    def call(self, sql: str, params: Sequence[Any]) -> Any:
-        """One function call: its first value as the server sent it (a JSON array stays text)."""
+    def call(self, sql: str, params: Sequence[bytes]) -> Any:
+        """One function call, its parameters SQL literals (``call_parameters``): its first value as the driver
+        converts it (a JSON array stays text)."""
         self.send_call(sql, params)
         self.call_finished()
         return self._value
 
     # -- split calls: busy terminals sharing a process, a call in flight on each (engines/pump.py) -------------
 
-    def send_call(self, sql: str, params: Sequence[Any]) -> None:
-        compiled = self._compiled.get(sql) or self._compile(sql)
-        self._send(self._written(compiled, 0, params))
+    def send_call(self, sql: str, params: Sequence[bytes]) -> None:
+        form = self._call_forms.get(sql) or self._call_form(sql)
+        if len(params) != len(form) - 1:
+            raise EngineError(f"the statement takes {len(form) - 1} parameters, the call has {len(params)}")
+        query = [form[0]]
+        for literal, piece in zip(params, form[1:]):
+            query += (literal, piece)
+        self._send(b"".join(query))
 
     def call_finished(self) -> bool:
         """Reads the call's result. The pump asks once the socket is readable, and the server sends a call's one
@@ -145,6 +183,20 @@ class MariaDBSession(Session):
 
     def fileno(self) -> int:
         return self.connection.fileno()
+
+    def pump_handle(self) -> tuple[int, dict[str, tuple[bytes, ...]], Callable[[str], tuple[bytes, ...]]]:
+        """What the C pump needs to send this session's calls (``engines/mariadb/pump.py``): the MYSQL handle's
+        address, the calls' forms by SQL text, and what makes one."""
+        return _handle_address(self.connection), self._call_forms, self._call_form
+
+    def _call_form(self, sql: str) -> tuple[bytes, ...]:
+        form = (self._compiled.get(sql) or self._compile(sql)).call_form()
+        self._call_forms[sql] = form
+        return form
+
+    def failed(self, error: BaseException) -> None:
+        """A call of this session failed outside it (in the C pump): noted as its own failures are."""
+        self._explain(error)
 
     def _statements(self, statements: Sequence[tuple[str, Sequence[Any]]], last: bool = False
                     ) -> list[tuple[list[tuple], int]]:
@@ -187,8 +239,8 @@ class MariaDBSession(Session):
 
     def _written(self, compiled: _Compiled, part: int, params: Sequence[Any]) -> bytes:
         """Part ``part`` of a statement with its parameters written in as literals (the driver escapes them). An
-        array is JSON text, as ``call_parameters`` writes it: the driver would write a list as ``(1,2,3)``, which
-        a stored function's JSON parameter refuses."""
+        array is JSON text, as ``sql_literal`` writes a call's: the driver would write a list as ``(1,2,3)``, which a
+        stored function's JSON parameter refuses (a screen's call comes here with its parameters as they are)."""
         pieces, takes = compiled.pieces[part], compiled.takes[part]
         if len(pieces) == 1:
             return pieces[0]
@@ -231,8 +283,9 @@ class MariaDBSession(Session):
         code = error.args[0] if getattr(error, "args", None) else None
         if code in _LOST:
             self._lost = True
-        with contextlib.suppress(Exception):
-            error.sqlstate = self.connection.sqlstate()  # type: ignore[attr-defined]
+        if getattr(error, "sqlstate", None) is None:
+            with contextlib.suppress(Exception):
+                error.sqlstate = self.connection.sqlstate()  # type: ignore[attr-defined]
 
     # -- bulk load --------------------------------------------------------------------------------
 
@@ -267,3 +320,14 @@ class MariaDBSession(Session):
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.connection.close()
+
+
+def _handle_address(connection: Any) -> int:
+    """The address of the MYSQL handle inside a MySQLdb connection (its ``_get_native_connection`` capsule)."""
+    import ctypes
+
+    capsule = connection._get_native_connection()
+    get_name, get_pointer = ctypes.pythonapi.PyCapsule_GetName, ctypes.pythonapi.PyCapsule_GetPointer
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return get_pointer(capsule, get_name(capsule))
