@@ -4,8 +4,11 @@ server-side terminals share a process per core, a call in flight on each, as Pos
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Iterator
 
@@ -108,6 +111,14 @@ def test_a_slot_runs_its_calls_in_order_and_times_each(pump: Pump, sessions: lis
 def test_a_session_call_returns_what_the_server_sent(sessions: list[MariaDBSession]) -> None:
     assert sessions[0].call(*_call("SELECT CONCAT(?, ?, ?)", "a'b", 7, [1, 2])) == "a'b7[1,2]"
     assert sessions[0].call(*_call("SELECT count_one()")) == sessions[0].fetchone("SELECT MAX(n) FROM counted")[0]
+
+
+def test_the_server_reads_the_literals_back_as_the_values(sessions: list[MariaDBSession]) -> None:
+    values = ([0, -1, 2**63 - 1, -2**63], "é€ ünï", "a'b\\c\"\n\r\x1a\x00z", -7, 2**63 - 1, Decimal("12.30"), 1.5,
+              datetime(2024, 5, 1, 12, 0, 0, 123456), None)
+    array = sessions[0].call(*_call("SELECT JSON_ARRAY(" + ", ".join(["?"] * len(values)) + ")", *values))
+    assert json.loads(array) == ["[0,-1,9223372036854775807,-9223372036854775808]", "é€ ünï",
+                                 "a'b\\c\"\n\r\x1a\x00z", -7, 2**63 - 1, 12.3, 1.5, "2024-05-01 12:00:00.123456", None]
 
 
 def test_queued_calls_run_in_order_on_the_queue_slot_and_their_values_are_kept(
