@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint system-packages bench clean
+.PHONY: demo test lint bytecode system-packages bench clean
 
 # The C extensions are compiled by pip install: a change to their source installs again.
 $(STAMP): pyproject.toml setup.py src/maximus/engines/_pump_core.h src/maximus/engines/_libpq_pump.c \
@@ -13,12 +13,17 @@ $(STAMP): pyproject.toml setup.py src/maximus/engines/_pump_core.h src/maximus/e
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) bytecode
 	$(VENV)/bin/maximus demo
+
+# Every worker process Maximus starts (a run's terminals, a build's loaders) imports it afresh: compiled here
+# once, where PYTHONDONTWRITEBYTECODE in the environment would have each of them compile it again.
+bytecode: $(STAMP)
+	$(VENV)/bin/python -m compileall -q src
 
 # As root on a fresh Debian machine this installs what the suite needs (scripts/system-packages); an empty
 # cache directory of its own makes each run meet what a fresh machine does (the PostgreSQL knob catalogue).
-test: system-packages $(STAMP) lint
+test: system-packages $(STAMP) lint bytecode
 	XDG_CACHE_HOME="$$(mktemp -d)" && trap 'rm -rf "$$XDG_CACHE_HOME"' EXIT && export XDG_CACHE_HOME && \
 		$(VENV)/bin/python -m pytest -q --timeout=300 -n 2 --dist loadfile
 

@@ -121,6 +121,24 @@ def test_the_server_reads_the_literals_back_as_the_values(sessions: list[MariaDB
                                  "a'b\\c\"\n\r\x1a\x00z", -7, 2**63 - 1, 12.3, 1.5, "2024-05-01 12:00:00.123456", None]
 
 
+def test_the_literals_hold_on_a_server_whose_sql_mode_has_no_backslash_escapes(engine: MariaDBEngine) -> None:
+    """The literals are written with backslash escapes (as mysql_escape_string writes them): a session drops
+    NO_BACKSLASH_ESCAPES from the server's sql_mode, which would read them otherwise."""
+    admin = engine.connect()
+    (mode,) = admin.fetchone("SELECT @@GLOBAL.sql_mode")
+    admin.execute(f"SET GLOBAL sql_mode = '{mode},NO_BACKSLASH_ESCAPES'")
+    try:
+        session = engine.connect()
+        try:
+            assert session.call(*_call("SELECT CONCAT(?, '|', 'x' || 'y')", "a'b\\c")) == "a'b\\c|xy"
+            assert "NO_BACKSLASH_ESCAPES" not in session.fetchone("SELECT @@SESSION.sql_mode")[0]
+        finally:
+            session.close()
+    finally:
+        admin.execute(f"SET GLOBAL sql_mode = '{mode}'")
+        admin.close()
+
+
 def test_queued_calls_run_in_order_on_the_queue_slot_and_their_values_are_kept(
         pump: Pump, engine: MariaDBEngine, sessions: list[MariaDBSession]) -> None:
     slot, queue_slot, queue = pump.add(sessions[0]), pump.add(sessions[1]), []

@@ -97,7 +97,11 @@ static int driver_finish(Pump *pump, Slot *slot, int state, int keep, PyObject *
     (void)state;
     MYSQL *mysql = slot->conn;
     PyObject *value = NULL;
-    if (pump->lib.read_query_result(mysql)) return failure(pump, slot, NULL, out);
+    char failed;
+    Py_BEGIN_ALLOW_THREADS  /* the rest of the result may still be on its way: wait as mysqlclient does */
+    failed = pump->lib.read_query_result(mysql);
+    Py_END_ALLOW_THREADS
+    if (failed) return failure(pump, slot, NULL, out);
     for (int first = 1;; first = 0) {
         MYSQL_RES *result = pump->lib.store_result(mysql);
         if (result == NULL && pump->lib.field_count(mysql) != 0) return failure(pump, slot, value, out);

@@ -19,9 +19,9 @@ _PUMP_FUNCTIONS = ("mysql_send_query", "mysql_read_query_result", "mysql_store_r
 # MySQLdb's classes for the error numbers it singles out (its _mysql.c); any other is an OperationalError, or an
 # InternalError below 1000.
 _PROGRAMMING = {2014, 1007, 1149, 1064, 1146, 1102, 1103, 1110, 1111, 1112, 1113, 1179}
-_DATA = {1265, 1263, 1264, 1364, 1171, 1406, 1441}
-_INTEGRITY = {1062, 1048, 1216, 1217, 1451, 1452}
-_NOT_SUPPORTED = {1196, 1235}
+_DATA = {1230, 1264, 1265, 1171, 1406, 1441}
+_INTEGRITY = {1062, 1169, 1216, 1217, 1451, 1452, 1215, 1364, 1048}
+_NOT_SUPPORTED = {1196, 1235, 1286, 1289}
 
 
 def libmariadb_functions() -> tuple[int, ...] | None:

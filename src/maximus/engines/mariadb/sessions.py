@@ -24,8 +24,10 @@ from maximus.errors import EngineError
 PER_STATEMENT_SNAPSHOTS = {"READ-COMMITTED", "READ-UNCOMMITTED"}
 _LOST = {2006, 2013, 2055}  # server has gone away, lost connection during query, lost connection at ...
 # PostgreSQL's "||" concatenates: the shared SQL uses it (Payment's C_DATA). MariaDB's own stored functions are
-# created in this mode too, and keep it.
-SQL_MODE = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')"
+# created in this mode too, and keep it. A call's literals are written with backslash escapes (sql_literal), which
+# NO_BACKSLASH_ESCAPES would read otherwise: a server's mode that has it loses it (its name made a duplicate).
+SQL_MODE = ("SET SESSION sql_mode = CONCAT(REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', 'PIPES_AS_CONCAT'), "
+            "',PIPES_AS_CONCAT')")
 
 
 _TO_JSON = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with separators builds an encoder per call
@@ -164,7 +166,7 @@ class MariaDBSession(Session):
     def send_call(self, sql: str, params: Sequence[bytes]) -> None:
         form = self._call_forms.get(sql) or self._call_form(sql)
         if len(params) != len(form) - 1:
-            raise EngineError(f"the statement takes {len(form) - 1} parameters, the call has {len(params)}")
+            raise ValueError(f"the statement takes {len(form) - 1} parameters, the call has {len(params)}")
         query = [form[0]]
         for literal, piece in zip(params, form[1:]):
             query += (literal, piece)
