@@ -32,6 +32,7 @@ split calls (``Capabilities.split_calls``); an engine can offer a cheaper pump o
 
 from __future__ import annotations
 
+import os
 import select
 import time
 from dataclasses import dataclass, field
@@ -203,3 +204,58 @@ class PythonPump:
     def _unregister(self, state: _Slot) -> None:
         if self._by_socket.pop(state.socket, None) is not None:
             self._poller.unregister(state.socket)
+
+
+class CPump:
+    """A pump in C (``_pump_core.h`` with an engine's driver over its client library), its failures made the
+    exceptions the engine's Python driver raises (``error``): the C code reports them as plain tuples. The engine's
+    sessions give the C pump what it needs with ``pump_handle()``: the connection's address in the library, the
+    statements' forms by SQL text (a dict the pump reads) and what makes one."""
+
+    def __init__(self, pump: Any) -> None:
+        self._pump = pump
+        self._sessions: list[Session] = []  # by slot
+        self.end_all, self.in_flight, self.queue_on, self.progress, self.values = \
+            pump.end_all, pump.in_flight, pump.queue_on, pump.progress, pump.values
+
+    def add(self, session: Session) -> int:
+        slot = self._pump.add(*session.pump_handle())
+        self._sessions.append(session)
+        return slot
+
+    def give(self, slot: int, calls: list, start: int, end: float, resend: bool = False) -> list[Event]:
+        return self._with_errors(self._pump.give(slot, calls, start, end, resend))
+
+    def wait(self, timeout_s: float) -> list[Event]:
+        return self._with_errors(self._pump.wait(timeout_s))
+
+    def error(self, session: Session, reported: tuple) -> Exception:
+        """The exception for a failure the C pump reported on ``session``'s connection."""
+        raise NotImplementedError
+
+    def _with_errors(self, events: list[Event]) -> list[Event]:
+        for n, (slot, kind, index, times, error) in enumerate(events):
+            if kind == FAILED and isinstance(error, tuple):
+                events[n] = (slot, kind, index, times, self.error(self._sessions[slot], error))
+        return events
+
+
+def library_functions(prefixes: tuple[str, ...], names: Sequence[str]) -> tuple[int, ...] | None:
+    """The addresses of the functions ``names`` in the client library a Python driver loaded: the one library mapped
+    in this process whose file name starts with one of ``prefixes``, so that a connection is handled by the library
+    that made it. None when there is not exactly one such library, or it lacks one of the functions."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {fields[5] for fields in map(str.split, maps)
+                     if len(fields) >= 6 and os.path.basename(fields[5]).startswith(prefixes)}
+    except OSError:  # not Linux
+        return None
+    if len(paths) != 1:
+        return None
+    library = ctypes.CDLL(paths.pop())  # already loaded: the same handle, no second copy
+    try:
+        return tuple(ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names)
+    except AttributeError:
+        return None

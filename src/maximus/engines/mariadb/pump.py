@@ -3,13 +3,10 @@ it calls, and its failures made the exceptions MySQLdb raises for them."""
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 from MySQLdb import _mysql
 
 from maximus.engines.mariadb.sessions import MariaDBSession
-from maximus.engines.pump import FAILED, Event, Pump, PythonPump
+from maximus.engines.pump import CPump, Pump, PythonPump, library_functions
 
 # The libmariadb functions _mariadb_pump.c calls, in the order of its table.
 _PUMP_FUNCTIONS = ("mysql_send_query", "mysql_read_query_result", "mysql_store_result", "mysql_fetch_row",
@@ -25,52 +22,19 @@ _NOT_SUPPORTED = {1196, 1235, 1286, 1289}
 
 
 def libmariadb_functions() -> tuple[int, ...] | None:
-    """The addresses of ``_PUMP_FUNCTIONS`` in the libmariadb MySQLdb loaded: the one library mapped in this
-    process whose name starts with ``libmariadb`` (or ``libmysqlclient``). None when there is not exactly one."""
-    import ctypes
-
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {fields[5] for fields in map(str.split, maps)
-                     if len(fields) >= 6 and os.path.basename(fields[5]).startswith(("libmariadb", "libmysqlclient"))}
-    except OSError:  # not Linux
-        return None
-    if len(paths) != 1:
-        return None
-    library = ctypes.CDLL(paths.pop())  # already loaded: the same handle, no second copy
-    try:
-        return tuple(ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in _PUMP_FUNCTIONS)
-    except AttributeError:  # a client library without one of them
-        return None
+    """The addresses of ``_PUMP_FUNCTIONS`` in the libmariadb (or libmysqlclient) MySQLdb loaded; None when it
+    cannot be told from another such library in the process."""
+    return library_functions(("libmariadb", "libmysqlclient"), _PUMP_FUNCTIONS)
 
 
-class MariaDBPump:
-    """The C pump, with its failures made the exceptions MySQLdb raises for them, noted by their sessions."""
+class MariaDBPump(CPump):
+    """The C pump over libmariadb, its failures the exceptions MySQLdb raises for them, noted by their sessions
+    (a lost connection)."""
 
-    def __init__(self, pump: Any) -> None:
-        self._pump = pump
-        self._sessions: list[MariaDBSession] = []  # by slot
-        self.end_all, self.in_flight, self.queue_on, self.progress, self.values = \
-            pump.end_all, pump.in_flight, pump.queue_on, pump.progress, pump.values
-
-    def add(self, session: MariaDBSession) -> int:
-        slot = self._pump.add(*session.pump_handle())
-        self._sessions.append(session)
-        return slot
-
-    def give(self, slot: int, calls: list, start: int, end: float, resend: bool = False) -> list[Event]:
-        return self._with_errors(self._pump.give(slot, calls, start, end, resend))
-
-    def wait(self, timeout_s: float) -> list[Event]:
-        return self._with_errors(self._pump.wait(timeout_s))
-
-    def _with_errors(self, events: list[Event]) -> list[Event]:
-        for n, (slot, kind, index, times, error) in enumerate(events):
-            if kind == FAILED and isinstance(error, tuple):
-                error = mysql_error(*error)
-                self._sessions[slot].failed(error)
-                events[n] = (slot, kind, index, times, error)
-        return events
+    def error(self, session: MariaDBSession, reported: tuple) -> Exception:
+        error = mysql_error(*reported)
+        session.failed(error)
+        return error
 
 
 def mysql_error(code: int, sqlstate: bytes, message: bytes) -> Exception:

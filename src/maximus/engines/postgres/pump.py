@@ -3,11 +3,8 @@ calls, and its failures made the exceptions psycopg raises for them."""
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
+from maximus.engines.pump import CPump, Pump, PythonPump, library_functions
 from maximus.engines.session import Session
-from maximus.engines.pump import FAILED, Event, Pump, PythonPump
 
 # The libpq functions _libpq_pump.c calls, in the order of its table.
 _PUMP_FUNCTIONS = ("PQsendQueryPrepared", "PQconsumeInput", "PQisBusy", "PQgetResult", "PQresultStatus",
@@ -16,49 +13,18 @@ _PUMP_FUNCTIONS = ("PQsendQueryPrepared", "PQconsumeInput", "PQisBusy", "PQgetRe
 
 
 def libpq_functions() -> tuple[int, ...] | None:
-    """The addresses of ``_PUMP_FUNCTIONS`` in the libpq psycopg loaded (its own copy for psycopg-binary,
-    the system's otherwise): the one library mapped in this process whose name starts with ``libpq``.
-    None when there is not exactly one (then a PGconn could not be matched to its library)."""
-    import ctypes
-
+    """The addresses of ``_PUMP_FUNCTIONS`` in the libpq psycopg loaded (its own copy for psycopg-binary, the
+    system's otherwise); None when it cannot be told from another libpq in the process."""
     import psycopg.pq  # noqa: F401  (loads libpq)
 
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {fields[5] for fields in map(str.split, maps)
-                     if len(fields) >= 6 and os.path.basename(fields[5]).startswith("libpq")}
-    except OSError:  # not Linux
-        return None
-    if len(paths) != 1:
-        return None
-    library = ctypes.CDLL(paths.pop())  # already loaded: the same handle, no second copy
-    return tuple(ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in _PUMP_FUNCTIONS)
+    return library_functions(("libpq",), _PUMP_FUNCTIONS)
 
 
-class LibpqPump:
-    """The C pump, with its failures made the exceptions psycopg raises for them (class by SQLSTATE)."""
+class LibpqPump(CPump):
+    """The C pump over libpq, its failures the exceptions psycopg raises for them (class by SQLSTATE)."""
 
-    def __init__(self, pump: Any) -> None:
-        self._pump = pump
-        self._encodings: list[str] = []  # by slot
-        self.end_all, self.in_flight, self.queue_on, self.progress, self.values = \
-            pump.end_all, pump.in_flight, pump.queue_on, pump.progress, pump.values
-
-    def add(self, session: Session) -> int:
-        self._encodings.append(session.encoding)
-        return self._pump.add(*session.pump_handle())
-
-    def give(self, slot: int, calls: list, start: int, end: float, resend: bool = False) -> list[Event]:
-        return self._with_errors(self._pump.give(slot, calls, start, end, resend))
-
-    def wait(self, timeout_s: float) -> list[Event]:
-        return self._with_errors(self._pump.wait(timeout_s))
-
-    def _with_errors(self, events: list[Event]) -> list[Event]:
-        for n, (slot, kind, index, times, error) in enumerate(events):
-            if kind == FAILED and isinstance(error, tuple):
-                events[n] = (slot, kind, index, times, libpq_error(*error, self._encodings[slot]))
-        return events
+    def error(self, session: Session, reported: tuple) -> Exception:
+        return libpq_error(*reported, session.encoding)
 
 
 def libpq_error(sqlstate: bytes | None, message: bytes, encoding: str) -> Exception:
