@@ -1,15 +1,18 @@
-"""Shared fixtures: one real 1-warehouse SQLite build per test session, copied where a test needs its own."""
+"""Shared fixtures: one real 1-warehouse SQLite build per test session, copied where a test needs its own; the two
+pumps of an engine with split calls."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
 from maximus import api, system
+from maximus.engines.base import Engine
+from maximus.engines.pump import Pump, PythonPump
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 _MACHINE_AT_START: dict[str, object] = {}
@@ -80,3 +83,12 @@ def workdir(built_workdir: Path, tmp_path: Path) -> Path:
     target = tmp_path / "work"
     shutil.copytree(built_workdir, target)
     return target
+
+
+@pytest.fixture(params=["python", "c"])
+def make_pump(request: pytest.FixtureRequest) -> Callable[[Engine], Pump]:
+    """Every test that takes it runs with the pump in Python and with the engine's own (in C over its client
+    library: libpq, libmariadb)."""
+    if request.param == "python":
+        return lambda engine: PythonPump()
+    return lambda engine: engine.call_pump()

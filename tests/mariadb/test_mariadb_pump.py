@@ -10,7 +10,7 @@ import time
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 from MySQLdb import _mysql
@@ -54,10 +54,9 @@ def engine(server_workdir: Path) -> Iterator[MariaDBEngine]:
         yield engine
 
 
-@pytest.fixture(params=["python", "libmariadb"])
-def pump(request: pytest.FixtureRequest, engine: MariaDBEngine) -> Pump:
-    """Every test that takes it runs with the pump in Python and with the engine's own (in C over libmariadb)."""
-    return PythonPump() if request.param == "python" else engine.call_pump()
+@pytest.fixture
+def pump(make_pump: Callable[[MariaDBEngine], Pump], engine: MariaDBEngine) -> Pump:
+    return make_pump(engine)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""What the PostgreSQL tests share: a managed server with a few functions of the test's own, and the
-two pumps (engines/pump.py) that the multiplexed driver's tests run on."""
+"""What the PostgreSQL tests share: a managed server with a few functions of the test's own (the two pumps the
+multiplexed driver's tests run on, ``make_pump``, are in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Callable, ContextManager, Iterator
 import pytest
 
 from maximus.engines.postgres import PostgresEngine
-from maximus.engines.pump import Pump, PythonPump
 
 
 @contextmanager
@@ -32,11 +31,3 @@ def server_with() -> Callable[[Path, str, str], ContextManager[PostgresEngine]]:
     """``with server_with(workdir, database, sql) as engine``: a managed server with an empty database in
     which ``sql`` has run, stopped at the end."""
     return _server_with
-
-
-@pytest.fixture(params=["python", "libpq"])
-def make_pump(request: pytest.FixtureRequest) -> Callable[[PostgresEngine], Pump]:
-    """Every test that takes it runs with the pump in Python and with the engine's own (in C over libpq)."""
-    if request.param == "python":
-        return lambda engine: PythonPump()
-    return lambda engine: engine.call_pump()

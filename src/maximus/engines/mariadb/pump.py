@@ -52,8 +52,8 @@ def call_pump() -> Pump:
     """The C pump over the libmariadb MySQLdb loaded (``_mariadb_pump.c``); the Python one when the extension was
     not compiled or that library cannot be told from another one in the process."""
     try:
-        from maximus.engines._mariadb_pump import Pump as CPump
+        from maximus.engines._mariadb_pump import Pump as Native
     except ImportError:
         return PythonPump()
     addresses = libmariadb_functions()
-    return PythonPump() if addresses is None else MariaDBPump(CPump(addresses))
+    return PythonPump() if addresses is None else MariaDBPump(Native(addresses))

@@ -50,8 +50,8 @@ def call_pump() -> Pump:
     """The C pump over the libpq psycopg loaded (``_libpq_pump.c``); the Python one when the extension
     was not compiled or that libpq cannot be told from another one in the process."""
     try:
-        from maximus.engines._libpq_pump import Pump as CPump
+        from maximus.engines._libpq_pump import Pump as Native
     except ImportError:
         return PythonPump()
     addresses = libpq_functions()
-    return PythonPump() if addresses is None else LibpqPump(CPump(addresses))
+    return PythonPump() if addresses is None else LibpqPump(Native(addresses))
