@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol
 
 from maximus import locks
-from maximus.engines import Engine, check_connection, engine_class
+from maximus.engines import Engine, check_connection, runnable_engine
 from maximus.errors import EngineError, MaximusError, UserError, describe
 from maximus.records import CheckResult
 from maximus.workloads import workload as workload_named
@@ -64,7 +64,7 @@ def make_engine(name: str, workdir: Path, build: Build, knobs: Mapping[str, str]
                 connection: Mapping[str, str] | None = None) -> Engine:
     """The engine with validated knobs; by default its database name tells apart builds with other
     creation knobs, so a page size change gets a build of its own."""
-    cls = engine_class(name)
+    cls = runnable_engine(name)
     check_connection(cls, connection or {})
     catalogue = cls.catalogue_for(knobs, connection or {})
     settings = catalogue.resolve(knobs)

@@ -15,7 +15,7 @@ from maximus.analysis.run import embedded
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
                               make_engine, prepare_database, quietly, raise_fault)
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
-from maximus.engines import Engine
+from maximus.engines import Engine, runnable_engine
 from maximus.errors import EngineError, UserError, describe
 from maximus.records import MAX_FAILED_PERCENT, CheckResult, Outcome, RunSpec, RunStatus, TxnSample, Window
 from maximus.samplers.base import Sampler
@@ -65,7 +65,8 @@ class BenchmarkOptions:
 
     def validate(self) -> None:
         """Every number within its documented range (``maximus.limits``), the workload's settings and the mode,
-        before anything runs."""
+        before anything runs; the engine's driver installed."""
+        runnable_engine(self.engine)
         for option, value, limit in (("--terminals", self.terminals, limits.TERMINALS),
                                      ("--warmup", self.warmup_s, limits.WARMUP_S),
                                      ("--duration", self.duration_s, limits.DURATION_S),

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
-from maximus import api, limits
+from maximus import __version__, api, limits
 from maximus.cli.connection import with_connection_options
 from maximus.engines import ENGINES
 from maximus.errors import ConsistencyError, EngineError, MaximusError, UserError, cause
@@ -53,6 +53,18 @@ Warmup = Annotated[float, typer.Option("--warmup", help="Seconds of warm-up, exc
 Duration = Annotated[float, typer.Option("--duration", "-d", help="Seconds of the measured window.")]
 Yes = Annotated[bool, typer.Option("--yes", help="Run a plan estimated to take more than a day (asked for "
                                    "otherwise).")]
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        out.print(f"maximus {__version__}", highlight=False)
+        raise Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                                help="Print Maximus's version and exit.")] = False) -> None:
+    pass  # the options of ``maximus`` itself, before a command: --version
 
 
 def _given(**settings: Any) -> dict[str, Any]:

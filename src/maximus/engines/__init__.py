@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import Mapping
 
-from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Engine, Session
+from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Driver, Engine, Session
 from maximus.engines.mariadb import MariaDBEngine
 from maximus.engines.postgres import PostgresEngine
 from maximus.engines.sqlite import SQLiteEngine
@@ -22,6 +22,14 @@ def engine_class(name: str) -> type[Engine]:
         close = difflib.get_close_matches(name, list(ENGINES), n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
         raise UserError(f"unknown engine {name!r}{hint} (available: {', '.join(ENGINES)})") from None
+
+
+def runnable_engine(name: str) -> type[Engine]:
+    """The engine to run, its driver installed (``Engine.require_driver``): what reading stored results needs is
+    ``engine_class``."""
+    engine = engine_class(name)
+    engine.require_driver()
+    return engine
 
 
 def check_connection(engine: type[Engine], connection: Mapping[str, str | None]) -> None:
@@ -48,5 +56,5 @@ def connection_options() -> list[ConnectionOption]:
     return list(options.values())
 
 
-__all__ = ["Capabilities", "ConnectionOption", "Dialect", "ENGINES", "Engine", "Session", "check_connection",
-           "connection_options", "engine_class"]
+__all__ = ["Capabilities", "ConnectionOption", "Dialect", "Driver", "ENGINES", "Engine", "Session",
+           "check_connection", "connection_options", "engine_class", "runnable_engine"]

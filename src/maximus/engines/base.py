@@ -18,6 +18,7 @@ Contract (checked by ``tests/contracts/test_engines.py`` for every engine):
 
 from __future__ import annotations
 
+import importlib.util
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ import numpy as np
 
 from maximus.engines.pump import Pump, PythonPump
 from maximus.engines.session import AsyncSession, Session
+from maximus.errors import UserError
 from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
 
@@ -58,6 +60,32 @@ class ConnectionOption:
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Driver:
+    """The Python package an engine's sessions need, one of Maximus's extras (``pip install 'maximus[extra]'``): only
+    the engine imports it, when it is used, so the rest of Maximus installs and runs without it."""
+
+    module: str  # what is imported: "MySQLdb"
+    extra: str  # the extra of Maximus's that brings it: "mariadb"
+    compiles_against: tuple[str, ...] = ()  # Debian's packages pip builds it with, where it has no wheel
+
+    def missing(self, engine: str) -> str | None:
+        """Why ``engine`` cannot run here, in one line, or None when its driver imports."""
+        try:
+            importlib.import_module(self.module)
+        except ImportError as error:
+            found = importlib.util.find_spec(self.module.split(".")[0]) is not None
+            problem = f"cannot load its driver ({error})" if found else "needs its driver"
+            return f"the {engine} engine {problem}: pip install 'maximus[{self.extra}]'{self._needs()}"
+        return None
+
+    def _needs(self) -> str:
+        if not self.compiles_against:
+            return ""
+        packages = " ".join(self.compiles_against)
+        return f" (it compiles against {self.compiles_against[0]}; apt-get install {packages})"
 
 
 def _as_given(value: Any) -> Any:
@@ -96,6 +124,7 @@ class Engine(ABC):
     capabilities: ClassVar[Capabilities]
     dialect: ClassVar[Dialect]
     connection_options: ClassVar[tuple[ConnectionOption, ...]] = ()  # the keys of ``connection`` it understands
+    driver: ClassVar[Driver | None] = None  # an embedded engine's may come with Python (sqlite3)
     lock_wait_knob: ClassVar[str | None] = None  # the knob bounding a lock wait
     short_lock_wait: ClassVar[str] = "200"  # a value of it that ends a lock wait within about a second (200 ms)
     # A connection-time knob, a value other than its default, and that value as ``reported_settings`` gives it:
@@ -121,6 +150,13 @@ class Engine(ABC):
         """The catalogue that validates ``settings``: where a knob chooses the server itself (PostgreSQL's
         ``bin_dir``), the other knobs are that server's."""
         return cls.catalogue(connection)
+
+    @classmethod
+    def require_driver(cls) -> None:
+        """Refuse, in one line, an engine whose driver is not installed, before anything runs."""
+        problem = cls.driver.missing(cls.name) if cls.driver else None
+        if problem:
+            raise UserError(problem)
 
     @classmethod
     def driver_error(cls) -> type[Exception]:

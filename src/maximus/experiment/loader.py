@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from maximus import limits, system
-from maximus.engines import engine_class
+from maximus.engines import engine_class, runnable_engine
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
 from maximus.knobs import KnobCatalogue
@@ -188,7 +188,7 @@ def _choice(source: _Source, data: Mapping, where: tuple, kind: type, default: A
 def _engine_name(source: _Source, data: Mapping) -> str:
     name = _text(source, data, ("engine",), "sqlite")
     try:
-        engine_class(name)
+        runnable_engine(name)
     except UserError as error:
         raise source.error(("engine",), str(error)) from None
     return name

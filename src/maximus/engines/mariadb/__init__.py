@@ -11,6 +11,7 @@ InnoDB files on a managed server, a twin database on a server of the user's.
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -18,13 +19,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from maximus.engines._copy_text import copy_text
-from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Engine, Session
+from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Driver, Engine, Session
 from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
 from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
-from maximus.engines.mariadb.pump import call_pump
 from maximus.engines.mariadb.servers import ServerControl, connect
-from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_ints, call_parameters, datetime_of
+from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_ints, datetime_of
 from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
 from maximus.engines.mariadb.translate import UTC_NOW
 from maximus.engines.pump import Pump
@@ -44,6 +44,18 @@ _REPORTED = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "inno
              "sync_binlog", "log_bin", "tx_isolation", "max_connections", "performance_schema")
 
 
+@functools.cache
+def _literals() -> Callable[[Sequence[Any]], tuple[bytes, ...]]:
+    from maximus.engines.mariadb.literals import call_parameters
+
+    return call_parameters
+
+
+def call_parameters(params: Sequence[Any]) -> tuple[bytes, ...]:
+    """A call's parameters as SQL literals (``literals.py``), which needs the driver: imported at the first call."""
+    return _literals()(params)
+
+
 def server_control(connection: Mapping[str, str]) -> type[ServerControl]:
     """A server of the user's when the connection names one (a DSN), else a managed one."""
     return ExternalServer if connection.get("dsn") else ManagedServer
@@ -60,6 +72,7 @@ class MariaDBEngine(Engine):
         ConnectionOption("allow_changes", "MariaDB external mode: let Maximus set knobs with SET GLOBAL (put back "
                          "after the run).", kind="flag"),
     )
+    driver = Driver("MySQLdb", "mariadb", ("libmariadb-dev", "pkg-config"))
     capabilities = Capabilities(single_writer=False, server_process=True, server_side_procedures=True,
                                 split_calls=True)
     dialect = Dialect("mariadb", for_update=" FOR UPDATE", call_parameters=call_parameters, utc_now=UTC_NOW,
@@ -270,6 +283,8 @@ class MariaDBEngine(Engine):
         session.load_data(table, columns, text)
 
     def call_pump(self) -> Pump:
+        from maximus.engines.mariadb.pump import call_pump
+
         return call_pump()
 
     def classify(self, error: BaseException) -> Outcome:

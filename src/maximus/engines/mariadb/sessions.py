@@ -14,9 +14,6 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Callable, Sequence
 
-from MySQLdb import _mysql
-from MySQLdb.converters import conversions as _ENCODERS
-
 from maximus.engines.mariadb.translate import Plan, translate
 from maximus.engines.session import Session
 from maximus.errors import EngineError
@@ -28,36 +25,6 @@ _LOST = {2006, 2013, 2055}  # server has gone away, lost connection during query
 # NO_BACKSLASH_ESCAPES would read otherwise: a server's mode that has it loses it (its name made a duplicate).
 SQL_MODE = ("SET SESSION sql_mode = CONCAT(REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', 'PIPES_AS_CONCAT'), "
             "',PIPES_AS_CONCAT')")
-
-
-_TO_JSON = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with separators builds an encoder per call
-_ARRAYS = (list, tuple)
-
-
-def sql_literal(value: Any) -> bytes:
-    """A stored-function call's parameter as an SQL literal, as the driver writes one for a UTF-8 connection; an
-    array (New-Order's lines) as JSON text, which a function's JSON parameter takes (the driver would write a list
-    as ``(1,2,3)``). The reference for the C conversion (``_mariadb_pump.sql_literals``)."""
-    if value.__class__ in _ARRAYS:
-        value = _TO_JSON(value)
-    if isinstance(value, str):
-        return _mysql.string_literal(value.encode())
-    literal = _mysql.escape(value, _ENCODERS)
-    return literal if isinstance(literal, bytes) else literal.encode()
-
-
-def _sql_literals(params: Sequence[Any]) -> tuple[bytes, ...]:
-    return tuple(map(sql_literal, params))
-
-
-try:
-    from maximus.engines._mariadb_pump import sql_literals as _c_sql_literals
-except ImportError:  # built without a C compiler
-    _c_sql_literals = None
-
-# What Session.call and the pumps take: a call's parameters as SQL literals, written in C when it is built.
-call_parameters: Callable[[Sequence[Any]], tuple[bytes, ...]] = (
-    functools.partial(_c_sql_literals, sql_literal) if _c_sql_literals else _sql_literals)
 
 
 def datetime_of(value: Any) -> datetime | None:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from maximus.engines._copy_text import copy_text
-from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Engine, Session
+from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Driver, Engine, Session
 from maximus.engines.postgres import pump
 from maximus.engines.postgres.catalogue import DURABILITY
 from maximus.engines.postgres.external import ExternalServer, system_service_in
@@ -80,6 +80,7 @@ class PostgresEngine(Engine):
                          "knobs that need it, and again after the run; implies --allow-changes.", kind="flag",
                          implies="allow_changes"),
     )
+    driver = Driver("psycopg", "postgres")  # psycopg[binary]: its wheels bring libpq
     capabilities = Capabilities(single_writer=False, server_process=True, server_side_procedures=True,
                                 async_sessions=True, split_calls=True)
     dialect = Dialect("postgres", for_update=" FOR UPDATE", primary_keys_after_load=True,
