@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from interrupting import default_dispositions  # tests/interrupting.py
+
 
 def _status(results: Path) -> tuple[str, int] | None:
     if not results.exists():
@@ -39,7 +41,8 @@ def test_interrupted_run_is_stored_as_interrupted_with_its_samples(workdir: Path
     results = tmp_path / "results.db"
     process = subprocess.Popen([sys.executable, "-m", "maximus", "run", "--workdir", str(workdir), "--results",
                                 str(results), "--warmup", "1", "--duration", "60"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=default_dispositions)
     _wait_until_measuring(results, workdir)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)

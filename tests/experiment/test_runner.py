@@ -21,6 +21,8 @@ from maximus.errors import EngineError
 from maximus.experiment import runner
 from maximus.records import RunStatus
 
+from interrupting import default_dispositions  # tests/interrupting.py
+
 EXPERIMENT = """\
 name = "runner test"
 clients = [1]
@@ -180,7 +182,8 @@ def test_ctrl_c_stops_an_experiment_with_the_command_that_resumes_it(tmp_path: P
     results = tmp_path / "results.db"
     command = [sys.executable, "-m", "maximus", "experiment", "run", str(_write(tmp_path, repeats=1, duration=5.0)),
                "--workdir", str(tmp_path / "work"), "--results", str(results)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                               preexec_fn=default_dispositions)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (_statuses(results) and _statuses(results)[-1][1] == "running"):
         time.sleep(0.1)

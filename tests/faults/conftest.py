@@ -24,6 +24,8 @@ from maximus.store import ResultsStore
 from maximus.records import CheckResult, RunRecord
 from maximus.records import TxnSample
 
+from interrupting import default_dispositions  # tests/interrupting.py
+
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 
 MARK = "MAXIMUS_FAULT_TEST"  # in the environment of every process a command of these tests starts
@@ -49,7 +51,8 @@ class Harness:
 
     def spawn(self, *args: str, cwd: Path | None = None, own_group: bool = False) -> subprocess.Popen:
         return subprocess.Popen(self.command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=self.environment(), cwd=cwd, start_new_session=own_group)
+                                env=self.environment(), cwd=cwd, start_new_session=own_group,
+                                preexec_fn=default_dispositions)
 
     @staticmethod
     def finish(process: subprocess.Popen, timeout: float = 120) -> tuple[int, str, str]:

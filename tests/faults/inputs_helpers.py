@@ -16,6 +16,8 @@ from typing import Callable
 from maximus.records import RunStatus
 from maximus.store import ResultsStore
 
+from interrupting import default_dispositions  # tests/interrupting.py
+
 
 def maximus(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 180) -> subprocess.CompletedProcess:
@@ -39,7 +41,8 @@ def assert_left_nothing_running(process: subprocess.Popen) -> None:
 
 def start(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "maximus", *args], cwd=cwd, env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=default_dispositions)
 
 
 def stop(process: subprocess.Popen) -> None:

@@ -39,6 +39,8 @@ from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
 from maximus.workloads.tpcc.server_side import Call, ServerSide
 
+from interrupting import default_dispositions, keyboard_interrupts  # tests/interrupting.py
+
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 
 
@@ -725,7 +727,7 @@ def test_ctrl_c_during_a_parallel_build_is_one_line_and_leaves_no_loader_or_serv
     and Maximus said nothing (typer turns a KeyboardInterrupt into a silent exit code 130)."""
     process = subprocess.Popen([sys.executable, "-m", "maximus", "load", "-e", "postgres", "--warehouses", "8",
                                 "--workdir", str(server_workdir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
+                               text=True, start_new_session=True, preexec_fn=default_dispositions)
     deadline, loaders = time.monotonic() + 60, []
     while time.monotonic() < deadline and process.poll() is None and len(loaders) < 2:
         loaders = [pid for pid in _children(process.pid) if "spawn_main" in _process.command_line(pid)]
@@ -761,7 +763,7 @@ def test_ctrl_c_during_the_index_phase_cancels_the_index_builds_under_way(server
 
     with api.running(engine), psycopg.connect(engine._dsn("postgres"), autocommit=True) as admin:
         threading.Thread(target=interrupt_once_they_sleep, daemon=True).start()
-        with pytest.raises(KeyboardInterrupt):
+        with keyboard_interrupts(), pytest.raises(KeyboardInterrupt):
             api.load_database(engine, ONE_WAREHOUSE, seed=1)
         assert sent and time.monotonic() - sent[0] < 5  # not the 20 s of the sleeps under way
         assert admin.execute(sleeping, (slow,)).fetchone()[0] == 0  # stopped on the server, not left to run

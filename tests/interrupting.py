@@ -1,0 +1,31 @@
+"""What a test that interrupts a process sets first: that signal's disposition in the process it signals.
+
+A shell that starts a command in the background (``make test > log &`` in a script, ``nohup``) starts it with
+SIGINT and SIGQUIT ignored, and every process started from there inherits that, through fork and exec: a Ctrl-C
+sent to Maximus would then do nothing, and the test would measure how its caller was started."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from typing import Iterator
+
+# What the tests send: an interactive shell starts its commands with each at its default.
+SENT = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP)
+
+
+def default_dispositions() -> None:
+    """``preexec_fn`` of a process a test will signal: each signal a test sends at its default disposition, as a
+    shell at a terminal starts it (Python then turns SIGINT into KeyboardInterrupt, as it does at a terminal)."""
+    for signum in SENT:
+        signal.signal(signum, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def keyboard_interrupts() -> Iterator[None]:
+    """In the test's own process: SIGINT raises KeyboardInterrupt in the main thread, then as it was."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
