@@ -18,7 +18,7 @@ from MySQLdb import _mysql
 from maximus import api
 from maximus.engines.mariadb import MariaDBEngine, MariaDBSession
 from maximus.engines.mariadb.pump import MariaDBPump
-from maximus.engines.mariadb.sessions import call_parameters
+from maximus.engines.mariadb.literals import call_parameters
 from maximus.engines.pump import DONE, FAILED, Pump, PythonPump
 from maximus.workloads.tpcc.emulator import TpccRunSettings
 from maximus.workloads.tpcc.random import NURandConstants

@@ -1,5 +1,5 @@
 """A stored-function call's parameters as SQL literals: the C conversion (_mariadb_pump.c's sql_literals) must write
-the bytes the Python reference (sessions.sql_literal) writes; the server reads them back in
+the bytes the Python reference (literals.sql_literal) writes; the server reads them back in
 test_mariadb_pump.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 from MySQLdb import _mysql
 
-from maximus.engines.mariadb import MariaDBEngine, sessions
+from maximus.engines.mariadb import MariaDBEngine, literals
 
 VALUES = [
     (1, 3, 1234, [12, 345, 6789, 100000, 5], [1, 1, 2], [5, 3, 10]),  # a New-Order's
@@ -26,22 +26,22 @@ VALUES = [
 
 
 def _c_literals(params: object) -> tuple[bytes, ...]:
-    return sessions._c_sql_literals(sessions.sql_literal, params)
+    return literals._c_sql_literals(literals.sql_literal, params)
 
 
 @pytest.mark.parametrize("params", VALUES, ids=range(len(VALUES)))
 def test_the_c_conversion_writes_the_bytes_the_python_one_writes(params: tuple) -> None:
-    assert _c_literals(params) == sessions._sql_literals(params)
+    assert _c_literals(params) == literals._sql_literals(params)
 
 
 def test_the_c_conversion_raises_what_the_python_one_raises() -> None:
     for value, kind in ((float("inf"), _mysql.ProgrammingError), ("\udc80", UnicodeEncodeError)):
         with pytest.raises(kind):
-            sessions.sql_literal(value)
+            literals.sql_literal(value)
         with pytest.raises(kind):
             _c_literals((1, value))
     with pytest.raises(TypeError, match="must be bytes"):
-        sessions._c_sql_literals(lambda value: "text", [1.5])
+        literals._c_sql_literals(lambda value: "text", [1.5])
 
 
 def test_the_c_conversion_holds_the_parameters_while_python_code_runs() -> None:
@@ -52,12 +52,12 @@ def test_the_c_conversion_holds_the_parameters_while_python_code_runs() -> None:
     def clearing(value: object) -> bytes:
         params.clear()
         _ = [["reused"] * 5 for _ in range(50)]  # would take the freed list's memory
-        return sessions.sql_literal(value)
+        return literals.sql_literal(value)
 
-    assert sessions._c_sql_literals(clearing, params) == (b"1.5e0", b"'[1,2]'", b"'x'")
+    assert literals._c_sql_literals(clearing, params) == (b"1.5e0", b"'[1,2]'", b"'x'")
 
 
 def test_the_engine_converts_with_the_compiled_function() -> None:
-    assert sessions._c_sql_literals is not None, \
+    assert literals._c_sql_literals is not None, \
         "maximus.engines._mariadb_pump was not compiled: pip install -e . needs a C compiler (docs/mariadb.md)"
     assert MariaDBEngine.dialect.call_parameters((1, "a", [2])) == (b"1", b"'a'", b"'[2]'")

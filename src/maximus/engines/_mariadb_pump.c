@@ -121,7 +121,7 @@ static void driver_release(Pump *pump, Slot *slot) {
     slot->pending = NULL;  /* nothing is held between a send and its result */
 }
 
-/* -- a call's parameters as SQL literals: sessions.py's sql_literal, which is the reference -- */
+/* -- a call's parameters as SQL literals: literals.py's sql_literal, which is the reference -- */
 
 /* A string literal as mysql_escape_string writes it for UTF-8 text, quotes included. */
 static int literal_add_text(Text *text, const char *utf8, Py_ssize_t size) {

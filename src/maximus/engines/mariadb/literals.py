@@ -5,22 +5,20 @@ is an extra (``maximus[mariadb]``)."""
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any, Callable, Sequence
 
 from MySQLdb import _mysql
 from MySQLdb.converters import conversions as _ENCODERS
 
-_TO_JSON = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with separators builds an encoder per call
-_ARRAYS = (list, tuple)
+from maximus.engines.mariadb.sessions import ARRAYS, JSON_TEXT
 
 
 def sql_literal(value: Any) -> bytes:
     """A stored-function call's parameter as an SQL literal, as the driver writes one for a UTF-8 connection; an
     array (New-Order's lines) as JSON text, which a function's JSON parameter takes (the driver would write a list
     as ``(1,2,3)``). The reference for the C conversion (``_mariadb_pump.sql_literals``)."""
-    if value.__class__ in _ARRAYS:
-        value = _TO_JSON(value)
+    if value.__class__ in ARRAYS:
+        value = JSON_TEXT(value)
     if isinstance(value, str):
         return _mysql.string_literal(value.encode())
     literal = _mysql.escape(value, _ENCODERS)

@@ -6,7 +6,6 @@ code, so a client-side transaction costs a round trip per batch, not per stateme
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import tempfile
@@ -18,6 +17,9 @@ from maximus.engines.mariadb.translate import Plan, translate
 from maximus.engines.session import Session
 from maximus.errors import EngineError
 
+# An array parameter (New-Order's lines) is written as JSON text, which a function's JSON parameter takes.
+JSON_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with separators builds an encoder per call
+ARRAYS = (list, tuple)
 PER_STATEMENT_SNAPSHOTS = {"READ-COMMITTED", "READ-UNCOMMITTED"}
 _LOST = {2006, 2013, 2055}  # server has gone away, lost connection during query, lost connection at ...
 # PostgreSQL's "||" concatenates: the shared SQL uses it (Payment's C_DATA). MariaDB's own stored functions are
@@ -217,7 +219,7 @@ class MariaDBSession(Session):
         out = [pieces[0]]
         for piece, index in zip(pieces[1:], takes):
             value = params[index]
-            out.append(literal(_TO_JSON(value) if value.__class__ in _ARRAYS else value))
+            out.append(literal(JSON_TEXT(value) if value.__class__ in ARRAYS else value))
             out.append(piece)
         return b"".join(out)
 
