@@ -138,3 +138,28 @@ def test_starting_maximus_imports_no_engine_driver() -> None:
     imported, installed = shown.stdout.splitlines()
     assert installed.split() == ["True", "True"], shown.stderr  # else this would prove nothing
     assert imported == ""
+
+
+def _fake(bin_dir: Path, name: str, script: str) -> None:
+    (bin_dir / name).write_text("#!/bin/bash\n" + script)
+    (bin_dir / name).chmod(0o755)
+
+
+@pytest.mark.parametrize(("python", "said"), [
+    ('case "$*" in *ensurepip*) exit 1;; esac\nexec "$REAL" "$@"\n',
+     "{python} cannot make a virtual environment with pip in it: install python{v}-venv "
+     "(apt-get install python{v}-venv)"),
+    ('case "$*" in *version_info\\ \\<*) exit 1;; *print*) echo 3.9; exit;; esac\nexec "$REAL" "$@"\n',
+     "Maximus needs Python 3.11 or later, and {python} is 3.9"),
+])
+def test_make_says_in_one_line_what_python_lacks(tmp_path: Path, python: str, said: str) -> None:
+    """Debian's own Python without python3.X-venv (ensurepip), or a Python too old, as a user who is not root meets
+    it (root on Debian gets the package installed)."""
+    _fake(tmp_path, "python", python)
+    _fake(tmp_path, "id", 'echo 1000\n')  # not root: told, not installed for
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "python-venv"), str(tmp_path / "python")],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "REAL": sys.executable, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "error: " + said.format(v=version, python=tmp_path / "python") + "\n"

@@ -6,6 +6,7 @@ PostgreSQL runs as a managed server started by the tests (initdb once, then a se
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -16,7 +17,7 @@ from typer.testing import CliRunner
 from maximus import api
 from maximus.api import running
 from maximus.cli.app import app
-from maximus.engines import ENGINES, Engine
+from maximus.engines import ENGINES, Driver, Engine
 from maximus.errors import EngineError, UserError
 from maximus.records import Outcome, RunStatus
 
@@ -45,6 +46,36 @@ def started(engine_class: type[Engine], server_workdir: Path, tmp_path: Path) ->
     yield make
     for engine in engines:
         engine.stop()
+
+
+def test_a_driver_is_an_extra_that_installs_it(engine_class: type[Engine]) -> None:
+    """An engine's driver is one of Maximus's extras, never a core dependency, and it is installed here (the suite
+    installs every extra): ``require_driver`` lets the engine run."""
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    driver = engine_class.driver
+    if driver is None:
+        return  # it comes with Python (sqlite3)
+    extra = project["optional-dependencies"][driver.extra]
+    assert extra and driver.extra in project["optional-dependencies"]["all"][0]
+    named = {requirement.split("[")[0].split(">")[0].split("=")[0] for requirement in extra}
+    assert not named & {r.split("[")[0].split(">")[0].split("=")[0] for r in project["dependencies"]}
+    assert driver.missing(engine_class.name) is None
+    engine_class.require_driver()
+
+
+def test_a_missing_or_broken_driver_is_one_line_naming_the_extra(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    absent = Driver("maximus_test_absent_driver", "absent", ("libabsent-dev", "pkg-config"))
+    assert absent.missing("x") == ("the x engine needs its driver: pip install 'maximus[absent]' (it compiles "
+                                   "against libabsent-dev; apt-get install libabsent-dev pkg-config)")
+    (tmp_path / "maximus_test_broken_driver.py").write_text("raise ImportError('libbroken.so.3: no such file')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    broken = Driver("maximus_test_broken_driver", "broken")
+    assert broken.missing("y") == ("the y engine cannot load its driver (libbroken.so.3: no such file): "
+                                   "pip install 'maximus[broken]'")
+    monkeypatch.setattr(MiniEngine, "driver", absent)
+    with pytest.raises(UserError, match=r"^the mini engine needs its driver: pip install 'maximus\[absent\]'"):
+        MiniEngine.require_driver()
 
 
 def test_every_knob_default_parses_and_is_described(engine_class: type[Engine]) -> None:
