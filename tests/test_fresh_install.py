@@ -6,6 +6,7 @@ this costs seconds once the suite's own environment was installed."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -163,3 +164,79 @@ def test_make_says_in_one_line_what_python_lacks(tmp_path: Path, python: str, sa
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "error: " + said.format(v=version, python=tmp_path / "python") + "\n"
+
+
+# A read verb run in the new environment with every way of starting a process refused: reading results starts
+# no server, no worker, no tool.
+NO_PROCESS = """
+import _posixsubprocess, os, sys
+def refused(*args, **kwargs):
+    raise SystemExit("error: a read command started a process")
+os.fork = os.posix_spawn = os.posix_spawnp = os.execv = os.execve = _posixsubprocess.fork_exec = refused
+from maximus.cli import main
+main()
+"""
+SERVER_EXPERIMENT = """\
+name = "{engine} anywhere"
+engine = "{engine}"
+clients = [1]
+repeats = 2
+[workload]
+warehouses = 1
+warmup = 0.5
+duration = 1
+[baseline]
+{knob} = "{value}"
+"""
+
+
+class _Quiet:
+    def run_starting(self, position, total, planned):
+        return None
+
+    def run_finished(self, planned, run_id, error):
+        assert error is None, error
+
+    def note(self, message):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server_results(server_workdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A results database holding a PostgreSQL experiment (1) and a MariaDB one (2), made here with the drivers."""
+    from maximus.experiment import runner
+
+    folder = tmp_path_factory.mktemp("server-results")
+    for engine, knob, value in (("postgres", "work_mem", "8MB"), ("mariadb", "innodb_lock_wait_timeout", "7")):
+        path = folder / f"{engine}.toml"
+        path.write_text(SERVER_EXPERIMENT.format(engine=engine, knob=knob, value=value))
+        runner.start(path, server_workdir, folder / "results.db", _Quiet())
+    return folder / "results.db"
+
+
+def _read(bin_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(bin_dir / "python"), "-c", NO_PROCESS, *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_results_of_server_engines_read_where_neither_engine_nor_its_driver_is(fresh: Path, server_results: Path,
+                                                                               tmp_path: Path) -> None:
+    """A results database mailed to a colleague: every read verb, in the core install, starting no process."""
+    results = tmp_path / "mailed.db"
+    shutil.copy(server_results, results)
+    at = ("--results", str(results))
+    listed = _read(fresh, "runs", *at, cwd=tmp_path).stdout
+    assert listed.count(" complete ") == 4 and "postgres" in listed and "mariadb" in listed
+    for run, engine in ((1, "postgres"), (3, "mariadb")):
+        shown = _read(fresh, "show", str(run), *at, cwd=tmp_path).stdout
+        assert "tpmC" in shown and engine in shown
+    assert "B/A" in _read(fresh, "compare", "3", "4", *at, cwd=tmp_path).stdout
+    for experiment, name in ((1, "postgres anywhere"), (2, "mariadb anywhere")):
+        shown = _read(fresh, "experiment", "show", str(experiment), *at, cwd=tmp_path).stdout
+        assert name in shown and "Step 0: baseline" in shown
+        _read(fresh, "report", str(experiment), "-o", str(tmp_path / f"{experiment}.html"), *at, cwd=tmp_path)
+        assert (tmp_path / f"{experiment}.html").stat().st_size > 1_000_000
+        exported = json.loads(_read(fresh, "export", str(experiment), "--format", "json", *at, cwd=tmp_path).stdout)
+        assert exported

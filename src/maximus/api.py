@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from maximus.analysis.experiment import ExperimentReport, analyse_experiment
-from maximus.analysis.run import RunReport, analyse_run, run_column
+from maximus.analysis.run import RunReport, analyse_run, listed_runs, run_column
 from maximus.analysis.targets import Comparison, compare_targets
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_database, default_workdir,
                               load_database, locked, make_engine, prepare_database, running)
+from maximus.experiment.runner import keep_models
 from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failure_excess, record_failed_run,
                           run_benchmark, terminal_hosting)
 from maximus.store import ResultsStore, default_results_path
@@ -21,14 +22,18 @@ __all__ = [
     "BenchmarkOptions", "Build", "Comparison", "ExperimentReport", "Layout", "LoadProgress", "PreparedDatabase",
     "ResultsStore",
     "RunOutcome", "RunReport", "analyse_experiment", "analyse_run", "check_database", "compare_targets",
-    "default_results_path", "default_workdir", "deferred_workers", "failure_excess", "load_database", "locked",
+    "default_results_path", "default_workdir", "deferred_workers", "failure_excess", "listed_runs", "load_database",
+    "locked",
     "make_engine", "open_results", "prepare_database", "record_failed_run", "report_of_run", "run_benchmark",
     "recover_system", "run_column", "running", "system_applied", "terminal_hosting",
 ]
 
 
 def open_results(path: Path | None = None) -> ResultsStore:
-    return ResultsStore(path or default_results_path())
+    """The results database, each experiment in it with its resolved model (``runner.keep_models``)."""
+    store = ResultsStore(path or default_results_path())
+    keep_models(store)
+    return store
 
 
 def report_of_run(results: Path, run_id: int) -> RunReport:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+import tomllib
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio, Verdict, compare, estimate
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.steady import steady_state_warning, window_series
-from maximus.experiment.loader import stored_experiment
+from maximus.errors import UserError
 from maximus.experiment.model import Experiment
+from maximus.experiment.model import from_data as model_from_data
 from maximus.experiment.plan import from_data
 from maximus.records import ExperimentRecord, RunStatus
 from maximus.store import ResultsStore
@@ -134,10 +136,26 @@ class ExperimentReport:
     presentation: Presentation  # how the experiment's workload names its figures
 
 
+def stored_model(record: ExperimentRecord) -> Experiment:
+    """The experiment as it was resolved when it was planned, from its plan: its file is not read again."""
+    if "model" not in record.plan:  # what api.open_results could not add here (experiment.runner.keep_models)
+        raise UserError(f"experiment {record.id} was stored by an older Maximus, which did not keep its resolved "
+                        f"settings: read it once on a machine where its engine{_engine_named(record)} runs, which "
+                        "keeps them")
+    return model_from_data(record.plan["model"])
+
+
+def _engine_named(record: ExperimentRecord) -> str:
+    try:
+        return f" ({tomllib.loads(record.source_text).get('engine', 'sqlite')})"
+    except tomllib.TOMLDecodeError:
+        return ""
+
+
 def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentReport:
     """Per step and client count: estimates over repeats, gains, verdicts; from the stored raw samples."""
     record = store.experiment(experiment_id)
-    experiment = stored_experiment(record)
+    experiment = stored_model(record)
     workload = workload_named(experiment.workload.name)
     planned = {run.key: run for run in from_data(record.plan["runs"])}
     rows = []

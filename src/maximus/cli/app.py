@@ -206,10 +206,10 @@ def runs(results: Results = None) -> None:
     """List the stored runs."""
     store = api.open_results(results)
     try:
-        reports = [api.analyse_run(store, r.id) for r in store.runs()]
+        listed = api.listed_runs(store)
     finally:
         store.close()
-    view.render_runs(out, [(r.record, r.presentation, r.figures.headline) for r in reports])
+    view.render_runs(out, listed)
 
 
 @app.command()

@@ -13,6 +13,7 @@ from maximus import limits, system
 from maximus.engines import engine_class, runnable_engine
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
+from maximus.experiment.model import from_data as model_from_data
 from maximus.knobs import KnobCatalogue
 from maximus.records import MAX_FAILED_PERCENT, ExperimentRecord
 from maximus.workloads import workload as workload_named
@@ -333,7 +334,10 @@ def _step_name(source: _Source, where: tuple, raw: Mapping) -> str:
 
 
 def stored_experiment(record: ExperimentRecord) -> Experiment:
-    """The experiment exactly as it was planned: parsed from the stored text, with stored overrides."""
+    """The experiment exactly as it was planned: the resolved model stored with its plan, or for one stored
+    before Maximus kept that, parsed from the stored text, with stored overrides."""
+    if "model" in record.plan:
+        return model_from_data(record.plan["model"])
     experiment = parse_experiment(record.source_text, Path(record.source_path))
     stored = record.plan.get("experiment", {})
     return _apply(experiment, stored) if stored else experiment

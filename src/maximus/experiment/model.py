@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Mapping
 
@@ -65,3 +65,17 @@ class Experiment:
     @property
     def baseline(self) -> Step:
         return self.steps[0]
+
+
+def to_data(experiment: Experiment) -> dict[str, Any]:
+    """The experiment as JSON data: stored with its plan, so that reading its results needs neither its file
+    nor the engine that validated it (``from_data``)."""
+    return asdict(experiment)
+
+
+def from_data(data: Mapping[str, Any]) -> Experiment:
+    """The experiment ``to_data`` stored, as it was resolved when it was planned."""
+    return Experiment(**{**data, "steps": tuple(Step(**step) for step in data["steps"]),
+                         "clients": tuple(data["clients"]), "order": Order(data["order"]),
+                         "workload": Workload(**data["workload"]),
+                         "hygiene": Hygiene(**{**data["hygiene"], "load": LoadPolicy(data["hygiene"]["load"])})})

@@ -16,8 +16,9 @@ from maximus import locks, system
 from maximus.driver.scheduler import Observer
 from maximus.errors import MaximusError, UserError, cause
 from maximus.experiment.loader import load_experiment, stored_experiment, stored_overrides
-from maximus.experiment.model import Experiment
-from maximus.experiment.plan import PlannedRun, estimate, from_data, plan, to_data
+from maximus.experiment.model import Experiment, to_data
+from maximus.experiment.plan import PlannedRun, estimate, from_data, plan
+from maximus.experiment.plan import to_data as plan_data
 from maximus.records import RunStatus
 from maximus.runs import BenchmarkOptions, record_failed_run, run_benchmark
 from maximus.store import ResultsStore
@@ -51,7 +52,8 @@ def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver
     store = ResultsStore(results)
     try:
         experiment_id = store.create_experiment(experiment.name, str(path), Path(path).read_text(),
-                                                {"runs": to_data(runs), "experiment": stored_overrides(experiment)})
+                                                {"runs": plan_data(runs), "experiment": stored_overrides(experiment),
+                                                 "model": to_data(experiment)})
     finally:
         store.close()
     with running_experiment(results, experiment_id):
@@ -79,6 +81,18 @@ def resume(experiment_id: int | None, workdir: Path, results: Path, observer: Ex
         observer.note(f"estimated time of what is left: {estimate(experiment, left).text()}")
         execute(record.id, experiment, runs, workdir, results, observer)
     return record.id
+
+
+def keep_models(store: ResultsStore) -> None:
+    """Experiments stored before Maximus kept their resolved model with their plan get it now, read again from
+    their stored file as when they ran, where that can be done here (the engine that validates the file is
+    installed): reading their results then needs neither. One that cannot stays as it is, and reading it says so."""
+    for record in store.experiments():
+        if "model" not in record.plan:
+            try:
+                store.keep_experiment_model(record.id, to_data(stored_experiment(record)))
+            except MaximusError:
+                pass
 
 
 def _allowed(experiment: Experiment) -> None:

@@ -234,6 +234,14 @@ class ResultsStore:
         return int(cursor.lastrowid)
 
     @guarded
+    def keep_experiment_model(self, experiment_id: int, model: Mapping[str, Any]) -> None:
+        """Add the resolved experiment to the plan of one stored before Maximus kept it there."""
+        with self._db:
+            row = self._db.execute("SELECT plan FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
+            plan = json.loads(row[0]) | {"model": dict(model)}
+            self._db.execute("UPDATE experiments SET plan = ? WHERE id = ?", (json.dumps(plan), experiment_id))
+
+    @guarded
     def finish_experiment(self, experiment_id: int) -> None:
         with self._db:
             self._db.execute("UPDATE experiments SET status = 'complete', finished_at = ? WHERE id = ?",
@@ -277,6 +285,21 @@ class ResultsStore:
         rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error"
                                 " FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
         return [TxnSample(t, name, s, lat, Outcome(o), a, e) for t, name, s, lat, o, a, e in rows]
+
+    @guarded
+    def completions_in_window(self, headlines: Mapping[str, str]) -> dict[int, int]:
+        """Per run, its completed (committed or rolled back) transactions of the one its workload names in
+        ``headlines``, whose whole response time lies inside its window (``Window.holds``): one query for every run,
+        where ``samples`` would read each run's samples whole."""
+        found: dict[int, int] = {}
+        for workload, transaction in headlines.items():
+            rows = self._db.execute(
+                "SELECT r.id, count(s.run_id) FROM runs AS r LEFT JOIN txn_samples AS s ON s.run_id = r.id"
+                " AND s.transaction_name = ? AND s.outcome IN (?, ?) AND s.start >= r.window_start"
+                " AND s.start + s.latency <= r.window_end WHERE r.workload = ? GROUP BY r.id",
+                (transaction, Outcome.COMMITTED.value, Outcome.ROLLED_BACK.value, workload))
+            found.update(rows)
+        return found
 
     @guarded
     def deferred_results(self, run_id: int) -> list[DeferredResult]:

@@ -1,0 +1,86 @@
+"""Reading stored results needs only the results database: an experiment's resolved model is stored with its plan
+(its file is not read again, so its engine need not be here), and the run list counts each run's headline in one
+query, equal to the figure the full analysis gives."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from maximus import api
+from maximus.analysis.experiment import analyse_experiment
+from maximus.analysis.run import analyse_run, listed_runs
+from maximus.errors import UserError
+from maximus.experiment.loader import parse_experiment
+from maximus.experiment.model import from_data
+from maximus.store import ResultsStore
+
+
+def test_the_run_list_counts_each_headline_as_the_full_analysis_does(finished_experiment) -> None:
+    results, _ = finished_experiment
+    store = ResultsStore(results)
+    try:
+        listed = listed_runs(store)
+        assert len(listed) == 8
+        for record, presentation, headline in listed:
+            report = analyse_run(store, record.id)
+            assert (headline, presentation) == (report.figures.headline, report.presentation)
+            assert headline > 0
+    finally:
+        store.close()
+
+
+def test_an_experiment_is_read_from_its_stored_model_not_its_file(finished_experiment, tmp_path: Path) -> None:
+    results, experiment_id = finished_experiment
+    copy = tmp_path / "results.db"
+    shutil.copy(results, copy)
+    with sqlite3.connect(copy) as db:  # a file that no loader accepts: only the stored model can be read
+        db.execute("UPDATE experiments SET source_text = 'not = [valid', source_path = '/gone.toml'")
+    store = ResultsStore(copy)
+    try:
+        record = store.experiment(experiment_id)
+        report = analyse_experiment(store, experiment_id)
+        assert report.experiment == from_data(record.plan["model"])
+        assert [step.name for step in report.experiment.steps] == ["baseline", "wal"]
+        assert report.experiment.workload.duration_s == 1.5
+    finally:
+        store.close()
+
+
+def test_an_experiment_stored_without_its_model_gets_it_where_its_file_still_validates(finished_experiment,
+                                                                                       tmp_path: Path) -> None:
+    """Stored by an older Maximus: ``open_results`` reads its file again once (its engine, SQLite, is here) and
+    keeps the model; where that cannot be done, reading it says in one line what to do."""
+    results, experiment_id = finished_experiment
+    copy = tmp_path / "results.db"
+    shutil.copy(results, copy)
+    _drop_models(copy)
+    store = api.open_results(copy)
+    try:
+        record = store.experiment(experiment_id)
+        assert from_data(record.plan["model"]) == parse_experiment(record.source_text, Path(record.source_path))
+    finally:
+        store.close()
+    _drop_models(copy)
+    with sqlite3.connect(copy) as db:
+        db.execute("UPDATE experiments SET source_text = ?",  # a server engine whose installation is not here
+                   ('name = "x"\nengine = "postgres"\n[baseline]\nbin_dir = "/nonexistent"\n',))
+    store = api.open_results(copy)
+    try:
+        with pytest.raises(UserError, match=rf"^experiment {experiment_id} was stored by an older Maximus, which did "
+                                            r"not keep its resolved settings: read it once on a machine where its "
+                                            r"engine \(postgres\) runs, which keeps them$"):
+            analyse_experiment(store, experiment_id)
+    finally:
+        store.close()
+
+
+def _drop_models(results: Path) -> None:
+    with sqlite3.connect(results) as db:
+        for experiment_id, plan in db.execute("SELECT id, plan FROM experiments").fetchall():
+            kept = {key: value for key, value in json.loads(plan).items() if key != "model"}
+            db.execute("UPDATE experiments SET plan = ? WHERE id = ?", (json.dumps(kept), experiment_id))
