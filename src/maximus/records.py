@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 
 class Outcome(StrEnum):
@@ -163,3 +164,56 @@ class ExperimentRecord:
     source_text: str
     plan: Any  # the expanded plan, as JSON data
     status: str  # running, complete
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """A run as it is stored when it starts: its specification and what was found before the first transaction
+    (the engine's settings, the build, the environment). Stored again as it was, beside the results database, when
+    that one cannot take the run's end."""
+
+    spec: RunSpec
+    effective_knobs: Mapping[str, str]  # every knob with the value the run uses (defaults filled in)
+    engine_settings: Mapping[str, str]  # what the engine reported on the run's own session
+    load_seconds: float | None
+    loaded_in_run: bool  # the run built its database (its load time is its own)
+    load_seed: int | None
+    constants: Mapping[str, Any]  # the inputs the run drew from, beside its seed (TPC-C: the NURand constants)
+    environment: Mapping[str, Any]  # the fingerprint
+    warnings: tuple[str, ...] = ()
+    experiment_id: int | None = None
+    plan_key: str | None = None
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """A run as it ended: its status and raw samples, stored in one transaction."""
+
+    status: RunStatus
+    samples: Sequence[TxnSample] = ()
+    facts: Mapping[str, int] = field(default_factory=dict)  # the in-window counts behind the validity bands
+    errors: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+    warnings: tuple[str, ...] = ()
+    window: Window | None = None  # replaces the planned one: an interrupted run measured less than it planned
+    deferred: Sequence[DeferredResult] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSample:
+    """One raw reading as stored with a run.
+
+    ``time`` is seconds from the run's time origin (the start barrier), like ``TxnSample.start``,
+    so a reading can be placed in the warm-up or the measured window without other context.
+    """
+
+    time: float
+    source: str
+    name: str
+    value: float
+    unit: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def labels_text(self) -> str:
+        """The labels as stored: JSON with sorted keys, so equal labels give equal text."""
+        return json.dumps(dict(self.labels), sort_keys=True)

@@ -17,7 +17,8 @@ from maximus.database import (Build, LoadProgress, PreparedDatabase, check_runni
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Engine, runnable_engine
 from maximus.errors import EngineError, UserError, describe
-from maximus.records import MAX_FAILED_PERCENT, CheckResult, Outcome, RunSpec, RunStatus, TxnSample, Window
+from maximus.records import (MAX_FAILED_PERCENT, CheckResult, Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample,
+                             Window)
 from maximus.samplers.base import Sampler
 from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler
@@ -94,10 +95,10 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class _Begun:
-    """A run's row as it was stored when it began: ``_store_end`` begins it again elsewhere if it must."""
+    """A run as it was stored when it began: ``_store_end`` begins it again elsewhere if it must."""
 
     run_id: int
-    row: dict
+    start: RunStart
     run_settings: Any  # the workload's, shared by the terminals
 
 
@@ -192,18 +193,18 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
                    engine.database,
                    {"transactions": "server" if server_side else "client",
                     "isolation": isolation_text(engine, build, run_settings)})
-    row = dict(
+    start = RunStart(
         spec=spec, effective_knobs=engine.effective_settings, engine_settings=reported,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
         constants=dict(build.workload.recorded_inputs(prepared.info, run_settings)),
         environment=environment.fingerprint(engine.data_path(), engine.name, engine.version())
         | {"os_knobs": system.current_values(engine.data_path()), "processes": _scheduling(engine)}
         | ({"layout": place.record} if place.record else {}),
-        warnings=[*engine.durability_warnings(), *system.durability_warnings(options.os_knobs),
+        warnings=(*engine.durability_warnings(), *system.durability_warnings(options.os_knobs),
                   *build.workload.warnings(build.settings, options.terminals),
-                  *engine.reported_otherwise(reported), *os_warnings, *place.warnings()],
+                  *engine.reported_otherwise(reported), *os_warnings, *place.warnings()),
         experiment_id=options.experiment_id, plan_key=options.plan_key)
-    return _Begun(store.begin_run(**row), row, run_settings)
+    return _Begun(store.begin_run(start), start, run_settings)
 
 
 def _scheduling(engine: Engine) -> dict[str, dict[str, str]]:
@@ -264,25 +265,22 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
     except BaseException as error:  # the run row must not stay "running": record why it ended
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
         reason, warnings = f"{type(error).__name__}: {error}", monitor.warnings if monitor else []
-        _store_end(store, begun, monitor, lambda target, run_id: target.finish_run(
-            run_id, status, [], {}, [reason], 0.0, warnings))
+        _store_end(store, begun, monitor, RunEnd(status, errors=(reason,), warnings=tuple(warnings)))
         raise
     warnings = monitoring_warnings(monitor, result, engine, build) if monitor else []
-    _store_end(store, begun, monitor, lambda target, run_id: target.finish_run(
-        run_id, result.status, result.samples, result.facts, result.errors, result.elapsed_s, warnings, result.window,
-        result.deferred))
+    _store_end(store, begun, monitor, RunEnd(result.status, result.samples, result.facts, tuple(result.errors),
+                                             result.elapsed_s, tuple(warnings), result.window, result.deferred))
     return result
 
 
-def _store_end(store: ResultsStore, begun: _Begun, monitor: Monitor | None,
-               finish: Callable[[ResultsStore, int], None]) -> None:
-    """Store the run's monitoring samples and ``finish`` it in the results database; if that fails, say because
+def _store_end(store: ResultsStore, begun: _Begun, monitor: Monitor | None, end: RunEnd) -> None:
+    """Store the run's monitoring samples and its ``end`` in the results database; if that fails, say because
     another process kept it locked for all of $MAXIMUS_RESULTS_TIMEOUT, in a results database of its own beside
     it instead, and say where: what was measured is not lost, whatever holds the lock."""
 
     def write(target: ResultsStore, target_id: int) -> None:
         target.add_metric_samples(target_id, monitor.samples if monitor else [])
-        finish(target, target_id)
+        target.finish_run(target_id, end)
 
     try:
         write(store, begun.run_id)
@@ -290,7 +288,7 @@ def _store_end(store: ResultsStore, begun: _Begun, monitor: Monitor | None,
         kept = store.path.with_name(f"{store.path.stem}.run-{begun.run_id}{store.path.suffix}")
         spare = ResultsStore(kept)
         try:
-            spare_id = spare.begin_run(**begun.row)
+            spare_id = spare.begin_run(begun.start)
             write(spare, spare_id)
         finally:
             spare.close()
@@ -359,11 +357,12 @@ def record_failed_run(options: BenchmarkOptions, reason: str) -> int:
     try:
         spec = RunSpec(options.engine, dict(options.knobs), options.workload, dict(options.settings),
                        options.terminals, options.warmup_s, options.duration_s, options.seed, options.database or "")
-        run_id = store.begin_run(spec, effective_knobs=dict(options.knobs), engine_settings={}, load_seconds=None,
-                                 loaded_in_run=False, load_seed=None, constants={},
-                                 environment=environment.fingerprint(Path(options.workdir), options.engine, ""),
-                                 warnings=[], experiment_id=options.experiment_id, plan_key=options.plan_key)
-        store.finish_run(run_id, RunStatus.FAILED, [], {}, [reason], 0.0)
+        run_id = store.begin_run(RunStart(spec, effective_knobs=dict(options.knobs), engine_settings={},
+                                          load_seconds=None, loaded_in_run=False, load_seed=None, constants={},
+                                          environment=environment.fingerprint(Path(options.workdir), options.engine,
+                                                                              ""),
+                                          experiment_id=options.experiment_id, plan_key=options.plan_key))
+        store.finish_run(run_id, RunEnd(RunStatus.FAILED, errors=(reason,)))
         return run_id
     finally:
         store.close()

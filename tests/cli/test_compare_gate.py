@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from maximus.records import Outcome, RunSpec, RunStatus, TxnSample
+from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
 from maximus.store import ResultsStore
 
 
 def _run(store: ResultsStore, per_second: int) -> int:
     """A 20 s measured window with ``per_second`` New-Orders each second (plus a little jitter)."""
     spec = RunSpec("sqlite", {}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 1, 0.0, 20.0, 1)
-    run_id = store.begin_run(spec, effective_knobs={}, engine_settings={}, load_seconds=1.0, loaded_in_run=True,
-                             load_seed=1, constants={}, environment={}, warnings=[])
+    run_id = store.begin_run(RunStart(spec, effective_knobs={}, engine_settings={}, load_seconds=1.0,
+                                      loaded_in_run=True, load_seed=1, constants={}, environment={}))
     samples = [TxnSample(0, "new_order", second + (i + 0.5) / (per_second + second % 3), 0.001, Outcome.COMMITTED)
                for second in range(20) for i in range(per_second + second % 3)]
-    store.finish_run(run_id, RunStatus.COMPLETE, samples, {}, [], 20.0)
+    store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, samples, elapsed_s=20.0))
     return run_id
 
 

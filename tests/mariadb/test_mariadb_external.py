@@ -14,7 +14,7 @@ from maximus.engines.mariadb.external import dsn_arguments
 from maximus.engines.mariadb.servers import connect
 from maximus.errors import UserError
 from maximus.records import Window
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 from maximus.samplers.mariadb import MariaDBSampler
 from maximus.samplers.monitor import Monitor
 

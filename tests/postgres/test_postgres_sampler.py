@@ -22,7 +22,8 @@ from maximus.analysis.monitoring import monitoring_figures
 from maximus.cli.app import app
 from maximus.engines.postgres import PostgresEngine
 from maximus.records import Outcome, RunStatus, TxnSample, Window
-from maximus.samplers.base import MetricSample, Reading, Sampler, SamplingContext
+from maximus.records import MetricSample
+from maximus.samplers.base import Reading, Sampler, SamplingContext
 from maximus.samplers.postgres import (BGWRITER_COLUMNS, CHECKPOINTER_COLUMNS, DATABASE_COLUMNS, DATABASE_WAITS,
                                        WAL_COLUMNS, PostgresSampler, column_readings, io_readings, WaitSampler,
                                        wal_io_readings)

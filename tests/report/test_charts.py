@@ -12,7 +12,7 @@ from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.timeseries import cpu_timeline, disk_timeline
 from maximus.records import Outcome, RunStatus, TxnSample, Window
 from maximus.report import charts
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 from maximus.workloads.tpcc import Tpcc
 
 MINUTE = Window(0.0, 60.0)  # one minute: tpmC is the count of New-Orders

@@ -12,7 +12,7 @@ from maximus.analysis.monitoring import monitoring_figures
 from maximus.records import Outcome, RunRecord, RunSpec, RunStatus, TxnSample, Window
 from maximus.report import tables
 from maximus.analysis.bundle import RunData, gather_experiment, representative
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 from maximus.workloads.tpcc import Tpcc
 from maximus.workloads.tpcc.validity import mix_report, validity_report
 

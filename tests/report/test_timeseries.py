@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_timeline, interval_rates
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 
 
 def test_interval_rates_skip_intervals_where_a_counter_went_backwards_or_time_stood_still() -> None:

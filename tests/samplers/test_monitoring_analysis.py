@@ -10,7 +10,7 @@ from maximus.analysis.monitoring import CpuFigures, GroupFigures, RunColumn, cli
 from maximus.analysis.series import change, series_of
 from maximus.records import Outcome, TxnSample, Window
 from maximus.report.console import run_table_rows
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 from maximus.workloads.tpcc import Tpcc
 
 WINDOW = Window(1.0, 11.0)  # ten seconds

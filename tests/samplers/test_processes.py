@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from maximus.samplers.base import Reading
-from maximus.samplers.os_linux import parse_pid_stat
+from maximus.pids import parse_pid_stat
 from maximus.samplers.processes import ProcessTree
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from maximus.cli.app import app
 from maximus.errors import UserError
-from maximus.records import Outcome, RunSpec, RunStatus, TxnSample
+from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
 from maximus.store import ResultsStore
 from maximus.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -22,9 +22,10 @@ SPEC = RunSpec("sqlite", {"journal_mode": "wal"}, "tpcc", {"warehouses": 1, "key
 
 
 def _begin(store: ResultsStore) -> int:
-    return store.begin_run(SPEC, effective_knobs={"journal_mode": "wal"}, engine_settings={"journal_mode": "wal"},
-                           load_seconds=2.5, loaded_in_run=True, load_seed=7, constants={"c_run": {"c_last": 1}},
-                           environment={"host": {"kernel": "x"}}, warnings=["w1"])
+    return store.begin_run(RunStart(SPEC, effective_knobs={"journal_mode": "wal"},
+                                    engine_settings={"journal_mode": "wal"}, load_seconds=2.5, loaded_in_run=True,
+                                    load_seed=7, constants={"c_run": {"c_last": 1}},
+                                    environment={"host": {"kernel": "x"}}, warnings=("w1",)))
 
 
 def test_a_run_is_visible_while_running_and_complete_with_its_samples(tmp_path: Path) -> None:
@@ -33,7 +34,8 @@ def test_a_run_is_visible_while_running_and_complete_with_its_samples(tmp_path: 
     assert store.run(run_id).status is RunStatus.RUNNING
     samples = [TxnSample(0, "new_order", 1.5, 0.002, Outcome.COMMITTED),
                TxnSample(1, "payment", 2.0, 0.001, Outcome.FAILED, 3, "busy")]
-    store.finish_run(run_id, RunStatus.COMPLETE, samples, {"payment.by_name": 1}, [], 5.2, ["w2"])
+    store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, samples, {"payment.by_name": 1}, elapsed_s=5.2,
+                                    warnings=("w2",)))
     record = store.run(run_id)
     assert record.status is RunStatus.COMPLETE and record.finished_at
     assert record.spec == SPEC

@@ -16,7 +16,7 @@ from maximus.analysis.experiment import ExperimentReport, analyse_experiment
 from maximus.analysis.run import RunReport, analyse_run
 from maximus.experiment.plan import PlannedRun, from_data
 from maximus.records import RunStatus
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 from maximus.store import ResultsStore
 
 

@@ -8,7 +8,7 @@ from typing import Iterable, Sequence
 
 from maximus.analysis.series import OS_SOURCES, Series, change, edges, find, one_series, series_of
 from maximus.records import Outcome, TxnSample, Window
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 
 DEFERRED_PREFIX = "deferred_"  # a deferred transaction's completion is recorded as deferred_<name> (the driver's)
 

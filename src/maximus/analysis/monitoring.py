@@ -23,7 +23,7 @@ from maximus.analysis.crosschecks import CrossCheck, cross_checks
 from maximus.analysis.series import (EDGE_SLACK_S, OS_SOURCES, Change, Series, change, edges, find, one_series,
                                      series_of)
 from maximus.records import TxnSample, Window
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 
 if TYPE_CHECKING:
     from maximus.analysis.metrics import RunFigures

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from maximus.records import Window
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 
 EDGE_SLACK_S = 0.25  # a reading this late still counts as taken at the window's edge (thread wake-up jitter)
 OS_SOURCES = ("os", "monitor")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from maximus.analysis.series import one_series, series_of
-from maximus.samplers.base import MetricSample
+from maximus.records import MetricSample
 
 # Counters whose every increase is a checkpoint that could be observed from outside the engine:
 # SQLite's WAL resets (samplers/sqlite.py), a server engine's completed checkpoints.

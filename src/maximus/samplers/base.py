@@ -24,35 +24,14 @@ Contract (checked for every implementation by ``tests/samplers/test_contract.py`
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Mapping, NamedTuple
 
 
 class SamplerUnavailable(Exception):
     """Raised by ``open`` when the sampler cannot work on this machine (e.g. no ``/proc``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class MetricSample:
-    """One raw reading as stored with a run.
-
-    ``time`` is seconds from the run's time origin (the start barrier), like ``TxnSample.start``,
-    so a reading can be placed in the warm-up or the measured window without other context.
-    """
-
-    time: float
-    source: str
-    name: str
-    value: float
-    unit: str = ""
-    labels: Mapping[str, str] = field(default_factory=dict)
-
-    def labels_text(self) -> str:
-        """The labels as stored: JSON with sorted keys, so equal labels give equal text."""
-        return json.dumps(dict(self.labels), sort_keys=True)
 
 
 class Reading(NamedTuple):

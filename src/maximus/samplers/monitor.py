@@ -18,7 +18,8 @@ import time
 from typing import Sequence
 
 from maximus.records import Window
-from maximus.samplers.base import MetricSample, Sampler, SamplingContext
+from maximus.records import MetricSample
+from maximus.samplers.base import Sampler, SamplingContext
 
 DEFAULT_INTERVAL_S = 1.0
 

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Mapping
 
 from maximus import environment
+from maximus.pids import CLOCK_TICKS, parse_pid_stat
 from maximus.samplers.base import Reading, Sampler, SamplerUnavailable, SamplingContext
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc times are in these ticks
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own sector size
 CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 MEMORY_KINDS = {"MemTotal": "total", "MemAvailable": "available", "Cached": "page_cache", "Dirty": "dirty",
@@ -116,26 +116,6 @@ class ProcessCounters:
     user_s: float
     system_s: float
     io: Mapping[str, int]
-
-
-@dataclass(frozen=True)
-class PidStat:
-    """What ``/proc/PID/stat`` says about a process's CPU, and about its reaped children's."""
-
-    started: int  # start time in ticks since boot: tells a reused pid from the process we watch
-    user_s: float
-    system_s: float
-    state: str
-    parent: int
-    children_user_s: float  # children that have exited and been waited for
-    children_system_s: float
-
-
-def parse_pid_stat(text: str) -> PidStat:
-    """``/proc/PID/stat``; the command name may hold spaces and ')', so fields count from the last ')'."""
-    fields = text[text.rindex(")") + 2:].split()
-    user_s, system_s, children_user_s, children_system_s = (int(v) / CLOCK_TICKS for v in fields[11:15])
-    return PidStat(int(fields[19]), user_s, system_s, fields[0], int(fields[1]), children_user_s, children_system_s)
 
 
 def parse_pid_io(text: str) -> dict[str, int]:

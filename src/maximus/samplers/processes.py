@@ -15,6 +15,7 @@ from collections import Counter as Tally
 from pathlib import Path
 
 from maximus import environment
+from maximus.pids import PidStat, parse_pid_stat
 from maximus.samplers import os_linux
 from maximus.samplers.base import Reading, SamplerUnavailable
 
@@ -24,8 +25,8 @@ def _read(path: Path) -> str:
         return handle.read()
 
 
-def _stat(pid: int) -> os_linux.PidStat:
-    return os_linux.parse_pid_stat(_read(environment.PROC / str(pid) / "stat"))
+def _stat(pid: int) -> PidStat:
+    return parse_pid_stat(_read(environment.PROC / str(pid) / "stat"))
 
 
 def children_of(pid: int) -> list[int]:

@@ -19,10 +19,10 @@ from maximus import limits
 from maximus.errors import UserError
 from maximus.environment import boot_id
 from maximus.locks import unusable_directory
-from maximus.records import (CheckResult, DeferredResult, ExperimentRecord, Outcome, RunRecord, RunSpec, RunStatus,
-                             TxnSample, Window)
-from maximus.samplers.base import MetricSample
-from maximus.samplers.os_linux import parse_pid_stat
+from maximus.pids import start_time
+from maximus.records import (CheckResult, DeferredResult, ExperimentRecord, Outcome, RunEnd, RunRecord, RunSpec,
+                             RunStart, RunStatus, TxnSample, Window)
+from maximus.records import MetricSample
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
 from maximus.store.schema import SCHEMA_VERSION, migrate
 
@@ -42,17 +42,9 @@ NOT_FINITE = "stored with a warm-up or duration that is not a finite number of s
 _NOTHING_MEASURED = "window_end = window_start"
 
 
-def _process_start(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot; None when it is gone."""
-    try:
-        return parse_pid_stat(Path(f"/proc/{pid}/stat").read_text()).started
-    except OSError:
-        return None
-
-
 def _this_runner() -> str | None:
     """This process, as ``_runner_alive`` can tell it apart from a later one with the same pid."""
-    boot, start = boot_id(), _process_start(os.getpid())
+    boot, start = boot_id(), start_time(os.getpid())
     return json.dumps({"host": socket.gethostname(), "boot": boot, "pid": os.getpid(), "start": start}) \
         if boot and start else None
 
@@ -66,7 +58,7 @@ def _runner_alive(runner: str) -> bool | None:
     boot = boot_id()
     if known.get("host") != socket.gethostname() or boot is None:
         return None
-    return known.get("boot") == boot and _process_start(int(known["pid"])) == known.get("start")
+    return known.get("boot") == boot and start_time(int(known["pid"])) == known.get("start")
 
 
 def _storable(number: int) -> bool:
@@ -153,10 +145,8 @@ class ResultsStore:
             self._db.rollback()
 
     @guarded
-    def begin_run(self, spec: RunSpec, *, effective_knobs: Mapping[str, str], engine_settings: Mapping[str, str],
-                  load_seconds: float | None, loaded_in_run: bool, load_seed: int | None,
-                  constants: Mapping[str, Any], environment: Mapping[str, Any], warnings: Iterable[str],
-                  experiment_id: int | None = None, plan_key: str | None = None) -> int:
+    def begin_run(self, start: RunStart) -> int:
+        spec = start.spec
         window = Window(spec.warmup_s, spec.warmup_s + spec.duration_s)
         with self._db:
             cursor = self._db.execute(
@@ -166,18 +156,19 @@ class ResultsStore:
                 " options, runner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (_now(), RunStatus.RUNNING.value, spec.engine, spec.workload, json.dumps(dict(spec.settings)),
                  spec.terminals, spec.warmup_s, spec.duration_s, spec.seed, json.dumps(dict(spec.knobs)),
-                 json.dumps(dict(effective_knobs)), json.dumps(dict(engine_settings)),
-                 spec.database, load_seconds, int(loaded_in_run), load_seed, json.dumps(dict(constants)),
-                 json.dumps(environment), json.dumps(list(warnings)), window.start, window.end, experiment_id,
-                 plan_key, json.dumps(dict(spec.options)), _this_runner()))
-        return int(cursor.lastrowid)
+                 json.dumps(dict(start.effective_knobs)), json.dumps(dict(start.engine_settings)),
+                 spec.database, start.load_seconds, int(start.loaded_in_run), start.load_seed,
+                 json.dumps(dict(start.constants)), json.dumps(dict(start.environment)),
+                 json.dumps(list(start.warnings)), window.start, window.end, start.experiment_id, start.plan_key,
+                 json.dumps(dict(spec.options)), _this_runner()))
+        return _row_id(cursor)
 
     @guarded
-    def finish_run(self, run_id: int, status: RunStatus, samples: Iterable[TxnSample], facts: Mapping[str, int],
-                   errors: Iterable[str], elapsed_s: float, warnings: Iterable[str] = (),
-                   window: Window | None = None, deferred: Iterable[DeferredResult] = ()) -> None:
-        """Store the raw samples and close the run, in one transaction: all of it lands or none. ``window``,
+    def finish_run(self, run_id: int, end: RunEnd) -> None:
+        """Store the raw samples and close the run, in one transaction: all of it lands or none. ``end.window``,
         when given, replaces the planned one: an interrupted run measured less than it planned."""
+        status, samples, facts, errors, elapsed_s, warnings, window, deferred = (
+            end.status, end.samples, end.facts, end.errors, end.elapsed_s, end.warnings, end.window, end.deferred)
         with self._db:
             self._db.executemany(
                 "INSERT INTO deferred_results (run_id, terminal, transaction_name, queued, completed, outcome, record)"
@@ -231,7 +222,7 @@ class ResultsStore:
             cursor = self._db.execute(
                 "INSERT INTO experiments (name, created_at, source_path, source_text, plan, status)"
                 " VALUES (?, ?, ?, ?, ?, 'running')", (name, _now(), source_path, source_text, json.dumps(plan)))
-        return int(cursor.lastrowid)
+        return _row_id(cursor)
 
     @guarded
     def keep_experiment_model(self, experiment_id: int, model: Mapping[str, Any]) -> None:
@@ -362,3 +353,9 @@ _SELECT_RUN = ("SELECT id, started_at, finished_at, status, engine, workload, wo
                " window_end, elapsed_s, experiment_id, plan_key, options FROM runs")
 _SELECT_EXPERIMENT = ("SELECT id, name, created_at, finished_at, source_path, source_text, plan, status"
                       " FROM experiments")
+
+
+def _row_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just wrote (sqlite3 says None only where no row was inserted)."""
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid

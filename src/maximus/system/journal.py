@@ -28,7 +28,7 @@ from typing import Callable, ClassVar, Iterator
 
 from maximus import environment, locks
 from maximus.errors import EngineError
-from maximus.samplers.os_linux import parse_pid_stat
+from maximus.pids import start_time
 
 _log = logging.getLogger(__name__)  # what the user should know was put back (the CLI prints it)
 JOURNAL_VARIABLE = "MAXIMUS_SYSTEM_JOURNAL"
@@ -172,7 +172,7 @@ class Started(Entry):
     kind: ClassVar[str] = "process"
 
     def undo(self) -> None:
-        if process_start_time(self.pid) == self.start_time:
+        if start_time(self.pid) == self.start_time:
             _end_all([(self.pid, self.start_time)])
 
     def describe(self) -> str:
@@ -411,15 +411,6 @@ def recover(strict: bool = False) -> list[Entry]:
         return []
 
 
-def process_start_time(pid: int) -> int | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot), or None when no such process runs."""
-    try:
-        stat = parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return None if stat.state == "Z" else stat.started
-
-
 def working_in(directory: Path) -> list[tuple[int, int]]:
     """The processes (pid, start time) whose working directory is in ``directory``, a file system of Maximus's: the
     servers it started there (a database server works in its data directory)."""
@@ -431,7 +422,7 @@ def working_in(directory: Path) -> list[tuple[int, int]]:
             cwd = os.readlink(entry / "cwd")
         except OSError:
             continue
-        start = process_start_time(int(entry.name))
+        start = start_time(int(entry.name))
         if start is not None and (cwd == str(directory) or cwd.startswith(f"{directory}/")):
             found.append((int(entry.name), start))
     return found
@@ -442,7 +433,7 @@ def _end_all(processes: list[tuple[int, int]]) -> None:
     deadline, killed = time.monotonic() + _BUSY_WAIT_S, False
     for pid, start in processes:
         _signal(pid, start, signal.SIGTERM)
-    while any(process_start_time(pid) == start for pid, start in processes):
+    while any(start_time(pid) == start for pid, start in processes):
         if time.monotonic() > deadline:
             if killed:
                 raise EngineError(f"processes {', '.join(str(pid) for pid, _ in processes)} will not end")
@@ -453,7 +444,7 @@ def _end_all(processes: list[tuple[int, int]]) -> None:
 
 
 def _signal(pid: int, start: int, number: int) -> None:
-    if process_start_time(pid) == start:
+    if start_time(pid) == start:
         try:
             os.kill(pid, number)
         except ProcessLookupError:

@@ -31,8 +31,8 @@ from maximus.errors import EngineError, UserError
 from maximus.knobs import Choice, Integer, Size
 from maximus.knobs.registry import ValueType
 from maximus.system import processes
-from maximus.system.journal import (Attached, Cgroup, Created, Mounted, Scope, Started, Zram, held,
-                                    process_start_time, run_tool)
+from maximus.pids import start_time
+from maximus.system.journal import Attached, Cgroup, Created, Mounted, Scope, Started, Zram, held, run_tool
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
 WORKDIR = "workdir"  # no layout: the work directory's own file system, as it is
@@ -240,7 +240,7 @@ class Placement:
 
     def server_started(self, pid: int | None) -> None:
         """A server now running on the layout: stopped before the layout is unmounted, even after a SIGKILL."""
-        start = process_start_time(pid) if pid else None
+        start = start_time(pid) if pid else None
         if self.scope is not None and self.layout is not None and self.layout.made and start is not None:
             self.scope.record(Started(pid, start))  # type: ignore[arg-type]
 
