@@ -9,18 +9,23 @@ import logging
 import signal
 import sys
 import threading
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
 from maximus import __version__, api, limits
 from maximus.cli.connection import with_connection_options
+from maximus.cli.console import out
+from maximus.cli.experiments import ConsoleProgress, compare, experiment_app, finish_experiment
+from maximus.cli.reports import export, report
+from maximus.cli.system import system_app
 from maximus.engines import ENGINES
 from maximus.errors import ConsistencyError, EngineError, MaximusError, UserError, cause
+from maximus.experiment import runner
 from maximus.knobs.registry import parse_assignments
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
@@ -30,7 +35,6 @@ from maximus.workloads.base import SettingError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Maximus: benchmark a database with TPC-C and find out which change makes it faster.")
-out = Console(width=None if sys.stdout.isatty() else 120)  # piped output: wide enough for the tables
 
 Engine = Annotated[str, typer.Option("--engine", "-e", help=f"Database engine: {' or '.join(ENGINES)}.")]
 Connection = Optional[dict[str, str]]  # the engines' connection options (cli/connection.py) stand in its place
@@ -91,11 +95,6 @@ def _options(engine: str, knobs: list[str] | None, settings: dict[str, Any], wor
 def demo(workdir: Workdir = None, results: Results = None,
          duration: Duration = 10.0, yes: Yes = False) -> None:
     """Run a small experiment on SQLite (baseline, page size 8K, WAL; 2 repeats; about two minutes)."""
-    from importlib import resources
-
-    from maximus.cli.experiments import ConsoleProgress, finish_experiment
-    from maximus.experiment import runner
-
     limits.check("--duration", duration, limits.DURATION_S)
     workdir, results = workdir or api.default_workdir(), results or default_results_path()
     out.print(f"[bold]Maximus demo[/]: TPC-C on SQLite, 1 warehouse, 2 terminals; baseline and two steps, "
@@ -222,15 +221,10 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run number, 
           just_stored=False)
 
 
-from maximus.cli.experiments import compare, experiment_app  # noqa: E402  (registered below)
-
 app.add_typer(experiment_app, name="experiment")
 app.command("compare")(compare)
-from maximus.cli.reports import export, report  # noqa: E402  (registered below)
 app.command("report")(report)
 app.command("export")(export)
-from maximus.cli.system import system_app  # noqa: E402  (registered below)
-
 app.add_typer(system_app, name="system")
 
 

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from maximus import api, limits
+from maximus.cli.console import out
 from maximus.cli.reports import write_experiment_report
 from maximus.errors import EngineError, MaximusError
 from maximus.experiment import runner
@@ -97,8 +98,6 @@ def run_command(file: Annotated[Path, typer.Argument(metavar="FILE", help="Exper
                 yes: Annotated[bool, typer.Option("--yes", help="Run a plan estimated to take more than a day "
                                                   "(asked for otherwise).")] = False) -> None:
     """Validate FILE, then run every planned run, storing each as it ends; print the step tables."""
-    from maximus.cli.app import out
-
     workdir, results = _paths(workdir, results)
     progress = ConsoleProgress(out)
     finish_experiment(out, runner.start(file, workdir, results, progress, yes=yes), results, progress)
@@ -109,8 +108,6 @@ def resume_command(experiment_id: Annotated[Optional[int], typer.Argument(
         metavar="[EXPERIMENT]", help="Experiment number [default: the newest unfinished one].")] = None,
         workdir: Workdir = None, results: Results = None) -> None:
     """Run what is left of a stopped experiment; finished runs are never run again."""
-    from maximus.cli.app import out
-
     workdir, results = _paths(workdir, results)
     progress = ConsoleProgress(out)
     finish_experiment(out, runner.resume(experiment_id, workdir, results, progress), results, progress)
@@ -120,16 +117,12 @@ def resume_command(experiment_id: Annotated[Optional[int], typer.Argument(
 def show_command(experiment_id: Annotated[int, typer.Argument(metavar="EXPERIMENT", help="Experiment number.")],
                  results: Results = None) -> None:
     """Print an experiment's step tables and summary, recomputed from the stored samples."""
-    from maximus.cli.app import out
-
     show_experiment(out, experiment_id, results or default_results_path())
 
 
 @experiment_app.command("list")
 def list_command(results: Results = None) -> None:
     """List the stored experiments."""
-    from maximus.cli.app import out
-
     store = api.open_results(results or default_results_path())
     try:
         render_experiments(out, store.experiments())
@@ -149,8 +142,6 @@ def compare(a: Annotated[str, typer.Argument(metavar="A", help="Run number, or s
             as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
             results: Results = None) -> None:
     """Compare tpmC of two runs or two steps: ratio B/A with its 95 % interval and a verdict."""
-    from maximus.cli.app import out
-
     if fail_if_slower is not None:
         limits.check("--fail-if-slower", fail_if_slower, limits.PERCENT)
     store = api.open_results(results or default_results_path())

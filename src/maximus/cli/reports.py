@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from maximus import api
+from maximus.cli.console import out
 from maximus.errors import UserError
 from maximus.store import ResultsStore, default_results_path
 
@@ -78,8 +79,6 @@ def report(experiment: Experiment = None, run: Run = None,
                "./maximus-report-<experiment>.html, or ./maximus-report-run-<run>.html with --run].")] = None,
            results: Results = None) -> None:
     """Write one self-contained HTML report (tables and charts; no network needed to view it)."""
-    from maximus.cli.app import out
-
     from maximus.analysis.bundle import RunData
 
     data = _gather(results, experiment, run)
