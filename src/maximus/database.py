@@ -124,9 +124,9 @@ def prepare_database(engine: Engine, build: Build, seed: int, progress: LoadProg
     if restore or loaded_now or not engine.exists():
         restored(engine)
     info = _database_info(engine, build.workload)
-    if not _built_as_asked(info, engine, build) and not loaded_now:
-        return prepare_database(engine, build, seed, progress, rebuild=True)  # an unfinished or foreign copy
-    if not _built_as_asked(info, engine, build):
+    if info is None or not _built_as_asked(info, engine, build):
+        if not loaded_now:
+            return prepare_database(engine, build, seed, progress, rebuild=True)  # an unfinished or foreign copy
         raise EngineError(f"the database just built in {engine.workdir} does not read back as built "
                           f"({build.workload.name}, {build.settings.to_mapping()})")
     with _session(engine) as session:
@@ -134,11 +134,11 @@ def prepare_database(engine: Engine, build: Build, seed: int, progress: LoadProg
     return PreparedDatabase(info, loaded_now)
 
 
-def _built_as_asked(info: DatabaseInfo | None, engine: Engine, build: Build) -> bool:
+def _built_as_asked(info: DatabaseInfo, engine: Engine, build: Build) -> bool:
     """A complete build of this scale with the knobs fixed at creation that the run asks for. A database
     name does not promise it: two experiments of one name share their steps' names, and the second one's
     build of a step with another page size would be taken, and labelled, for the first one's."""
-    return info is not None and info.scale == build.scale and info.creation_settings == engine.creation_settings()
+    return info.scale == build.scale and info.creation_settings == engine.creation_settings()
 
 
 def restored(engine: Engine) -> None:

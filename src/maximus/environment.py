@@ -359,7 +359,8 @@ def _data_directory_row(storage: dict) -> str:
 
 
 def _disk_row(storage: dict) -> str:
-    rotational = {True: "rotational", False: "non-rotational"}.get(storage.get("rotational"), "unknown")
+    found = storage.get("rotational")
+    rotational = "rotational" if found is True else "non-rotational" if found is False else "unknown"
     read_ahead = storage.get("read_ahead_kb")
     ahead = "unknown" if read_ahead is None else f"{read_ahead} KiB"
     return f"{_text(storage.get('block_device'))}, {rotational}, read-ahead {ahead}"

@@ -14,6 +14,7 @@ column by column, are in docs/report.md. Conventions shared by both formats:
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -23,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.bundle import ExperimentData, RunData
+from maximus.analysis.metrics import TransactionFigures
 from maximus.workloads.base import Headline
 
 SCHEMA = 2  # 2: the workload names its settings and figures (spec.settings, headline)
@@ -120,12 +122,25 @@ Column = tuple[str, Callable[[RunData], Any]]
 def _latency_columns(transactions: Sequence[str]) -> list[Column]:
     columns: list[Column] = []
     for name in transactions:
-        pick = (lambda n: lambda r: next((t for t in r.report.figures.transactions if t.name == n), None))(name)
-        columns.append((f"{name}_count", lambda r, p=pick: p(r) and p(r).completed))
+        columns.append((f"{name}_count", functools.partial(_completed, name)))
         for stat in ("average", "p50", "p90", "p95", "p99", "maximum"):
             columns.append((f"{name}_{'avg' if stat == 'average' else 'max' if stat == 'maximum' else stat}_ms",
-                            lambda r, p=pick, s=stat: p(r) and getattr(p(r).latency, s) * 1000))
+                            functools.partial(_latency_ms, name, stat)))
     return columns
+
+
+def _figures_of(run: RunData, transaction: str) -> TransactionFigures | None:
+    return next((t for t in run.report.figures.transactions if t.name == transaction), None)
+
+
+def _completed(transaction: str, run: RunData) -> int | None:
+    figures = _figures_of(run, transaction)
+    return figures.completed if figures else None
+
+
+def _latency_ms(transaction: str, stat: str, run: RunData) -> float | None:
+    figures = _figures_of(run, transaction)
+    return getattr(figures.latency, stat) * 1000 if figures else None
 
 
 def _band(kind: str, name: str) -> Callable[[RunData], Any]:

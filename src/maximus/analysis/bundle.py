@@ -79,7 +79,7 @@ def gather_experiment(store: ResultsStore, experiment_id: int) -> ExperimentData
     planned = {run.key: run for run in from_data(report.record.plan["runs"])}
     runs = tuple(gather_run(store, r.id, planned[r.plan_key]) for r in store.runs(experiment_id)
                  if r.plan_key in planned)
-    tps = {(c.step, c.clients): estimate([r.report.figures.tpm / 60 for r in runs if r.complete
+    tps = {(c.step, c.clients): estimate([r.report.figures.tpm / 60 for r in runs if r.complete and r.planned
                                           and r.planned.step == c.step and r.planned.clients == c.clients])
            for c in report.summary.cells}
     return ExperimentData(report, runs, tps)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from maximus.analysis.series import OS_SOURCES, Series, change, edges, find, one_series, series_of
+from maximus.analysis.series import OS_SOURCES, Series, change, edges, find, label, one_series, series_of
 from maximus.records import Outcome, TxnSample, Window
 from maximus.records import MetricSample
 
@@ -126,7 +126,7 @@ def read_check(all_series: Sequence[Series], window: Window, group: str, toleran
     if database is None or device is None:
         return None
     passed = database.amount <= device.amount * (1 + tolerance.io_relative) + tolerance.io_absolute_bytes
-    name = one_series(all_series, "disk_read_bytes_total", role="data").labels.get("device", "?")
+    name = label(one_series(all_series, "disk_read_bytes_total", role="data"), "device")
     detail = (f"the {group} processes read {database.amount / 1e6:,.1f} MB from storage in the window, the data "
               f"device {name} {device.amount / 1e6:,.1f} MB")
     hint = "is the data directory on another device, or is its I/O invisible to /proc/diskstats?"
@@ -141,15 +141,17 @@ def write_check(all_series: Sequence[Series], window: Window, tolerance: Toleran
     rewritten (hundreds of times the real writes), so it cannot be checked against a device.
     """
     files = [s for s in find(all_series, "file_bytes") if s.source not in OS_SOURCES]
-    growth = [_gauge_growth(s, window) for s in files]
+    grown = [_gauge_growth(s, window) for s in files]
     device = change(one_series(all_series, "disk_written_bytes_total", role="data"), window)
-    pending = [_gauge_growth(one_series(all_series, "memory_bytes", kind=k), window) for k in ("dirty", "writeback")]
-    if not files or None in growth or device is None or None in pending:
+    dirty = [_gauge_growth(one_series(all_series, "memory_bytes", kind=k), window) for k in ("dirty", "writeback")]
+    growth = [g for g in grown if g is not None]
+    pending = [p for p in dirty if p is not None]
+    if not files or len(growth) < len(grown) or device is None or len(pending) < len(dirty):
         return None
     database = sum(max(0.0, g) for g in growth)
     reference = device.amount + max(0.0, sum(pending))
     passed = database <= reference * (1 + tolerance.io_relative) + tolerance.io_absolute_bytes
-    name = one_series(all_series, "disk_written_bytes_total", role="data").labels.get("device", "?")
+    name = label(one_series(all_series, "disk_written_bytes_total", role="data"), "device")
     detail = (f"the database's files grew by {database / 1e6:,.1f} MB in the window, the data device {name} wrote "
               f"{device.amount / 1e6:,.1f} MB and the page cache holds {max(0.0, sum(pending)) / 1e6:,.1f} MB more "
               "dirty data than at the start")

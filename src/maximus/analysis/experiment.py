@@ -45,9 +45,23 @@ class Cell:
     load_s: Estimate
     run_ids: tuple[int, ...]
     failed: int
-    vs_previous: Ratio | None
+    vs_previous: Ratio | None  # None for the baseline's cells
     vs_baseline: Ratio | None
     load_vs_baseline: Ratio | None
+
+    @property
+    def step_gain(self) -> Ratio:
+        """The gain over the previous step, which every step after the baseline has."""
+        if self.vs_previous is None:
+            raise ValueError(f"step {self.step} is the baseline: no step before it to gain over")
+        return self.vs_previous
+
+    @property
+    def baseline_gain(self) -> Ratio:
+        """The gain over the baseline, which every step after the baseline has."""
+        if self.vs_baseline is None:
+            raise ValueError(f"step {self.step} is the baseline: no gain over itself")
+        return self.vs_baseline
 
 
 @dataclass(frozen=True)

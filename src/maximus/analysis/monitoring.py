@@ -50,8 +50,9 @@ class CpuFigures:
 
 def cpu_figures(all_series: Sequence[Series], window: Window) -> CpuFigures | None:
     modes = ("user", "nice", "system", "irq", "softirq", "iowait", "idle", "steal")
-    changes = {m: change(one_series(all_series, "cpu_seconds_total", mode=m), window) for m in modes}
-    if any(c is None for c in changes.values()):
+    found = {m: change(one_series(all_series, "cpu_seconds_total", mode=m), window) for m in modes}
+    changes = {mode: found_change for mode, found_change in found.items() if found_change is not None}
+    if len(changes) < len(modes):
         return None
     total = sum(c.amount for c in changes.values())
     if total <= 0:
@@ -123,9 +124,10 @@ def disk_figures(all_series: Sequence[Series], window: Window) -> DiskFigures | 
     get = lambda name: change(one_series(all_series, name, role="data"), window)  # noqa: E731
     reads, writes, busy = get("disk_reads_total"), get("disk_writes_total"), get("disk_busy_seconds_total")
     read_bytes, written_bytes = get("disk_read_bytes_total"), get("disk_written_bytes_total")
-    if None in (reads, writes, busy, read_bytes, written_bytes):
+    series = one_series(all_series, "disk_reads_total", role="data")
+    if reads is None or writes is None or busy is None or read_bytes is None or written_bytes is None or not series:
         return None
-    device = one_series(all_series, "disk_reads_total", role="data").labels.get("device", "")
+    device = series.labels.get("device", "")
     return DiskFigures(device, reads.per_second, writes.per_second, read_bytes.per_second / 1e6,
                        written_bytes.per_second / 1e6, _average_ms(get("disk_read_seconds_total"), reads),
                        _average_ms(get("disk_write_seconds_total"), writes), 100 * busy.per_second)

@@ -79,3 +79,8 @@ def one_series(all_series: Sequence[Series], name: str, **labels: str) -> Series
     """The first series called ``name`` with ``labels``, or None."""
     found = find(all_series, name, **labels)
     return found[0] if found else None
+
+
+def label(series: Series | None, key: str) -> str:
+    """A series' label ``key`` as a sentence names it: ``?`` where there is no such series or label."""
+    return series.labels.get(key, "?") if series else "?"

@@ -48,8 +48,9 @@ class CpuTimeline:
 def cpu_timeline(samples: Iterable[MetricSample]) -> CpuTimeline | None:
     """None when the run has no ``cpu_seconds_total`` of every mode (no OS sampler, or another OS)."""
     all_series = series_of(samples)
-    modes = {m: one_series(all_series, "cpu_seconds_total", mode=m) for group in CPU_GROUPS.values() for m in group}
-    if any(s is None for s in modes.values()):
+    found = {m: one_series(all_series, "cpu_seconds_total", mode=m) for group in CPU_GROUPS.values() for m in group}
+    modes = {mode: series for mode, series in found.items() if series is not None}
+    if len(modes) < len(found):
         return None
     rates = {m: dict(interval_rates(s.points)) for m, s in modes.items()}
     times = sorted(set.intersection(*(set(r) for r in rates.values())))
@@ -77,8 +78,8 @@ def disk_timeline(samples: Iterable[MetricSample]) -> DiskTimeline | None:
     """None when the data device's counters were not sampled."""
     all_series = series_of(samples)
     names = ("disk_reads_total", "disk_writes_total", "disk_read_bytes_total", "disk_written_bytes_total")
-    found = [one_series(all_series, name, role="data") for name in names]
-    if any(s is None for s in found):
+    found = [series for name in names if (series := one_series(all_series, name, role="data")) is not None]
+    if len(found) < len(names):
         return None
     reads, writes, read_bytes, written_bytes = (interval_rates(s.points) for s in found)
     megabytes = lambda points: tuple((t, v / 1e6) for t, v in points)  # noqa: E731

@@ -78,12 +78,12 @@ def _given(**settings: Any) -> dict[str, Any]:
 
 
 def _options(engine: str, knobs: list[str] | None, settings: dict[str, Any], workdir: Path | None,
-             results: Path | None, connection: dict[str, str], **rest: object) -> api.BenchmarkOptions:
+             results: Path | None, connection: dict[str, str] | None, **rest: Any) -> api.BenchmarkOptions:
     """The command's options, validated; the workload's settings come from options named as its keys
     (``--warehouses``, ``--keying``, ``--mix``), so a bad one is reported as that option."""
     options = api.BenchmarkOptions(engine=engine, knobs=parse_assignments(knobs or []), settings=settings,
                                    workdir=workdir or api.default_workdir(),
-                                   results=results or default_results_path(), connection=connection, **rest)
+                                   results=results or default_results_path(), connection=connection or {}, **rest)
     try:
         options.validate()
     except SettingError as error:

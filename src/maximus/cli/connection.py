@@ -53,7 +53,8 @@ def _signature(command: Callable[..., Any], options: list[ConnectionOption]) -> 
 
 
 def _parameter(option: ConnectionOption) -> inspect.Parameter:
-    annotation = Annotated[_TYPES[option.kind], typer.Option(option.flag, help=option.help)]
+    kind = _TYPES[option.kind]  # a type chosen at run time, which mypy cannot follow into Annotated
+    annotation = Annotated[kind, typer.Option(option.flag, help=option.help)]  # type: ignore[valid-type]
     default = False if option.kind == "flag" else None
     return inspect.Parameter(option.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
                              annotation=annotation)

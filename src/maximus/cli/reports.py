@@ -35,16 +35,14 @@ def default_report_path(experiment_id: int | None = None, run_id: int | None = N
     return Path(f"maximus-report-run-{run_id}.html" if run_id is not None else f"maximus-report-{experiment_id}.html")
 
 
-def _target(store: ResultsStore, experiment_id: int | None, run_id: int | None) -> tuple[int | None, int | None]:
-    """(experiment, None) or (None, run): exactly one, the newest experiment when neither is given."""
-    if experiment_id is not None and run_id is not None:
-        raise UserError("give an experiment number or --run N, not both")
-    if experiment_id is None and run_id is None:
-        experiments = store.experiments()
-        if not experiments:
-            raise UserError(f"no experiment in {store.path}: name a run with --run N, or run an experiment first")
-        experiment_id = experiments[-1].id
-    return experiment_id, run_id
+def _experiment(store: ResultsStore, experiment_id: int | None) -> int:
+    """The experiment named, or the newest one."""
+    if experiment_id is not None:
+        return experiment_id
+    experiments = store.experiments()
+    if not experiments:
+        raise UserError(f"no experiment in {store.path}: name a run with --run N, or run an experiment first")
+    return experiments[-1].id
 
 
 def _gather(results: Path | None, experiment_id: int | None, run_id: int | None) -> ExperimentData | RunData:
@@ -52,8 +50,11 @@ def _gather(results: Path | None, experiment_id: int | None, run_id: int | None)
 
     store = api.open_results(results or default_results_path())
     try:
-        experiment_id, run_id = _target(store, experiment_id, run_id)
-        return gather_run(store, run_id) if run_id is not None else gather_experiment(store, experiment_id)
+        if run_id is None:
+            return gather_experiment(store, _experiment(store, experiment_id))
+        if experiment_id is not None:
+            raise UserError("give an experiment number or --run N, not both")
+        return gather_run(store, run_id)
     finally:
         store.close()
 
@@ -147,7 +148,7 @@ def _export_text(data: ExperimentData | RunData, output_format: str, series: boo
         return exporting.to_json(document)
     if series:
         return exporting.to_csv(*exporting.series_table(runs))
-    if cells:
+    if cells and not isinstance(data, RunData):  # a run alone has no cells: refused before (_check_export_options)
         return exporting.to_csv(*exporting.cells_table(data))
     if result_file:
         return exporting.to_csv(*exporting.result_file_table(runs))

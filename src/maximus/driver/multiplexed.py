@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 from maximus.driver.clock import Clock
 from maximus.driver.retry import Result, RetryPolicy, failed
@@ -64,7 +64,8 @@ class _Caller:
         if kind == DONE:
             return self.given_all(pump, end, now)
         if kind == END:
-            return self.ended()
+            self.ended()
+            return None
         started, attempts = self._first_attempt(index, times[-2])
         if self.rolled_back_by_rule(index, error):
             self._over(index, started, attempts, times[-1], Outcome.ROLLED_BACK)
@@ -73,7 +74,8 @@ class _Caller:
         if wait is None:
             self._over(index, started, attempts, times[-1], Outcome.FAILED, failed(error, attempts).error)
             if self.stops_when_broken and self.session.broken():  # and the loop would never wait
-                return self.ended()
+                self.ended()
+                return None
             return self.give(pump, index + 1, end)
         self.retrying, self.attempts, self.first_started = index, attempts, started
         self.again_at = now + wait
@@ -181,7 +183,7 @@ class DeferredRunner(_Caller):
     """
 
     stops_when_broken: ClassVar[bool] = False  # each queued call fails at once and is recorded as failed
-    transactions: dict = field(default_factory=dict)  # by name, as the terminals queue them
+    transactions: Mapping[str, Any] = field(default_factory=dict)  # by name, as the terminals queue them
     recorder: Recorder | None = None
     stopped: bool = False
     values: deque = field(default_factory=deque)  # of the committed calls not recorded yet, in order
@@ -222,6 +224,8 @@ class DeferredRunner(_Caller):
         self.calls[n] = None
         output = self.transactions[name].deferred_result(inputs, self.values.popleft()) \
             if outcome is Outcome.COMMITTED else None
+        if self.recorder is None:
+            raise RuntimeError("a deferred transaction ended before its runner was given a recorder")
         record_deferred(self.recorder, terminal, name, queued_at, Result(outcome, attempts, error, output), finished)
 
 

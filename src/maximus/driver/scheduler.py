@@ -22,7 +22,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
@@ -207,7 +207,7 @@ def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     session.close()
 
 
-def _serve_deferred(spec: DriveSpec, session: Any, transactions: dict, channels: _Channels,
+def _serve_deferred(spec: DriveSpec, session: Any, transactions: Mapping[str, Any], channels: _Channels,
                     recorder: Recorder) -> None:
     sleep = SystemClock(channels.stop).sleep  # a back-off a stop interrupts
     runners = {name: transaction_runner(session, spec.engine, spec.retry, transaction, channels.writer_gate, sleep)

@@ -6,6 +6,7 @@ import difflib
 import re
 import tomllib
 from dataclasses import replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -176,7 +177,7 @@ def _boolean(source: _Source, data: Mapping, where: tuple, default: bool) -> boo
     return value
 
 
-def _choice(source: _Source, data: Mapping, where: tuple, kind: type, default: Any) -> Any:
+def _choice(source: _Source, data: Mapping, where: tuple, kind: type[StrEnum], default: Any) -> Any:
     value = _get(data, where)
     if value is None:
         return default

@@ -127,9 +127,9 @@ def gain_chart(summary: ExperimentSummary, clients: int | None = None) -> GainCh
     bars = []
     for step in range(1, len(summary.step_names)):
         cell = summary.cell(step, count)
-        ratio = cell.vs_previous
+        ratio = cell.step_gain
         bars.append(GainBar(summary.step_names[step], _percent(ratio.ratio), _percent(ratio.low),
-                            _percent(ratio.high), ratio.verdict.value, _percent(cell.vs_baseline.ratio)))
+                            _percent(ratio.high), ratio.verdict.value, _percent(cell.baseline_gain.ratio)))
     note = "" if bars else "only a baseline: no step to gain from"
     return GainChart(f"{summary.figure.name} gain per step at {count} clients (95 % CI)", count, tuple(bars), note)
 

@@ -183,10 +183,11 @@ def _figure(value: float | None, digits: int = 1) -> str:
 
 def _monitored_rows(m: MonitoringFigures) -> list[str]:
     cpu, disk = m.cpu, m.disk
-    return [_figure(cpu and cpu.user), _figure(cpu and cpu.system), _figure(cpu and cpu.iowait),
-            _figure(cpu and cpu.idle), _figure(disk and disk.reads_per_s), _figure(disk and disk.writes_per_s),
-            _figure(disk and disk.io_mb_per_s, 2), _figure(disk and disk.read_wait_ms, 2),
-            _figure(disk and disk.write_wait_ms, 2), _figure(m.log_sync_wait_ms, 2),
+    return [_figure(cpu.user if cpu else None), _figure(cpu.system if cpu else None),
+            _figure(cpu.iowait if cpu else None), _figure(cpu.idle if cpu else None),
+            _figure(disk.reads_per_s if disk else None), _figure(disk.writes_per_s if disk else None),
+            _figure(disk.io_mb_per_s if disk else None, 2), _figure(disk.read_wait_ms if disk else None, 2),
+            _figure(disk.write_wait_ms if disk else None, 2), _figure(m.log_sync_wait_ms, 2),
             _figure(m.data_read_wait_ms, 2), _figure(m.tps_per_cpu_second, 0)]
 
 

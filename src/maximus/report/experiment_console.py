@@ -75,8 +75,8 @@ def _render_step(console: Console, report: ExperimentReport, index: int) -> None
         table.add_column(column, justify="left", min_width=16)
     for clients in summary.clients:
         cell = summary.cell(index, clients)
-        p90 = Estimate(*(v * 1000 for v in (cell.p90_headline_s.mean, cell.p90_headline_s.low,
-                                             cell.p90_headline_s.high)), cell.p90_headline_s.n)
+        seconds = cell.p90_headline_s
+        p90 = Estimate(seconds.mean * 1000, seconds.low * 1000, seconds.high * 1000, seconds.n)
         failed = f" [red]({cell.failed} failed)[/]" if cell.failed else ""
         table.add_row(f"{clients}{failed}", _estimate(cell.load_s, digits=1), _estimate(cell.headline),
                       _estimate(cell.committed), _estimate(p90, digits=1),

@@ -8,7 +8,7 @@ from typing import Mapping
 
 from rich.console import Console
 from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 _RATE_WINDOW_S = 5.0
 
@@ -19,7 +19,7 @@ class LoadBars:
     def __init__(self, console: Console) -> None:
         self._progress = Progress(TextColumn("{task.description:>12}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), console=console, transient=False)
-        self._tasks: dict[str, int] = {}
+        self._tasks: dict[str, TaskID] = {}
 
     def start(self, expected_rows: Mapping[str, int]) -> None:
         self._progress.start()

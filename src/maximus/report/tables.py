@@ -152,7 +152,7 @@ def validity_notices(runs: Sequence[RunData]) -> list[Notice]:
     missed: dict[tuple[str, float, float, str], list[tuple[int, float]]] = {}
     for run in runs:
         for band in run.report.validity:
-            if band.status == "OUT OF BAND":
+            if band.status == "OUT OF BAND" and band.value is not None:
                 missed.setdefault((band.name, band.low, band.high, band.clause), []).append((run.id, band.value))
     return [Notice("validity", f"{name.replace('_', ' ')} outside {low:g}–{high:g} ({clause}) in {len(found)} of "
                                f"{len(runs)} run(s): " + ", ".join(f"run {i} {v:.2f}" for i, v in found),
@@ -187,7 +187,7 @@ def summary(data: ExperimentData) -> Summary:
     first, final = s.cell(0, clients), s.cell(last, clients)
     verdicts = []
     for index in range(1, len(steps)):
-        ratios = tuple((c, s.cell(index, c).vs_previous) for c in s.clients)
+        ratios = tuple((c, s.cell(index, c).step_gain) for c in s.clients)
         verdicts.append((steps[index].name, ratios, any(r.verdict in SIGNIFICANT for _, r in ratios)))
     return Summary(s.headline(), clients, steps[0].name, steps[last].name, s.figure.name, first.headline,
                    final.headline, final.vs_baseline,

@@ -11,7 +11,7 @@ from typing import Iterator, Mapping
 
 from maximus.errors import UserError
 from maximus.system.journal import Scope, Written, held
-from maximus.system.knobs import OS, OsKnob
+from maximus.system.knobs import OsKnob, machine_knob
 
 OPT_IN = "--allow-system-changes (system_changes = true in an experiment file)"
 
@@ -38,7 +38,7 @@ def applied(settings: Mapping[str, str], data_path: Path, allowed: bool) -> Iter
     require(list(settings), allowed)
     with held() as journal, journal.scope() as scope:
         yield [warning for name, value in settings.items()
-               if (warning := _change(OS.get(name), value, data_path, scope))]
+               if (warning := _change(machine_knob(name), value, data_path, scope))]
 
 
 def _change(knob: OsKnob, value: str, data_path: Path, journal: Scope) -> str:
@@ -53,7 +53,7 @@ def _change(knob: OsKnob, value: str, data_path: Path, journal: Scope) -> str:
     changed = {entry.knob for entry in journal.journal.entries if isinstance(entry, Written)}
     for name in knob.also_changes:  # journaled as they are, so that they are put back after this knob
         if name not in changed:
-            side = OS.get(name)
+            side = machine_knob(name)
             now = side.read(data_path)
             journal.record(Written(name, str(side.path(data_path)), now, now))
     journal.record(Written(knob.name, str(target), before, value))

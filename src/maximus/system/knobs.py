@@ -180,6 +180,14 @@ def machine(settings: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in settings.items() if isinstance(OS.get(name), OsKnob)}
 
 
+def machine_knob(name: str) -> OsKnob:
+    """The machine knob (a sysctl or sysfs file, not a process's or a storage layout's) called ``name``."""
+    knob = OS.get(name)
+    if not isinstance(knob, OsKnob):
+        raise TypeError(f"{name} is not a knob of the machine")
+    return knob
+
+
 def current_values(data_path: Path) -> dict[str, str]:
     """Every machine knob's value now, for the run's record: '' for one this kernel does not offer."""
     values = {}

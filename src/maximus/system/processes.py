@@ -53,7 +53,7 @@ def cpu_set(text: str) -> set[int]:
 
 def cpu_text(cpus: Iterable[int]) -> str:
     """The shortest list: ``0-3,6``."""
-    ordered, runs = sorted(set(cpus)), []
+    ordered, runs = sorted(set(cpus)), []  # type: list[int], list[list[int]]
     for cpu in ordered:
         if runs and cpu == runs[-1][1] + 1:
             runs[-1][1] = cpu
