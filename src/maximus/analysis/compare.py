@@ -15,9 +15,8 @@ from enum import StrEnum
 from typing import Sequence
 
 import numpy as np
-# scipy.special, not scipy.stats: the same quantiles, without the 1.8 s that importing scipy.stats adds to
-# every command's start
-from scipy.special import ndtri, stdtrit
+
+from maximus.analysis.distributions import normal_quantile, t_quantile
 
 CONFIDENCE = 0.95
 POWER = 0.80
@@ -66,7 +65,7 @@ def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimat
     mean = float(data.mean())
     if len(data) < 2:
         return Estimate(mean, math.nan, math.nan, 1)
-    half = stdtrit(len(data) - 1, 0.5 + confidence / 2) * data.std(ddof=1) / math.sqrt(len(data))
+    half = t_quantile(len(data) - 1, 0.5 + confidence / 2) * data.std(ddof=1) / math.sqrt(len(data))
     return Estimate(mean, mean - float(half), mean + float(half), len(data))
 
 
@@ -82,7 +81,7 @@ def compare(a: Sequence[float], b: Sequence[float], higher_is_better: bool = Tru
     var_a, var_b = log_a.var(ddof=1) / len(log_a), log_b.var(ddof=1) / len(log_b)
     se = math.sqrt(var_a + var_b)
     df = _welch_df(var_a, var_b, len(log_a), len(log_b))
-    half = float(stdtrit(df, 0.5 + confidence / 2)) * se if se > 0 else 0.0
+    half = t_quantile(df, 0.5 + confidence / 2) * se if se > 0 else 0.0
     low, high = math.exp(difference - half), math.exp(difference + half)
     verdict = _verdict(low, high, higher_is_better)
     needed = None
@@ -118,10 +117,10 @@ def _repeats_needed(log_a: np.ndarray, log_b: np.ndarray, difference: float, con
         return None
     for n in range(2, 1001):
         df = 2 * n - 2
-        reach = (stdtrit(df, 0.5 + confidence / 2) + stdtrit(df, POWER)) * pooled * math.sqrt(2 / n)
+        reach = (t_quantile(df, 0.5 + confidence / 2) + t_quantile(df, POWER)) * pooled * math.sqrt(2 / n)
         if reach <= abs(difference):
             return n
-    z = ndtri(0.5 + confidence / 2) + ndtri(POWER)  # t is normal by now
+    z = normal_quantile(0.5 + confidence / 2) + normal_quantile(POWER)  # t is normal by now
     return math.ceil(2 * (z * pooled / abs(difference)) ** 2)
 
 

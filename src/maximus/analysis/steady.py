@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.special import stdtr
+
+from maximus.analysis.distributions import t_cdf
 
 TREND_LIMIT = 0.10  # a change of more than 10 % across the window is not a steady state
 SIGNIFICANCE = 0.01
@@ -50,7 +51,7 @@ def _slope_test(series: np.ndarray) -> tuple[float, float]:
         return slope, 0.0
     df = len(series) - 2
     t = r * math.sqrt(df / (1 - r * r))
-    return slope, float(2 * stdtr(df, -t))
+    return slope, 2 * t_cdf(df, -t)
 
 
 def steady_state_warning(run_id: int, series: Sequence[float]) -> str | None:
