@@ -10,7 +10,10 @@ took. The target is a cost below 1 %. It prints figures and asserts nothing.
 Usage (from the repository root):
 
     .venv/bin/python bench/monitoring_overhead.py [--pairs 3] [--duration 15] [--warmup 3] [--terminals 2]
-                                                  [--workdir DIR]
+                                                  [--workdir DIR] [--smoke]
+
+--smoke runs 2 pairs of 1-s runs (both orders within a pair, and a spread), in seconds: it checks that the script
+still works, and its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -24,10 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maximus import api
+from maximus.records import RunStatus
 
 KNOBS = {"journal_mode": "wal", "synchronous": "normal"}
 WAREHOUSES = 1
 SEED = 1
+SMOKE_NOTICE = ("smoke mode: the smallest sizes and shortest runs, to check that the script works end to end; "
+                "its figures mean nothing")
+# --smoke's sizes: two pairs, so that each order inside a pair runs and the ratios have a spread
+SMOKE = {"pairs": 2, "duration": 1.0, "warmup": 0.5}
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class Options:
     warmup_s: float
     terminals: int
     workdir: Path | None
+    smoke: bool
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,13 @@ def parse_options(argv: list[str]) -> Options:
     parser.add_argument("--warmup", type=float, default=3.0, help="warm-up seconds per run (3)")
     parser.add_argument("--terminals", type=int, default=2, help="terminals per run (2)")
     parser.add_argument("--workdir", type=Path, help="where to build (default: a temp dir under /tmp, deleted)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="2 pairs of 1 s runs: checks that the script works")
     args = parser.parse_args(argv)
-    return Options(args.pairs, args.duration, args.warmup, args.terminals, args.workdir)
+    if args.smoke:
+        parser.set_defaults(**SMOKE)  # an option given on the command line still wins
+        args = parser.parse_args(argv)
+    return Options(args.pairs, args.duration, args.warmup, args.terminals, args.workdir, args.smoke)
 
 
 def build(workdir: Path) -> None:
@@ -71,6 +85,9 @@ def measure(options: Options, workdir: Path, monitored: bool) -> Measured:
                                warmup_s=options.warmup_s, duration_s=options.duration_s, seed=SEED,
                                workdir=workdir, results=results, check=False, monitor=monitored)
     outcome = api.run_benchmark(run)
+    if outcome.status is not RunStatus.COMPLETE:  # interrupted (Ctrl-C) or failed: nothing to compare, stop here
+        raise SystemExit(f"Maximus's run {outcome.run_id} {outcome.status.value}: "
+                         f"{'; '.join(outcome.result.errors) or 'no error reported'}")
     store = api.open_results(results)
     try:
         report = api.analyse_run(store, outcome.run_id)
@@ -114,6 +131,8 @@ def summarise(ratios: list[float], monitored: list[Measured], options: Options) 
 def main(argv: list[str]) -> None:
     options = parse_options(argv)
     workdir = options.workdir or Path(tempfile.mkdtemp(prefix="maximus-bench-", dir="/tmp"))
+    if options.smoke:
+        print(SMOKE_NOTICE)
     print(f"SQLite {KNOBS}, {options.terminals} terminals, {options.pairs} pairs of {options.warmup_s:g} s warm-up "
           f"+ {options.duration_s:g} s measured, every run from the same pristine build in {workdir}")
     try:

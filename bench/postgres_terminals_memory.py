@@ -5,11 +5,14 @@ memory (RSS) of every Maximus process (parent, terminal and deferred workers) on
 run, and prints the peak, the per-terminal share, and the throughput against the TPC-C ceiling of
 12.86 tpmC per 10 keyed terminals. Usage:
 
-    .venv/bin/python bench/postgres_terminals_memory.py [--terminals 1000] [--warehouses 10] [--duration 60]
+    .venv/bin/python bench/postgres_terminals_memory.py [--terminals 1000] [--warehouses 10] [--duration 60] [--smoke]
 
 Warehouses do not change the client's memory; the spec's 10 terminals per warehouse (4.2.2) would need
 100 warehouses for 1,000 terminals (pass --warehouses 100 for that, a build of several minutes); with
 fewer, terminals share home warehouses.
+
+--smoke runs 10 terminals on 1 warehouse for 1 s of warm-up and 2 s measured, in seconds: it checks that the script
+still works, and its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ import tempfile
 from pathlib import Path
 
 from maximus import api
+
+SMOKE_NOTICE = ("smoke mode: the smallest sizes and shortest runs, to check that the script works end to end; "
+                "its figures mean nothing")
+WARMUP_S = 5.0
+# --smoke's sizes, unless given: terminals enough for two worker processes on two cores
+SMOKE = {"terminals": 10, "warehouses": 1, "duration": 2.0, "warmup": 1.0}
 
 
 class MemoryWatch:
@@ -76,9 +85,17 @@ def main() -> None:
     parser.add_argument("--terminals", type=int, default=1000)
     parser.add_argument("--warehouses", type=int, default=10)
     parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--smoke", action="store_true",
+                        help="10 terminals, 1 warehouse, 2 s measured: checks that the script works")
+    parser.set_defaults(warmup=WARMUP_S)
     options = parser.parse_args()
+    if options.smoke:
+        parser.set_defaults(**SMOKE)  # an option given on the command line still wins
+        options = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="maximus-bench-memory-", dir="/var/tmp"))
     workdir.chmod(0o755)
+    if options.smoke:
+        print(SMOKE_NOTICE)
     try:
         run(options, workdir)
     finally:
@@ -88,9 +105,9 @@ def main() -> None:
 def run(options: argparse.Namespace, workdir: Path) -> None:
     watch = MemoryWatch()
     run_options = api.BenchmarkOptions(engine="postgres", settings={"warehouses": options.warehouses, "keying": True},
-                                       terminals=options.terminals, warmup_s=5.0, duration_s=options.duration,
-                                       transactions="server", workdir=workdir, results=workdir / "results.db",
-                                       check=False, monitor=False)
+                                       terminals=options.terminals, warmup_s=options.warmup,
+                                       duration_s=options.duration, transactions="server", workdir=workdir,
+                                       results=workdir / "results.db", check=False, monitor=False)
     outcome = api.run_benchmark(run_options, watch)
     store = api.open_results(workdir / "results.db")
     figures = api.analyse_run(store, outcome.run_id).figures

@@ -11,7 +11,10 @@ One command measures, side by side and in one run:
 
 It prints figures and asserts nothing. Usage (from the repository root):
 
-    .venv/bin/python bench/sqlite_tpcc.py [--duration S] [--warmup S] [--workdir DIR] [--quick]
+    .venv/bin/python bench/sqlite_tpcc.py [--duration S] [--warmup S] [--workdir DIR] [--quick | --smoke]
+
+--smoke runs every step with the smallest sizes (1-s runs at 1 terminal, 0.2-s ceiling probes), in seconds: it
+checks that the script still works, and its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +50,22 @@ CONFIGS: dict[str, dict[str, str]] = {
     "d wal+normal+cache+mmap": {**PEER, "journal_mode": "wal", "synchronous": "normal",
                                 "cache_size": "64MB", "mmap_size": "256MB"},
 }
+SMOKE_NOTICE = ("smoke mode: the smallest sizes and shortest runs, to check that the script works end to end; "
+                "its figures mean nothing")
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How long each measurement lasts and which terminal counts run, unless --duration or --warmup says."""
+
+    duration_s: float
+    warmup_s: float
+    terminals: tuple[int, ...]
+    ceiling_s: float
+
+
+MODES = {"full": Mode(20.0, 3.0, (1, 2, 4), 3.0), "quick": Mode(5.0, 1.0, (1, 2), 1.5),
+         "smoke": Mode(1.0, 0.5, (1,), 0.2)}  # 1 terminal is enough for the summary, which reads the 1-terminal row
 
 
 @dataclass(frozen=True)
@@ -56,6 +75,7 @@ class Options:
     terminals: tuple[int, ...]
     ceiling_s: float
     workdir: Path | None
+    smoke: bool
 
 
 @dataclass(frozen=True)
@@ -68,16 +88,18 @@ class Measured:
 
 def parse_options(argv: list[str]) -> Options:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, help="measured seconds per run (20; --quick: 5)")
-    parser.add_argument("--warmup", type=float, help="warm-up seconds per run (3; --quick: 1)")
+    parser.add_argument("--duration", type=float, help="measured seconds per run (20; --quick: 5; --smoke: 1)")
+    parser.add_argument("--warmup", type=float, help="warm-up seconds per run (3; --quick: 1; --smoke: 0.5)")
     parser.add_argument("--workdir", type=Path, help="where to build (default: a temp dir under /tmp, deleted)")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 5 s runs, 1 and 2 terminals")
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="a short run: 5 s runs, 1 and 2 terminals")
+    sizes.add_argument("--smoke", action="store_true",
+                       help="1 s runs at 1 terminal: checks that the script works")
     args = parser.parse_args(argv)
-    duration, warmup = (5.0, 1.0) if args.quick else (20.0, 3.0)
-    return Options(duration_s=args.duration if args.duration is not None else duration,
-                   warmup_s=args.warmup if args.warmup is not None else warmup,
-                   terminals=(1, 2) if args.quick else (1, 2, 4),
-                   ceiling_s=1.5 if args.quick else 3.0, workdir=args.workdir)
+    mode = MODES["smoke" if args.smoke else "quick" if args.quick else "full"]
+    return Options(duration_s=args.duration if args.duration is not None else mode.duration_s,
+                   warmup_s=args.warmup if args.warmup is not None else mode.warmup_s,
+                   terminals=mode.terminals, ceiling_s=mode.ceiling_s, workdir=args.workdir, smoke=args.smoke)
 
 
 def commit_rate(workdir: Path, journal_mode: str, synchronous: str, seconds: float) -> float:
@@ -192,6 +214,8 @@ def summarise(rows: list[Measured], ceiling: Mapping[str, float], ceiling_after:
 
 
 def benchmark(workdir: Path, options: Options) -> None:
+    if options.smoke:
+        print(SMOKE_NOTICE)
     print(f"SQLite {sqlite3.sqlite_version} (Python sqlite3), workdir {workdir}, {WAREHOUSES} warehouse, "
           f"seed {SEED}, runs {options.warmup_s:g} s warm-up + {options.duration_s:g} s measured, "
           "keying/think times off (TPC-C-like)\n")

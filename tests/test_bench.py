@@ -1,21 +1,183 @@
-"""The benchmarks under bench/ are run by hand, not by the suite: each must still import against today's code, or
-it rots unseen (a renamed function, a moved module)."""
+"""Every script under bench/ runs here in its smoke mode (``--smoke``: the smallest sizes, seconds), the same code
+path as a real run, so a refactor that breaks one fails the suite (sqlite_tpcc.py once broke unseen). Each must end
+with 0, print the lines a real run prints (its tables and ratios), and leave no server running and none of its
+directories behind. The peer tools they run (pgbench, sysbench) are installed by scripts/system-packages."""
 
 from __future__ import annotations
 
-import importlib.util
+import re
+import signal
+import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from interrupting import default_dispositions  # tests/interrupting.py
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+TIMEOUT_S = 120  # a smoke run takes 1-50 s on 2 cores, busy; with the grace below, within pytest's 300 s
+# An interrupted script (SIGINT) stops its servers and removes its directories within this: longer than the engines'
+# stop timeout (MariaDB's 120 s), after which a server that hangs in its shutdown is killed
+GRACE_S = 150
+SETTLE_S = 10  # a server the script asked to stop may take this long to exit after the script has
+OWN_PREFIX = "maximus-bench-"  # of every directory a bench script makes, under /tmp or /var/tmp
+
+N = r"-?[\d,]+(?:\.\d+)?"  # a printed number: 1,234 or 0.95
+POSITIVE = r"[1-9][\d,]*"  # a count that cannot be 0 after a run that worked: New-Orders per minute
 
 
-@pytest.mark.parametrize("path", sorted(BENCH.glob("*.py")), ids=lambda path: path.name)
-def test_each_benchmark_imports_against_todays_code(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)  # as an import would: its dataclasses look it up
-    spec.loader.exec_module(module)  # its top level only: main() runs under __name__ == "__main__"
-    assert callable(getattr(module, "main", None)), f"{path.name} has no main()"
+@dataclass(frozen=True)
+class Smoke:
+    lines: tuple[str, ...]  # regular expressions, each matching the start of a line a real run prints
+    takes_workdir: bool = False  # SQLite's scripts; the servers' make theirs under /var/tmp, for the server's user
+
+
+def _server_runs(peer: str, clients: int) -> tuple[str, ...]:
+    """The runs table and ratio lines that postgres_tpcc.py and mariadb_tpcc.py print for one round."""
+    rows = tuple(rf"  {name}\s+{clients}\s+1\s+{POSITIVE}\s+{N}\s+{N}\s+{N}"
+                 for name in ("Maximus server-side", peer, "Maximus client-side"))
+    return rows + (rf"  ratio Maximus / {peer} New-Orders/min at {clients} clients: median {N} of {N} ",
+                   rf"  geometric mean {N} of one round: no interval$",
+                   rf"  ratio client-side / server-side Maximus at {clients} clients: median {N} of {N}")
+
+
+def _builds(baseline: str) -> tuple[str, ...]:
+    """The build lines of postgres_tpcc.py and mariadb_tpcc.py for two builds, the second with the baseline first."""
+    return (r"1\. Build$", rf"  1: Maximus build .* ratio {N}$", rf"  2: Maximus build .* ratio {N}$",
+            rf"  ratio Maximus / {baseline}: median {N} of {N}, {N} ",
+            rf"  geometric mean {N}, 95 % interval {N}-{N} over 2 repeats: the target is (met|missed|within noise)$")
+
+
+SQLITE_CONFIGS = ("a peer: delete\\+full", "b wal\\+full", "c wal\\+normal", "d wal\\+normal\\+cache\\+mmap")
+LAYOUTS = ("ext4 on loop, 4 GB", "xfs on loop, 4 GB", "btrfs on loop, 4 GB", "tmpfs, 4 GB", "ext4 on zram, 1 GB")
+
+SMOKES = {
+    "sqlite_tpcc.py": Smoke(takes_workdir=True, lines=(
+        r"1\. Raw commit ceiling of this disk now",
+        rf"  delete\+full\s+{N} commits/s  -> New-Order/min ceiling\s+{N}$",
+        rf"  wal\+full\s+{N} commits/s  -> New-Order/min ceiling\s+{N}$",
+        rf"  speed-up: {N}x  \(target >= 10x: (met|NOT met)\)$",
+        r"  config\s+term\s+NO/min\s+NOPM\s+TPM\s+failed\s+vs peer$",
+        *(rf"  {config}\s+1\s+{POSITIVE}\s+{N}\s+{N}\s+0\s+{N}x$" for config in SQLITE_CONFIGS),
+        *(rf"  {config}\s+page_size=4096 journal_mode=" for config in SQLITE_CONFIGS),
+        r"   Commit ceiling re-measured after the runs",
+        rf"  \(a\) peer settings, 1 terminal: {N} NO/min = {N}x the quoted 25,000",
+        rf"  \(a\) 1 terminal vs delete\+full fsync ceiling after the runs \({N} NO/min\): {N}$",
+        rf"  best: .*, 1 terminal\(s\): {N} NO/min = {N}x the quoted peer figure$")),
+    "monitoring_overhead.py": Smoke(takes_workdir=True, lines=(
+        rf"pair 1: monitored\s+{N} TPM \({N} tpmC\) · unmonitored\s+{N} TPM \({N} tpmC\) · ratio {N} "
+        r"\(monitored first\)$",
+        rf"pair 2: monitored\s+{N} TPM \({N} tpmC\) · unmonitored\s+{N} TPM \({N} tpmC\) · ratio {N} "
+        r"\(unmonitored first\)$",
+        rf"mean ratio monitored/unmonitored {N}, standard deviation {N} over 2 pairs",
+        rf"the monitor's own readings: {N} ms of CPU per second of run")),
+    "os_knobs.py": Smoke(lines=(
+        rf"\d+ machine knobs, 1 repeats: journal \+ apply \+ read back median {N} ms, put back median {N} ms$",
+        rf"added to a run: {N} ms, {N} of the 1 s allowed \((met|NOT met)\)$",
+        *(rf"layout {layout}: make median {N} ms, remove median {N} ms$" for layout in LAYOUTS))),
+    "postgres_terminals_memory.py": Smoke(lines=(
+        r"10 keyed terminals \(keying \+ think times of 5\.2\.5\), 1 warehouses, 2 s measured; \d+ terminals per "
+        r"worker process$",
+        r"  status complete; failed transactions 0$",
+        rf"  peak client RSS: {N} MiB over \d+ Maximus processes = {N} KiB per terminal$",
+        rf"  tpmC {N} against the keyed ceiling of {N} ")),
+    "runs_listing.py": Smoke(lines=(
+        rf"stored 20 runs of 200 samples in {N} s$",
+        rf"`maximus runs` \(the command, start included\): {N} s$",
+        rf"listed_runs \(one query\):\s+{N} s$",
+        rf"analyse_run of every run \(before\):\s+{N} s$",
+        rf"ratio before/now \(in-process\): {N}x; target: the command under 1 s \((met|not met)\)$")),
+    "postgres_tpcc.py": Smoke(lines=(
+        rf"PostgreSQL \S+ managed in /var/tmp/{OWN_PREFIX}pg-",
+        *_builds("COPY-from-files"),
+        r"2\. Runs ",
+        r"  client\s+clients\s+pair\s+NO/min\s+TPS\s+client CPU s/1,000 txn\s+server CPU s/1,000 txn\s+switches/txn$",
+        *_server_runs("pgbench", clients=2))),
+    "mariadb_tpcc.py": Smoke(lines=(
+        rf"MariaDB \S+ managed in /var/tmp/{OWN_PREFIX}mariadb-",
+        *_builds("LOAD DATA from files"),
+        r"server configuration: version=",
+        r"2\. Runs ",
+        r"  client\s+clients\s+round\s+NO/min\s+TPS\s+client CPU s/1,000 txn\s+server CPU s/1,000 txn$",
+        *_server_runs("sysbench", clients=2))),
+}
+SMOKE_NOTICE = r"smoke mode: "  # the line that says the figures mean nothing
+
+
+def _own_directories() -> set[Path]:
+    return {path for parent in (Path("/tmp"), Path("/var/tmp")) for path in parent.glob(f"{OWN_PREFIX}*")}
+
+
+def _own_processes() -> dict[int, str]:
+    """Processes whose command line names a bench script's directory: its managed servers."""
+    found = {}
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # it has just exited
+            continue
+        if OWN_PREFIX in text:
+            found[int(cmdline.parent.name)] = text
+    return found
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess:
+    """The script's run, interrupted like a user's Ctrl-C after TIMEOUT_S, so that it stops its servers and removes
+    its directories (a SIGKILL would leave them), and killed only if it has not ended GRACE_S later."""
+    script = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=default_dispositions)
+    try:
+        stdout, stderr = script.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        script.send_signal(signal.SIGINT)
+        try:
+            stdout, stderr = script.communicate(timeout=GRACE_S)
+        except subprocess.TimeoutExpired:
+            script.kill()
+            stdout, stderr = script.communicate()
+        pytest.fail(f"{command[1]} --smoke took more than {TIMEOUT_S} s\n{stdout}\n{stderr}")
+    return subprocess.CompletedProcess(command, script.returncode, stdout, stderr)
+
+
+def _left_running(before: dict[int, str]) -> dict[int, str]:
+    """The script's processes still there SETTLE_S after it ended."""
+    deadline = time.monotonic() + SETTLE_S
+    while (left := {pid: text for pid, text in _own_processes().items() if pid not in before}) and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+# Run in the file of the tests that change the same machine knobs (tests/system/test_os_knobs.py), so never at the
+# same time as they are (xdist deals a file to one worker): two journals changing one knob at once would each put
+# back what the other had set.
+BESIDE_SYSTEM_TESTS = ("os_knobs.py",)
+
+
+@pytest.mark.parametrize("path", [path for path in sorted(BENCH.glob("*.py")) if path.name not in BESIDE_SYSTEM_TESTS],
+                         ids=lambda path: path.name)
+def test_each_benchmark_runs_end_to_end_in_smoke_mode(path: Path, tmp_path: Path) -> None:
+    runs_in_smoke_mode(path, tmp_path)
+
+
+def runs_in_smoke_mode(path: Path, tmp_path: Path) -> None:
+    """The script's smoke run ends with 0, prints its lines, and leaves no server and no directory of its own."""
+    assert path.name in SMOKES, f"give {path.name} a --smoke mode and its expected lines here"
+    smoke = SMOKES[path.name]
+    command = [sys.executable, str(path), "--smoke"] + (["--workdir", str(tmp_path / "work")]
+                                                        if smoke.takes_workdir else [])
+    directories, processes = _own_directories(), _own_processes()
+    started = time.perf_counter()
+    done = _run(command)
+    seconds = time.perf_counter() - started
+    left_running, left_behind = _left_running(processes), _own_directories() - directories
+    output = f"{done.stdout}\n--- stderr ---\n{done.stderr}\n--- {seconds:.1f} s"
+    assert done.returncode == 0, output
+    assert "Traceback" not in done.stderr, output  # a worker process that failed while the script went on
+    missing = [line for line in (SMOKE_NOTICE, *smoke.lines) if not re.search(f"^{line}", done.stdout, re.M)]
+    assert not missing, f"lines missing: {missing}\n{output}"
+    assert not left_running, f"servers left running: {left_running}"
+    assert not left_behind, f"directories left behind: {left_behind}"

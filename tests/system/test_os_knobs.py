@@ -21,6 +21,8 @@ from maximus.errors import UserError
 from maximus.records import RunStatus
 from maximus.system.journal import JOURNAL_VARIABLE
 
+from test_bench import BENCH, runs_in_smoke_mode  # tests/test_bench.py
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="operating-system knobs are changed as root (CI is root)")
 
 # two values for each knob: the test uses the first that differs from the machine's
@@ -217,3 +219,8 @@ def test_huge_pages_reserved_by_a_step_serve_postgres_huge_pages_on(journal: Pat
         store.close()
     assert run.status is RunStatus.COMPLETE and run.environment["os_knobs"]["vm.nr_hugepages"] == "200"
     assert run.engine_settings["huge_pages"] == "on"
+
+
+def test_the_os_knobs_benchmark_runs_in_smoke_mode(tmp_path: Path) -> None:
+    """bench/os_knobs.py changes these knobs too: run here, never beside the tests above (tests/test_bench.py)."""
+    runs_in_smoke_mode(BENCH / "os_knobs.py", tmp_path)
