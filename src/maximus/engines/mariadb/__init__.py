@@ -27,19 +27,13 @@ from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_
 from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
 from maximus.engines.mariadb.translate import UTC_NOW
 from maximus.engines.pump import Pump
-from maximus.engines.server import ServerEngine, ServerErrors, allow_changes_option, dsn_option
+from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
 from maximus.records import Outcome
 
 _RETRYABLE = {1213, 1205, 1020}  # deadlock found, lock wait timeout exceeded, record changed since last read
 # (a write conflict under innodb_snapshot_isolation=ON): each rolled back, to be run again
 # error codes are matched as the driver writes them, "(2013, ": a bare number could be in a key's value
-_ERRORS = ServerErrors(
-    lost=("(2006, ", "(2013, ", "(2055, ", "server has gone away", "Lost connection", "Can't connect"),
-    full=("(1114, ", "is full", "No space left on device", "errno: 28"),
-    corrupt=("(1877, ", "(1034, ", "is corrupt", "Index for table"),
-    stop_seen_within_s=1.0,  # a killed server's sockets close before its process is seen gone
-)
 _REPORTED = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_log_buffer_size",
              "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_doublewrite", "innodb_page_size",
              "innodb_io_capacity", "innodb_read_io_threads", "innodb_write_io_threads", "innodb_use_native_aio",
@@ -76,7 +70,6 @@ class MariaDBEngine(ServerEngine):
     short_lock_wait = "1"  # seconds: InnoDB's shortest wait that still waits (0 fails at once)
     example_knob = ("innodb_lock_wait_timeout", "7", "7")
     managed, external = ManagedServer, ExternalServer
-    errors = _ERRORS  # what says the server, not the transaction, failed
     server: MariaDBServer
 
     # -- knobs ---------------------------------------------------------------------------------------

@@ -9,15 +9,24 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from maximus.engines.server import ServerControl
+from maximus.engines.server import ServerControl, ServerErrors
 from maximus.errors import EngineError
 
 CONNECT_TIMEOUT_S = 10
 
 
+ERRORS = ServerErrors(
+    lost=("(2006, ", "(2013, ", "(2055, ", "server has gone away", "Lost connection", "Can't connect"),
+    full=("(1114, ", "is full", "No space left on device", "errno: 28"),
+    corrupt=("(1877, ", "(1034, ", "is corrupt", "Index for table"),
+    stop_seen_within_s=1.0,  # a killed server's sockets close before its process is seen gone
+)
+
+
 class MariaDBServer(ServerControl):
     """A MariaDB server, reached by MySQLdb's connection arguments."""
 
+    errors = ERRORS
     title = "MariaDB"
 
     @abstractmethod

@@ -34,25 +34,13 @@ from maximus.engines.postgres.sessions import (PER_STATEMENT_SNAPSHOTS, UTC_NOW,
                                                array_of_ints)
 from maximus.engines.postgres.settings import BIN_DIR, find_bin_dir, plain_version, server_knobs, written
 from maximus.engines.pump import Pump
-from maximus.engines.server import ServerEngine, ServerErrors, allow_changes_option, dsn_option
+from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
 from maximus.records import Outcome
 from maximus.samplers.base import Sampler
 from maximus.samplers.postgres import IO_TIMING, WAL_IO_TIMING, PostgresSampler
 
 _RETRYABLE_STATES = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
-_ERRORS = ServerErrors(
-    # psycopg's classes for SQLSTATE class 57 (operator intervention) and libpq's words for a connection that broke
-    lost=("AdminShutdown", "CrashShutdown", "CannotConnectNow", "server closed the connection",
-          "connection is lost", "connection is closed", "the connection to the server was lost",
-          "consuming input failed", "terminating connection", "SSL SYSCALL error",
-          "could not receive data from server", "no connection to the server"),
-    full=("DiskFull", "No space left on device"),
-    corrupt=("DataCorrupted", "IndexCorrupted"),
-    # how a server's log says that it ended every session to recover from a crash
-    crashed=("was terminated by signal", "terminating any other active server processes"),
-    # no wait: the log says "shutdown request" or "PANIC" before the sessions are ended
-)
 _REPORTED = ("server_version", "shared_buffers", "wal_buffers", "max_wal_size", "checkpoint_timeout",
              "synchronous_commit", "fsync", "full_page_writes", "wal_level", "effective_io_concurrency",
              "default_transaction_isolation", "max_connections", IO_TIMING, WAL_IO_TIMING)
@@ -82,7 +70,6 @@ class PostgresEngine(ServerEngine):
     lock_wait_knob = "lock_timeout"
     example_knob = ("work_mem", "8192kB", "8MB")
     managed, external = ManagedServer, ExternalServer
-    errors = _ERRORS  # what says the server, not the transaction, failed
     server: PostgresServer
 
     @classmethod

@@ -8,12 +8,27 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from maximus.engines.server import ServerControl
+from maximus.engines.server import ServerControl, ServerErrors
+
+
+ERRORS = ServerErrors(
+    # psycopg's classes for SQLSTATE class 57 (operator intervention) and libpq's words for a connection that broke
+    lost=("AdminShutdown", "CrashShutdown", "CannotConnectNow", "server closed the connection",
+          "connection is lost", "connection is closed", "the connection to the server was lost",
+          "consuming input failed", "terminating connection", "SSL SYSCALL error",
+          "could not receive data from server", "no connection to the server"),
+    full=("DiskFull", "No space left on device"),
+    corrupt=("DataCorrupted", "IndexCorrupted"),
+    # how a server's log says that it ended every session to recover from a crash
+    crashed=("was terminated by signal", "terminating any other active server processes"),
+    # no wait: the log says "shutdown request" or "PANIC" before the sessions are ended
+)
 
 
 class PostgresServer(ServerControl):
     """A PostgreSQL server, reached by a libpq connection string."""
 
+    errors = ERRORS
     title = "PostgreSQL"
 
     @abstractmethod

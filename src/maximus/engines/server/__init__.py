@@ -10,8 +10,8 @@
   the engine's ``ServerErrors``).
 """
 
-from maximus.engines.server.control import ServerControl
-from maximus.engines.server.engine import ServerEngine, ServerErrors
+from maximus.engines.server.control import ServerControl, ServerErrors
+from maximus.engines.server.engine import ServerEngine
 from maximus.engines.server.external import ExternalServer, allow_changes_option, dsn_option
 from maximus.engines.server.log import ServerLog
 from maximus.engines.server.managed import ManagedServer, cache_dir, cached_rows, throwaway

@@ -10,11 +10,26 @@ and its errors say.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Mapping, Sequence
 
 from maximus.engines import _process
 from maximus.knobs import KnobCatalogue
+
+
+@dataclass(frozen=True)
+class ServerErrors:
+    """How an engine's sessions and its server's log say that the server or its data, not the transaction, failed:
+    words of the error (``Type: message``, as ``errors.describe`` writes it), each a substring."""
+
+    lost: tuple[str, ...]  # the connection broke
+    full: tuple[str, ...]  # the disk is full
+    corrupt: tuple[str, ...]  # a data file is corrupt
+    crashed: tuple[str, ...] = ()  # the server's log: it ended every session to recover from a crash
+    # How long a lost connection waits for a managed server to be seen stopped: a killed server's sockets may close
+    # before its process is gone, and before its log says so.
+    stop_seen_within_s: float = 0.0
 
 
 class ServerControl(ABC):
@@ -27,6 +42,7 @@ class ServerControl(ABC):
 
     manages: ClassVar[bool]  # Maximus starts and stops the server itself
     title: ClassVar[str]  # the server's name in a message: "PostgreSQL"
+    errors: ClassVar[ServerErrors]  # what says that the server or its data, not the transaction, failed
 
     def __init__(self, workdir: Path, database: str, settings: dict[str, str], knobs: KnobCatalogue,
                  connection: Mapping[str, str]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import time
 from abc import abstractmethod
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Mapping
 
@@ -17,27 +16,13 @@ from maximus.knobs import KnobCatalogue
 SESSIONS_BESIDE_TERMINALS = 20  # deferred workers, samplers, admin sessions
 
 
-@dataclass(frozen=True)
-class ServerErrors:
-    """How an engine's sessions and its server's log say that the server or its data, not the transaction, failed:
-    words of the error (``Type: message``, as ``errors.describe`` writes it), each a substring."""
-
-    lost: tuple[str, ...]  # the connection broke
-    full: tuple[str, ...]  # the disk is full
-    corrupt: tuple[str, ...]  # a data file is corrupt
-    crashed: tuple[str, ...] = ()  # the server's log: it ended every session to recover from a crash
-    # How long a lost connection waits for a managed server to be seen stopped: a killed server's sockets may close
-    # before its process is gone, and before its log says so.
-    stop_seen_within_s: float = 0.0
-
-
 class ServerEngine(Engine):
     """An engine whose database runs in a server: ``managed`` (Maximus's own) unless the connection names a DSN, then
-    ``external`` (the user's). The engine never asks which kind it has: it asks ``self.server``."""
+    ``external`` (the user's). The engine never asks which kind it has: it asks ``self.server``, whose ``errors`` say
+    which of its sessions' errors are the server's or its data's."""
 
     managed: ClassVar[type[ServerControl]]
     external: ClassVar[type[ServerControl]]
-    errors: ClassVar[ServerErrors]
 
     def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
                  connection: Mapping[str, str] | None = None) -> None:
@@ -118,23 +103,23 @@ class ServerEngine(Engine):
         """A full disk, a corrupt database, or a lost connection, which is the server's end where it ended (a
         managed server's, as its log says) or a crash it recovers from; None for the transaction's own error."""
         first_line = error.strip().splitlines()[0] if error.strip() else error
-        if _says(error, self.errors.full):
+        if _says(error, self.server.errors.full):
             return f"the disk holding {self.data_path()} is full ({first_line})"
-        if _says(error, self.errors.corrupt):
+        if _says(error, self.server.errors.corrupt):
             return f"the {self.server.title} database {self.database} is corrupt ({first_line})"
-        if not _says(error, self.errors.lost):
+        if not _says(error, self.server.errors.lost):
             return None
         stopped = self._stopped_soon()
         if stopped:
             return stopped
-        crash = self.server.log_says(self.errors.crashed) if self.errors.crashed else None
+        crash = self.server.log_says(self.server.errors.crashed) if self.server.errors.crashed else None
         if crash:
             return f"the {self.server.title} server ended every session to recover from a crash during the run: {crash}"
         return f"the connection to the {self.server.title} server was lost during the run ({first_line})"
 
     def _stopped_soon(self) -> str | None:
         """The server's end, if it ended, waiting ``errors.stop_seen_within_s`` for a managed server's."""
-        deadline = time.monotonic() + (self.errors.stop_seen_within_s if self.server.manages else 0.0)
+        deadline = time.monotonic() + (self.server.errors.stop_seen_within_s if self.server.manages else 0.0)
         while True:
             stopped = self.server.stopped()
             if stopped or time.monotonic() >= deadline:
