@@ -32,3 +32,17 @@ def test_the_options_given_become_the_connection_and_a_flag_turns_on_what_it_imp
     assert list(connection_of(options, {"allow_changes": True, "allow_restart": True})) == ["allow_restart",
                                                                                           "allow_changes"]
     assert connection_of(options, {"allow_changes": True}) == {"allow_changes": "yes"}
+
+
+def test_an_option_several_engines_declare_has_each_engines_own_help() -> None:
+    """``--dsn`` is each engine's: its help, declared with the engine, names the engine and its form of address."""
+    merged = {option.name: option.help for option in connection_options()}
+    for engine in ENGINES.values():
+        for option in engine.connection_options:
+            assert option.help in merged[option.name], (engine.name, option.name)
+    dsn = {engine.name: option.help for engine in ENGINES.values() for option in engine.connection_options
+           if option.name == "dsn"}
+    postgres = dsn["postgres"]
+    assert postgres.startswith("PostgreSQL: ") and "host=" in postgres and "mysql://" not in postgres
+    assert dsn["mariadb"].startswith("MariaDB: ") and "mysql://" in dsn["mariadb"]
+    assert merged["dsn"] == f"{dsn['postgres']} {dsn['mariadb']}"

@@ -6,6 +6,12 @@ PostgreSQL runs as a managed server started by the tests (initdb once, then a se
 
 from __future__ import annotations
 
+import importlib
+import os
+import shutil
+import signal
+import tempfile
+import time
 import tomllib
 from pathlib import Path
 from typing import Callable, Iterator
@@ -18,11 +24,14 @@ from maximus import api
 from maximus.api import running
 from maximus.cli.app import app
 from maximus.engines import ENGINES, Driver, Engine
-from maximus.errors import EngineError, UserError
+from maximus.engines.server import ServerEngine
+from maximus.errors import EngineError, UserError, describe
 from maximus.records import Outcome, RunStatus
 
 # the registered ones, and the minimal one as a registry line would add it
 CANDIDATES = {**ENGINES, MiniEngine.name: MiniEngine}
+# the engines on the shared server layer (engines/server/)
+SERVER_ENGINES = {name: engine for name, engine in CANDIDATES.items() if issubclass(engine, ServerEngine)}
 
 
 @pytest.fixture(params=sorted(CANDIDATES), ids=str)
@@ -231,3 +240,98 @@ def test_a_second_engine_runs_end_to_end_under_its_own_name(tmp_path: Path, monk
     other = CliRunner().invoke(app, ["run", "-e", "mini", "--dsn", "host=127.0.0.1", "--workdir", str(workdir),
                                      "--results", str(results)])
     assert str(other.exception) == "--dsn is not an option of mini: add -e postgres"
+
+
+# -- the shared server layer, for every engine on it ------------------------------------------------------------------
+
+@pytest.fixture(params=sorted(SERVER_ENGINES), ids=str)
+def server_engine_class(request: pytest.FixtureRequest) -> type[ServerEngine]:
+    return SERVER_ENGINES[request.param]
+
+
+@pytest.fixture
+def own_server_workdir() -> Iterator[Path]:
+    """A work directory of the test's own, for a server it kills: the other tests' server is left alone."""
+    path = Path(tempfile.mkdtemp(prefix="maximus-test-", dir="/var/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_server_engines_are_the_registered_engines_with_a_server() -> None:
+    assert set(SERVER_ENGINES) == {name for name, engine in ENGINES.items() if engine.capabilities.server_process}
+    assert set(SERVER_ENGINES) >= {"postgres", "mariadb"}
+
+
+def _lost_under(session: object, driver_error: type[Exception]) -> Exception:
+    """The error of the first statement that finds the session's server gone (a killed server's sessions may answer
+    once more before they notice)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            session.fetchone("SELECT 1")  # type: ignore[attr-defined]
+        except driver_error as error:
+            return error
+        time.sleep(0.05)
+    raise AssertionError("the session still answers 10 s after its server was killed")
+
+
+def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_engine_class: type[ServerEngine],
+                                                               own_server_workdir: Path) -> None:
+    """What makes a run failed rather than measured: the watch probe and the session's error both name the cause."""
+    engine = server_engine_class(own_server_workdir, "killed", {})
+    engine.start()
+    try:
+        engine.provision()
+        watch = engine.watch()
+        session = engine.connect()
+        assert watch() is None
+        os.kill(engine.server_pid(), signal.SIGKILL)
+        error = _lost_under(session, engine.driver_error())
+        assert isinstance(error, importlib.import_module(engine.driver.module).OperationalError)  # PEP 249's
+        assert session.broken()
+        cause = engine.fault(describe(error))
+        assert cause is not None and cause.startswith(f"the {engine.server.title} server stopped during the run: ")
+        assert "\n" not in cause and watch() == cause
+        session.close()
+    finally:
+        engine.stop()
+    assert engine.server_pid() is None
+
+
+# Each an error of a session on a running server, and the start of the cause the engine gives it (None: the
+# transaction's own error, which only the failure threshold counts).
+FAULTS = {
+    "a full disk": (lambda errors: f"OperationalError: (28, 'write: {errors.full[0]}')\nDETAIL: the second line",
+                    lambda engine: f"the disk holding {engine.data_path()} is full (OperationalError: (28, "),
+    "a corrupt file": (lambda errors: f"OperationalError: {errors.corrupt[0]}\nCONTEXT: a page of t",
+                       lambda engine: f"the {engine.server.title} database {engine.database} is corrupt "
+                                      "(OperationalError: "),
+    "a lost connection": (lambda errors: f"OperationalError: {errors.lost[0]}\nwhile reading",
+                          lambda engine: f"the connection to the {engine.server.title} server was lost during the "
+                                         "run (OperationalError: "),
+    "a duplicate key": (lambda errors: "IntegrityError: duplicate key value (1062, 2013) violates 'PRIMARY'",
+                        lambda engine: None),
+}
+
+
+def test_the_fault_ladder_names_the_cause_in_one_line(server_engine_class: type[ServerEngine],
+                                                      server_workdir: Path) -> None:
+    """A lost connection to a server that still runs (and has not recovered from a crash) is the connection's fault."""
+    engine = server_engine_class(server_workdir, "contract", {})
+    with running(engine):
+        for case, (error, expected) in FAULTS.items():
+            cause, wanted = engine.fault(error(engine.server.errors)), expected(engine)
+            assert cause is None if wanted is None else cause.startswith(wanted) and "\n" not in cause, (case, cause)
+
+
+def test_a_restarted_server_is_judged_by_what_its_own_start_logged(started: Callable[..., Engine],
+                                                                   engine_class: type[Engine]) -> None:
+    """The log accumulates over starts: the stop before this start (PostgreSQL's "shutdown request") is no fault."""
+    if not issubclass(engine_class, ServerEngine):
+        return
+    engine = started()
+    engine.stop()
+    engine.start()
+    assert engine.server.stopped() is None and engine.watch()() is None
+    assert engine.fault("OperationalError: " + engine.server.errors.lost[0]).startswith("the connection to the ")

@@ -116,35 +116,6 @@ def test_a_server_left_running_by_a_killed_maximus_is_stopped_at_the_next_start(
     assert second.server_pid() is None
 
 
-def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_workdir: Path) -> None:
-    """What makes a run failed rather than measured: the watch probe and the session's error both name the cause."""
-    import os
-    import signal
-
-    import MySQLdb
-
-    from maximus.errors import describe
-
-    engine = MariaDBEngine(server_workdir, "scratch", {})
-    engine.start()
-    try:
-        engine.provision()
-        watch = engine.watch()
-        session = engine.connect()
-        assert watch() is None
-        os.kill(engine.server_pid(), signal.SIGKILL)
-        with pytest.raises(MySQLdb.OperationalError) as caught:
-            session.fetchall("SELECT SLEEP(?)", (1,))
-        assert session.broken()
-        cause = engine.fault(describe(caught.value))
-        assert cause is not None and cause.startswith("the MariaDB server stopped during the run: ")
-        assert "\n" not in cause and watch() == cause
-        session.close()
-    finally:
-        engine.stop()
-    assert engine.server_pid() is None
-
-
 @pytest.mark.parametrize(("error", "cause"), [
     ("IntegrityError: (1062, \"Duplicate entry '1-2013' for key 'PRIMARY'\")", None),
     ("OperationalError: (1114, \"The table 'stock' is full\")", "the disk holding"),

@@ -936,7 +936,7 @@ def test_the_catalogue_comes_from_a_throwaway_cluster_when_nothing_is_cached() -
 
 
 def test_the_catalogue_cache_follows_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from maximus.engines.postgres.managed import cache_dir
+    from maximus.engines.server import cache_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_dir() == tmp_path / "maximus"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from typing import Mapping
 
@@ -48,12 +49,14 @@ def _names(engine: type[Engine]) -> set[str]:
 
 
 def connection_options() -> list[ConnectionOption]:
-    """Every registered engine's connection options, each name once (the first engine's that declares it)."""
-    options: dict[str, ConnectionOption] = {}
+    """Every registered engine's connection options, each name once: one that several engines declare (``--dsn``)
+    is the first one's, with every engine's help in the registry's order."""
+    declared: dict[str, list[ConnectionOption]] = {}
     for engine in ENGINES.values():
         for option in engine.connection_options:
-            options.setdefault(option.name, option)
-    return list(options.values())
+            declared.setdefault(option.name, []).append(option)
+    return [dataclasses.replace(options[0], help=" ".join(option.help for option in options))
+            for options in declared.values()]
 
 
 __all__ = ["Capabilities", "ConnectionOption", "Dialect", "Driver", "ENGINES", "Engine", "Session",

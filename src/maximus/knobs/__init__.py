@@ -1,5 +1,5 @@
 """Typed knob descriptors shared by every engine."""
 
-from maximus.knobs.registry import Applies, Choice, Integer, Knob, KnobCatalogue, Size
+from maximus.knobs.registry import Applies, Choice, Integer, Knob, KnobCatalogue, Size, one_line, spelled
 
-__all__ = ["Applies", "Choice", "Integer", "Knob", "KnobCatalogue", "Size"]
+__all__ = ["Applies", "Choice", "Integer", "Knob", "KnobCatalogue", "Size", "one_line", "spelled"]

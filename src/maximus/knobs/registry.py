@@ -32,6 +32,24 @@ class ValueType(Protocol):
         """Allowed values, for documentation and error messages."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(raw: str, why: str = "") -> str:
+    """``raw`` stripped, refused when it has a newline or another control character: a server's configuration file
+    (an option file, postgresql.conf) ends a line there, or mangles it; ``why`` adds the file's own reason."""
+    if _CONTROL.search(raw):
+        raise ValueError(f"expected a value without a newline or other control character{why}")
+    return raw.strip()
+
+
+def spelled(text: str, spellings: Mapping[str, str], expected: str) -> str:
+    """``text`` as ``spellings`` (keyed in lower case) writes it, taken in any case; else "expected ..."."""
+    if text.lower() not in spellings:
+        raise ValueError(f"expected {expected}")
+    return spellings[text.lower()]
+
+
 @dataclass(frozen=True)
 class Choice:
     values: tuple[str, ...]

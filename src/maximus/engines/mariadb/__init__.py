@@ -1,7 +1,8 @@
 """MariaDB: a managed server of Maximus's own per database, or a server the user owns (a DSN).
 
-The engine reaches its server through one ``ServerControl`` (``servers.py``), chosen once when the engine is built:
-``ManagedServer`` (``managed.py``) or ``ExternalServer`` (``external.py``). Sessions are in ``sessions.py``, the
+The engine reaches its server through the shared server layer (``engines/server/``), chosen once when the engine is
+built: ``ManagedServer`` (``managed.py``) or ``ExternalServer`` (``external.py``), both reached by MySQLdb's connection
+arguments (``servers.py``). Sessions are in ``sessions.py``, the
 rewriting of the workloads' shared SQL in ``translate.py``, the variables' types and the knob catalogue in
 ``settings.py``.
 
@@ -12,32 +13,27 @@ InnoDB files on a managed server, a twin database on a server of the user's.
 from __future__ import annotations
 
 import functools
-import time
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from maximus.engines._copy_text import copy_text
-from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Driver, Engine, Session
+from maximus.engines.base import Capabilities, Dialect, Driver, Session
 from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
 from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
-from maximus.engines.mariadb.servers import ServerControl, connect
+from maximus.engines.mariadb.servers import MariaDBServer, connect
 from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_ints, datetime_of
 from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
 from maximus.engines.mariadb.translate import UTC_NOW
 from maximus.engines.pump import Pump
+from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
-from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
 
 _RETRYABLE = {1213, 1205, 1020}  # deadlock found, lock wait timeout exceeded, record changed since last read
 # (a write conflict under innodb_snapshot_isolation=ON): each rolled back, to be run again
 # error codes are matched as the driver writes them, "(2013, ": a bare number could be in a key's value
-_LOST = ("(2006, ", "(2013, ", "(2055, ", "server has gone away", "Lost connection", "Can't connect")
-_FULL = ("(1114, ", "is full", "No space left on device", "errno: 28")
-_CORRUPT = ("(1877, ", "(1034, ", "is corrupt", "Index for table")
 _REPORTED = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_log_buffer_size",
              "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_doublewrite", "innodb_page_size",
              "innodb_io_capacity", "innodb_read_io_threads", "innodb_write_io_threads", "innodb_use_native_aio",
@@ -56,21 +52,14 @@ def call_parameters(params: Sequence[Any]) -> tuple[bytes, ...]:
     return _literals()(params)
 
 
-def server_control(connection: Mapping[str, str]) -> type[ServerControl]:
-    """A server of the user's when the connection names one (a DSN), else a managed one."""
-    return ExternalServer if connection.get("dsn") else ManagedServer
-
-
-class MariaDBEngine(Engine):
+class MariaDBEngine(ServerEngine):
     """Connection options: ``dsn`` (external mode) and ``allow_changes`` (external mode: set the knobs with SET GLOBAL,
     put back after the run)."""
 
     name = "mariadb"
     connection_options = (
-        ConnectionOption("dsn", "MariaDB: mysql://user:password@host:port/database of a server you own (external "
-                         "mode) instead of a managed one."),
-        ConnectionOption("allow_changes", "MariaDB external mode: let Maximus set knobs with SET GLOBAL (put back "
-                         "after the run).", kind="flag"),
+        dsn_option("MariaDB", "its URL (mysql://user:password@host:port/database)"),
+        allow_changes_option("MariaDB", "SET GLOBAL"),
     )
     driver = Driver("MySQLdb", "mariadb", ("libmariadb-dev", "pkg-config"))
     capabilities = Capabilities(single_writer=False, server_process=True, server_side_procedures=True,
@@ -80,27 +69,10 @@ class MariaDBEngine(Engine):
     lock_wait_knob = "innodb_lock_wait_timeout"
     short_lock_wait = "1"  # seconds: InnoDB's shortest wait that still waits (0 fails at once)
     example_knob = ("innodb_lock_wait_timeout", "7", "7")
-
-    @classmethod
-    def driver_error(cls) -> type[Exception]:
-        import MySQLdb
-
-        return MySQLdb.Error
-
-    def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
-                 connection: Mapping[str, str] | None = None) -> None:
-        super().__init__(workdir, database, settings, connection)
-        self.server = server_control(self.connection)(self.workdir, database, self.settings, self.knobs,
-                                                      self.connection)
-        self._server_settings: dict[str, str] | None = None  # SHOW GLOBAL VARIABLES of the started server
-        self._server_version: str | None = None
+    managed, external = ManagedServer, ExternalServer
+    server: MariaDBServer
 
     # -- knobs ---------------------------------------------------------------------------------------
-
-    @classmethod
-    def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
-        """The server's own variables (information_schema.SYSTEM_VARIABLES), and ``log_bin``."""
-        return server_control(connection).catalogue(connection)
 
     @classmethod
     def documented_knobs(cls) -> list[str]:
@@ -114,9 +86,6 @@ class MariaDBEngine(Engine):
         if settings.get(LOG_BIN) == "ON" and settings.get(SYNC_BINLOG, "0") != "1":
             warnings.append(f"{SYNC_BINLOG}={settings.get(SYNC_BINLOG, '0')} with {LOG_BIN}=ON weakens durability")
         return warnings
-
-    def validate_run(self, terminals: int) -> None:
-        self.server.make_room_for(terminals + 20)  # deferred workers, samplers, admin sessions
 
     @property
     def effective_settings(self) -> dict[str, str]:
@@ -139,75 +108,22 @@ class MariaDBEngine(Engine):
 
     # -- where things live ---------------------------------------------------------------------------
 
-    @property
-    def manages_server(self) -> bool:
-        return self.server.manages
-
-    def lock_target(self) -> tuple[Path, str] | None:
-        return self.server.lock_target()
-
-    def data_path(self) -> Path:
-        return self.server.data_path()
-
-    def server_pid(self) -> int | None:
-        pid = self.server.pid()
-        from maximus.engines import _process
-
-        return pid if pid is not None and _process.alive(pid) else None
-
     def samplers(self) -> list:
         from maximus.samplers.mariadb import MariaDBSampler
 
         return [MariaDBSampler(lambda: connect(self.server.connect_arguments()), self.database, self.server.pid,
                                "performance_schema" in self.server.chosen_settings())]
 
-    def version(self) -> str:
-        return self.server.version(self._server_version)
-
     # -- server lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        self._server_settings = None
-        self.server.start()
-        try:
-            with self._admin() as admin:
-                admin.query(b"SHOW GLOBAL VARIABLES")
-                rows = admin.store_result().fetch_row(0)
-            found = {_text(name): _text(value) for name, value in rows}
-            self._server_version = found.get("version", "").split("-")[0] or None
-            self._server_settings = {name: value for name, value in found.items() if name in self.knobs}
-        except BaseException:
-            self.stop()  # started but unreadable: no running() block will stop it
-            raise
-
-    def stop(self) -> None:
-        self.server.stop()
-
-    def watch(self) -> Callable[[], str | None]:
-        return self.server.watch()
-
-    def fault(self, error: str) -> str | None:
-        first_line = error.strip().splitlines()[0] if error.strip() else error
-        if any(mark in error for mark in _FULL):
-            return f"the disk holding {self.data_path()} is full ({first_line})"
-        if any(mark in error for mark in _CORRUPT):
-            return f"the MariaDB database {self.database} is corrupt ({first_line})"
-        if not any(mark in error for mark in _LOST):
-            return None
-        stopped = self._stopped_soon()
-        if stopped:
-            return stopped
-        return f"the connection to the MariaDB server was lost during the run ({first_line})"
-
-    def _stopped_soon(self, within_s: float = 1.0) -> str | None:
-        """The managed server's end, if it ended: a killed server's sockets close before its process is seen
-        gone, so the lost connection can come first."""
-        deadline = time.monotonic() + (within_s if self.server.manages else 0.0)
-        while True:
-            stopped = self.server.stopped()
-            if stopped or time.monotonic() >= deadline:
-                return stopped
-            time.sleep(0.02)
+    def read_server(self) -> tuple[dict[str, str], str | None]:
+        """SHOW GLOBAL VARIABLES: the knobs' values, and the version (``10.11.19`` of ``10.11.19-MariaDB-...``)."""
+        with self._admin() as admin:
+            admin.query(b"SHOW GLOBAL VARIABLES")
+            rows = admin.store_result().fetch_row(0)
+        found = {_text(name): _text(value) for name, value in rows}
+        return ({name: value for name, value in found.items() if name in self.knobs},
+                found.get("version", "").split("-")[0] or None)
 
     # -- databases -----------------------------------------------------------------------------------
 
@@ -321,4 +237,4 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else "" if value is None else str(value)
 
 
-__all__ = ["ExternalServer", "MariaDBEngine", "ManagedServer", "MariaDBSession", "ServerControl", "server_control"]
+__all__ = ["ExternalServer", "MariaDBEngine", "MariaDBServer", "ManagedServer", "MariaDBSession"]

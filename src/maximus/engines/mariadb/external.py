@@ -8,15 +8,17 @@ restart changes is refused: Maximus does not restart a server it does not own.
 from __future__ import annotations
 
 import logging
+from contextlib import closing
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
-from maximus.engines.mariadb.servers import ServerControl, connect, query_variables
+from maximus.engines import server
+from maximus.engines.mariadb.servers import MariaDBServer, connect, query_variables
 from maximus.engines.mariadb.settings import LOG_BIN, PAGE_SIZE, catalogue_of, set_global
 from maximus.errors import EngineError, UserError
-from maximus.knobs import Applies, KnobCatalogue
+from maximus.knobs import KnobCatalogue
 
 _log = logging.getLogger(__name__)  # what a user should know happened to their server (the CLI prints it)
 _SCHEMES = ("mysql", "mariadb")
@@ -53,10 +55,8 @@ def server_variables(dsn: str) -> tuple[dict, ...]:
     return query_variables(dsn_arguments(dsn))
 
 
-class ExternalServer(ServerControl):
-    """The user's server at ``connection["dsn"]``."""
-
-    manages = False
+class ExternalServer(MariaDBServer, server.ExternalServer):
+    """The user's server at ``connection["dsn"]``: SET GLOBAL with ``allow_changes``, never a restart."""
 
     def __init__(self, workdir: Path, database: str, settings: dict[str, str], knobs: KnobCatalogue,
                  connection: Mapping[str, str]) -> None:
@@ -65,8 +65,6 @@ class ExternalServer(ServerControl):
         if fixed:
             raise UserError(f"{', '.join(fixed)} is fixed by your server (given by --dsn): Maximus neither creates nor "
                             "restarts it")
-        self._before: dict[str, str | None] = {}  # each changed variable's global value before the run
-        self._reported: str | None = None
 
     @classmethod
     def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
@@ -75,59 +73,48 @@ class ExternalServer(ServerControl):
     def connect_arguments(self) -> dict[str, Any]:
         return dsn_arguments(self.connection["dsn"])
 
-    def version(self, reported: str | None) -> str:
-        return reported or "external"
-
-    def data_path(self) -> Path:
-        return self.workdir
-
-    def start(self) -> None:
-        if not self.settings:
-            return
-        if self.connection.get("allow_changes") != "yes":
+    def refuse_without_leave(self) -> None:
+        if not self.allows_changes:
             raise UserError("knobs on a server you own change only with --allow-changes (SET GLOBAL, put back after "
                             "the run)")
-        restart = [name for name in self.settings if self.knobs.get(name).applies is Applies.RESTART]
+        restart = self.needing_restart(self.settings)
         if restart:
             raise UserError(f"{', '.join(restart)} {'changes' if len(restart) == 1 else 'change'} only when your "
                             "server restarts: set it in your server's configuration (Maximus does not restart a server "
                             "it does not own), or use managed mode")
-        connection = connect(self.connect_arguments())
-        try:
-            if not self._before:  # a second start() before stop(): what was there before is already kept
-                self._before = {name: _global(connection, name) for name in self.settings}
-            _log.info("your MariaDB server: SET GLOBAL %s (put back after the run)",
-                      ", ".join(f"{name}={value}" for name, value in self.settings.items()))
+
+    def values_before(self, names: list[str]) -> dict[str, str | None]:
+        """Each variable's global value."""
+        with closing(connect(self.connect_arguments())) as connection:
+            return {name: _global(connection, name) for name in names}
+
+    def change(self, values: Mapping[str, str]) -> None:
+        """SET GLOBAL each value; on a refusal, or a Ctrl-C among the SETs, what was set is put back."""
+        _log.info("your MariaDB server: SET GLOBAL %s (put back after the run)",
+                  ", ".join(f"{name}={value}" for name, value in values.items()))
+        with closing(connect(self.connect_arguments())) as connection:
             try:
-                _set_global(connection, self.settings, self.knobs)
-            except BaseException as error:  # a Ctrl-C among the SETs too: what was set is put back
-                self._put_back(connection)
+                _set_global(connection, values, self.knobs)
+            except BaseException as error:
+                kept, self.kept = self.kept, {}
+                self._put_back(connection, kept)
                 if not isinstance(error, Exception):
                     raise
                 raise EngineError(f"MariaDB refused the knobs: {error.args[-1]}") from None
-        finally:
-            connection.close()
 
-    def stop(self) -> None:
-        """Each variable the run changed back to its value before the run."""
-        if not self._before:
-            return
-        connection = connect(self.connect_arguments())
-        try:
-            self._put_back(connection)
-        finally:
-            connection.close()
+    def put_back(self, before: Mapping[str, str | None]) -> None:
+        with closing(connect(self.connect_arguments())) as connection:
+            self._put_back(connection, before)
 
-    def _put_back(self, connection: Any) -> None:
+    def _put_back(self, connection: Any, before: Mapping[str, str | None]) -> None:
         """Every variable on its own, so one refusal leaves none of the others changed; what could not be put back
         is one line with the statements that do it."""
         failed = []
-        for name, value in self._before.items():
+        for name, value in before.items():
             try:
                 _set_global(connection, {name: value}, self.knobs)
             except Exception:
                 failed.append(set_global(name, value, self.knobs))
-        self._before = {}
         if failed:
             raise EngineError(f"could not put your MariaDB server's variables back: run {'; '.join(failed)}")
 

@@ -9,8 +9,6 @@ Maximus that was killed is found there and stopped before the next start.
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 import pwd
 import re
@@ -23,15 +21,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from maximus.engines import _process
-from maximus.engines.mariadb.servers import COLUMNS as _COLUMNS
-from maximus.engines.mariadb.servers import ServerControl, connect, query_variables
+from maximus.engines import _process, server
+from maximus.engines.server.log import first_error
+from maximus.engines.mariadb.servers import COLUMNS, MariaDBServer, connect, is_error, message, query_variables
 from maximus.engines.mariadb.settings import (LOG_BIN, OWNED, PAGE_SIZE, MariaValue, catalogue_of, option_line,
                                               set_global)
 from maximus.errors import EngineError, UserError
 from maximus.knobs import KnobCatalogue
 
-_log = logging.getLogger(__name__)  # what a user should know happened to a server (the CLI prints it)
 SERVER_USER = os.environ.get("MAXIMUS_MARIADB_USER", "mysql")
 START_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 120
@@ -70,10 +67,13 @@ def chown_to_server_user(path: Path) -> None:
         os.chown(path, user.pw_uid, user.pw_gid)
 
 
-class ManagedServer(ServerControl):
+class ManagedServer(MariaDBServer, server.ManagedServer):
     """The server of one database: ``mariadb-<version>-<page size>k-<database>/`` in the work directory."""
 
-    manages = True
+    place = "server"
+    default_connections = 151
+    stopped_marks = ("[ERROR]", "Shutdown complete")  # a server alive is not stopping, whatever its log says
+    message, is_error = staticmethod(message), staticmethod(is_error)
 
     def __init__(self, workdir: Path, database: str, settings: dict[str, str], knobs: KnobCatalogue,
                  connection: Mapping[str, str]) -> None:
@@ -82,9 +82,7 @@ class ManagedServer(ServerControl):
         if owned:
             raise UserError(f"{', '.join(owned)} {'is' if len(owned) == 1 else 'are'} chosen by Maximus for a managed "
                             "MariaDB server (its directory, socket and port)")
-        self.port: int | None = None
         self._process: subprocess.Popen | None = None
-        self._log_start = 0
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy for a worker process (engines are picklable values): the server's process is this one's to
@@ -108,10 +106,6 @@ class ManagedServer(ServerControl):
         return self.workdir.absolute() / f"mariadb-{major()}-{self.page_size // 1024}k-{self.database}"
 
     @property
-    def data_dir(self) -> Path:
-        return self.server_dir / "data"
-
-    @property
     def tmp_dir(self) -> Path:
         return self.server_dir / "tmp"
 
@@ -119,13 +113,12 @@ class ManagedServer(ServerControl):
     def option_file(self) -> Path:
         return self.server_dir / "maximus.cnf"
 
-    @property
-    def server_log(self) -> Path:
-        return self.server_dir / "server.log"
+    def pid_file(self) -> Path | None:
+        return self.server_dir / "mariadbd.pid"
 
     @property
-    def pid_file(self) -> Path:
-        return self.server_dir / "mariadbd.pid"
+    def server_user(self) -> str:
+        return SERVER_USER
 
     @property
     def socket(self) -> Path:
@@ -135,14 +128,8 @@ class ManagedServer(ServerControl):
             return own
         return Path(tempfile.gettempdir()) / f"maximus-mariadb-{self.port}.sock"
 
-    def data_path(self) -> Path:
-        return self.data_dir
-
     def pristine_files(self) -> tuple[Path, Path, Callable[[Path], None]] | None:
         return self.data_dir, self.server_dir / "pristine", chown_to_server_user
-
-    def lock_target(self) -> tuple[Path, str] | None:
-        return self.workdir / f"{self.server_dir.name}.lock", f"the MariaDB server {self.server_dir}"
 
     def version(self, reported: str | None) -> str:
         return server_version()
@@ -155,16 +142,6 @@ class ManagedServer(ServerControl):
     def chosen_settings(self) -> dict[str, str]:
         return {name: value for name, value in CHOSEN.items() if name not in self.settings}
 
-    def make_room_for(self, connections: int) -> None:
-        if "max_connections" not in self.settings and connections > 151:
-            self.settings["max_connections"] = str(connections)
-
-    def pid(self) -> int | None:
-        try:
-            return int(self.pid_file.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -172,7 +149,7 @@ class ManagedServer(ServerControl):
         self.stop_leftover()
         self.port = _process.free_port()
         self._write_options()
-        self._log_start = _size(self.server_log)
+        self.begin_log()
         server = [_binary("mariadbd"), f"--defaults-file={self.option_file}"]
         self._process = subprocess.Popen(_process.in_place_as(SERVER_USER, server),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -189,14 +166,14 @@ class ManagedServer(ServerControl):
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if self._process is not None and self._process.poll() is not None:
-                raise EngineError(f"MariaDB would not start: {self._first_error()} (log: {self.server_log})")
+                raise EngineError(f"MariaDB would not start: {self.log.first_error()} (log: {self.server_log})")
             try:
                 connect(self.connect_arguments()).close()
                 return
             except EngineError:
                 if time.monotonic() > deadline:
                     raise EngineError(f"MariaDB did not accept connections within {START_TIMEOUT_S} s: "
-                                      f"{self._first_error()} (log: {self.server_log})") from None
+                                      f"{self.log.first_error()} (log: {self.server_log})") from None
                 time.sleep(0.05)
 
     def _local_root_only(self) -> None:
@@ -232,8 +209,8 @@ class ManagedServer(ServerControl):
 
     def stop(self) -> None:
         pid = self.pid()
-        if pid is not None and _process.alive(pid) and self._ours(pid):
-            _terminate(pid)
+        if pid is not None and _process.alive(pid) and self.ours(pid):
+            self.stop_process(pid)
         elif self._process is not None and self._process.poll() is None:
             _terminate(self._process.pid)  # stopped while starting, before it wrote its pid file (setpriv execs it)
         if self._process is not None:
@@ -245,28 +222,16 @@ class ManagedServer(ServerControl):
             self._process = None
         self.port = None
 
-    def _ours(self, pid: int) -> bool:
+    def ours(self, pid: int) -> bool:
         return str(self.option_file) in _process.command_line(pid)
 
-    def stop_leftover(self) -> None:
-        """A server of ours left running by a Maximus that was killed: stopped (by its pid, ours only)."""
-        pid = self.pid()
-        if pid is not None and _process.alive(pid) and self._ours(pid):
-            _log.info("stopping the MariaDB server %d that a Maximus which did not finish left running in %s", pid,
-                      self.server_dir)
-            _terminate(pid)
+    def stop_process(self, pid: int) -> None:
+        _terminate(pid)
 
     def _install(self) -> None:
         if (self.data_dir / "mysql").is_dir():
             return
-        created = not self.server_dir.exists()
-        self.server_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            _process.give_to_server_user(self.server_dir, SERVER_USER)
-        except UserError:
-            if created:
-                shutil.rmtree(self.server_dir, ignore_errors=True)
-            raise
+        self.make_server_dir()
         shutil.rmtree(self.data_dir, ignore_errors=True)  # what an install cut short left
         self._tmpdir()
         # A temporary directory of its own: bootstraps sharing /tmp at the same time collide on their temporary
@@ -282,9 +247,9 @@ class ManagedServer(ServerControl):
             raise EngineError(f"mariadb-install-db failed: {error}") from None
         if done.returncode != 0:
             shutil.rmtree(self.data_dir, ignore_errors=True)
-            lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
-            errors = [line for line in lines if "[ERROR]" in line and "Aborting" not in line]
-            said = _message(errors[0]) if errors else _message(lines[-1]) if lines else f"exit code {done.returncode}"
+            lines = (done.stderr + done.stdout).splitlines()
+            said = first_error(lines, message, is_error) if any(map(str.strip, lines)) else \
+                f"exit code {done.returncode}"
             raise EngineError(f"mariadb-install-db failed in {self.data_dir}: {said}")
 
     def _tmpdir(self) -> None:
@@ -294,7 +259,7 @@ class ManagedServer(ServerControl):
 
     def _write_options(self) -> None:
         self._tmpdir()
-        places = {"datadir": self.data_dir, "tmpdir": self.tmp_dir, "socket": self.socket, "pid-file": self.pid_file,
+        places = {"datadir": self.data_dir, "tmpdir": self.tmp_dir, "socket": self.socket, "pid-file": self.pid_file(),
                   "log-error": self.server_log,  # quoted where needed: a '#' in a path would start a comment
                   # the server's own file functions (LOAD_FILE, INTO OUTFILE) only in its directory: without it,
                   # anyone who reaches the server could read and write files as its user
@@ -315,33 +280,6 @@ class ManagedServer(ServerControl):
         value_type = self.knobs.get(name).type
         return not isinstance(value_type, MariaValue) or value_type.option
 
-    # -- faults --------------------------------------------------------------------------------------
-
-    def watch(self) -> Callable[[], str | None]:
-        pid = self.pid()
-        if pid is None:
-            return lambda: None
-        return lambda: None if _process.alive(pid) else self._stopped(pid)
-
-    def stopped(self) -> str | None:
-        pid = self.pid()
-        if pid is not None and not _process.alive(pid):
-            return self._stopped(pid)
-        return None
-
-    def _stopped(self, pid: int) -> str:
-        lines = _process.log_since(self.server_log, self._log_start)
-        said = next((_message(line) for line in lines if "[ERROR]" in line or "Shutdown complete" in line), None)
-        why = said or f"its process {pid} ended without a word in {self.server_log} (killed?)"
-        return f"the MariaDB server stopped during the run: {why}"
-
-    def _first_error(self) -> str:
-        lines = [line for line in _process.log_since(self.server_log, self._log_start) if line.strip()]
-        errors = [line for line in lines if "[ERROR]" in line and "Aborting" not in line]
-        if errors:
-            return _message(errors[0])
-        return _message(lines[-1]) if lines else "the server log says nothing"
-
 
 def _terminate(pid: int) -> None:
     """SIGTERM (a clean shutdown), then SIGKILL when it takes longer than ``STOP_TIMEOUT_S``."""
@@ -357,47 +295,18 @@ def _terminate(pid: int) -> None:
         time.sleep(0.02)
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _message(line: str) -> str:
-    """``Unknown option ...`` of ``2026-11-27  3:02:38 0 [ERROR] Unknown option ...``."""
-    return line.split("] ", 1)[-1].strip()
-
-
 @lru_cache(maxsize=1)
 def installation_variables() -> tuple[dict, ...]:
     """SYSTEM_VARIABLES of the installed server's version, cached on disk per version: read from a throwaway
     server, created and started for it."""
-    cache = cache_dir() / f"mariadb-system-variables-{server_version()}.json"
-    try:
-        rows = tuple(json.loads(cache.read_text()))
-        if rows and all(_COLUMNS <= set(row) for row in rows):
-            return rows
-    except (OSError, ValueError, TypeError):  # none yet, or not one of ours: read again
-        pass
-    rows = variables_from_throwaway_server()
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(list(rows), default=str))
-    return rows
-
-
-def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/maximus, by default ~/.cache/maximus."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "maximus"
+    return server.cached_rows(f"mariadb-system-variables-{server_version()}.json", variables_from_throwaway_server,
+                              lambda rows: bool(rows) and all(COLUMNS <= set(row) for row in rows))
 
 
 def variables_from_throwaway_server() -> tuple[dict, ...]:
-    with tempfile.TemporaryDirectory(prefix="maximus-mariadb-catalogue-", dir="/tmp") as scratch:
-        Path(scratch).chmod(0o755)  # our own scratch directory: the server user must traverse it
-        # The catalogue is what this server is started to read: it has no knobs.
-        server = ManagedServer(Path(scratch), "catalogue", {}, KnobCatalogue("mariadb", []), {})
-        server.start()
-        try:
-            return query_variables(server.connect_arguments())
-        finally:
-            server.stop()
+    # The catalogue is what this server is started to read: it has no knobs.
+    def catalogue_server(scratch: Path) -> ManagedServer:
+        return ManagedServer(scratch, "catalogue", {}, KnobCatalogue("mariadb", []), {})
+
+    with server.throwaway(catalogue_server, "mariadb") as started:
+        return query_variables(started.connect_arguments())

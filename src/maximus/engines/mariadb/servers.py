@@ -1,79 +1,53 @@
-"""How the MariaDB engine gets at its server: one interface, two strategies chosen once when the engine is built.
-``ManagedServer`` (``managed.py``) is a server Maximus creates and runs in the work directory; ``ExternalServer``
-(``external.py``) is a server the user owns, named by a DSN, whose variables Maximus changes only when allowed
-to, and puts back after the run."""
+"""How the MariaDB engine reaches its server, on top of the shared server layer (``engines/server/``):
+``ManagedServer`` (``managed.py``) is a server Maximus creates and runs in the work directory, one per database;
+``ExternalServer`` (``external.py``) is a server the user owns, named by a DSN. Both are reached by MySQLdb's
+connection arguments, and both list their variables in ``information_schema.SYSTEM_VARIABLES``."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, Callable, Mapping
 
+from maximus.engines.server import ServerControl, ServerErrors
 from maximus.errors import EngineError
-from maximus.knobs import KnobCatalogue
 
 CONNECT_TIMEOUT_S = 10
 
 
-class ServerControl(ABC):
-    """Starting, stopping and reaching one MariaDB server with the run's knobs."""
+ERRORS = ServerErrors(
+    lost=("(2006, ", "(2013, ", "(2055, ", "server has gone away", "Lost connection", "Can't connect"),
+    full=("(1114, ", "is full", "No space left on device", "errno: 28"),
+    corrupt=("(1877, ", "(1034, ", "is corrupt", "Index for table"),
+    stop_seen_within_s=1.0,  # a killed server's sockets close before its process is seen gone
+)
 
-    manages: ClassVar[bool]  # Maximus starts and stops the server itself
 
-    def __init__(self, workdir: Path, database: str, settings: dict[str, str], knobs: KnobCatalogue,
-                 connection: Mapping[str, str]) -> None:
-        self.workdir, self.database, self.settings, self.knobs, self.connection = \
-            workdir, database, settings, knobs, connection
+class MariaDBServer(ServerControl):
+    """A MariaDB server, reached by MySQLdb's connection arguments."""
 
-    @classmethod
-    @abstractmethod
-    def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
-        """The knobs of the server ``connection`` leads to."""
-
-    @abstractmethod
-    def start(self) -> None: ...
-
-    @abstractmethod
-    def stop(self) -> None:
-        """Undo ``start``; safe to call twice."""
+    errors = ERRORS
+    title = "MariaDB"
 
     @abstractmethod
     def connect_arguments(self) -> dict[str, Any]:
         """MySQLdb.connect's arguments for the server (without a database)."""
-
-    @abstractmethod
-    def version(self, reported: str | None) -> str: ...
-
-    @abstractmethod
-    def data_path(self) -> Path: ...
-
-    def make_room_for(self, connections: int) -> None:
-        """Have the server take ``connections`` sessions at once, where Maximus chooses its configuration."""
-
-    def chosen_settings(self) -> dict[str, str]:
-        """What Maximus sets on a managed server beside the run's knobs (performance_schema, ...)."""
-        return {}
-
-    def lock_target(self) -> tuple[Path, str] | None:
-        return None
-
-    def pid(self) -> int | None:
-        """The server's process, where it is Maximus's."""
-        return None
-
-    def watch(self) -> Callable[[], str | None]:
-        return lambda: None
-
-    def stopped(self) -> str | None:
-        return None
-
-    # -- the pristine copy ---------------------------------------------------------------------------
 
     def pristine_files(self) -> tuple[Path, Path, Callable[[Path], None]] | None:
         """Where the server keeps its data and Maximus may keep a database's pristine copy as files (the data
         directory, the copy's directory, and what gives a file to the server's user); None where Maximus cannot
         reach the server's files, and keeps the copy in the server."""
         return None
+
+
+def message(line: str) -> str:
+    """``Unknown option ...`` of ``2026-11-27  3:02:38 0 [ERROR] Unknown option ...``."""
+    return line.split("] ", 1)[-1].strip()
+
+
+def is_error(line: str) -> bool:
+    """An ``[ERROR]`` line, but for the ``Aborting`` that follows the one that says why."""
+    return "[ERROR]" in line and "Aborting" not in line
 
 
 def connect(arguments: Mapping[str, Any], database: str | None = None) -> Any:

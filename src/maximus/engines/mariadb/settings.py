@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from maximus.knobs import Applies, Knob, KnobCatalogue
+from maximus.knobs import Applies, Knob, KnobCatalogue, one_line, spelled
 
 _BOOLEANS = {"on": "ON", "off": "OFF", "1": "ON", "0": "OFF", "true": "ON", "false": "OFF", "yes": "ON", "no": "OFF"}
 # An option file's size suffixes (mariadbd --help: "K, M, G, T, P, E").
@@ -22,7 +22,6 @@ _SUFFIX = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4, "p"
 _NUMBER = re.compile(r"^\s*(-?\d+)\s*([kmgtpeKMGTPE]?)\s*$")
 # A number as MariaDB reads one, in a statement and in an option file alike: 5, -5, +5, 0.5, .5, 5., 1e-3, .5E+1
 _DECIMAL = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # an option file's line ends at a newline
 _INTEGERS = ("INT", "INT UNSIGNED", "BIGINT", "BIGINT UNSIGNED")
 
 LOG_BIN = "log_bin"  # the binary log: the server's --log-bin option, which no variable sets
@@ -51,13 +50,9 @@ class MariaValue:
     option: bool = True  # the server takes it as a startup option (an option-file line), not only by SET GLOBAL
 
     def parse(self, raw: str) -> str:
-        if _CONTROL.search(raw):
-            raise ValueError("expected a value without a newline or other control character")
-        text = raw.strip()
+        text = one_line(raw)
         if self.vartype == "BOOLEAN":
-            if text.lower() not in _BOOLEANS:
-                raise ValueError("expected ON or OFF")
-            return _BOOLEANS[text.lower()]
+            return spelled(text, _BOOLEANS, "ON or OFF")
         if self.vartype == "ENUM":
             return self._choice(text)
         if self.vartype == "SET":
@@ -78,10 +73,7 @@ class MariaValue:
         return (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum)
 
     def _choice(self, text: str) -> str:
-        spelled = {value.lower(): value for value in self.choices}
-        if text.lower() not in spelled:
-            raise ValueError(f"expected one of {', '.join(self.choices)}")
-        return spelled[text.lower()]
+        return spelled(text, {value.lower(): value for value in self.choices}, f"one of {', '.join(self.choices)}")
 
     @staticmethod
     def _integer(text: str) -> int:

@@ -1,7 +1,8 @@
 """PostgreSQL: a managed throwaway cluster in the work directory, or a server the user owns (a DSN).
 
-The engine reaches its server through one ``ServerControl`` (``servers.py``), chosen once when the engine is
-built: ``ManagedServer`` (``managed.py``) or ``ExternalServer`` (``external.py``). Its sessions are in
+The engine reaches its server through the shared server layer (``engines/server/``), chosen once when the engine is
+built: ``ManagedServer`` (``managed.py``) or ``ExternalServer`` (``external.py``), both reached by a connection string
+(``servers.py``). Its sessions are in
 ``sessions.py``, the bridge to the C pump over libpq in ``pump.py``, the settings' types and units in
 ``settings.py`` and the knob catalogue in ``catalogue.py``.
 
@@ -16,66 +17,46 @@ build, and every later run would restore a copy that the first one did not have.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from maximus.engines._copy_text import copy_text
-from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Driver, Engine, Session
+from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Driver, Session
 from maximus.engines.postgres import pump
 from maximus.engines.postgres.catalogue import DURABILITY
 from maximus.engines.postgres.external import ExternalServer, system_service_in
 from maximus.engines.postgres.managed import ManagedServer
 from maximus.engines.postgres.pump import LibpqPump
-from maximus.engines.postgres.servers import ServerControl
+from maximus.engines.postgres.servers import PostgresServer
 from maximus.engines.postgres.sessions import (PER_STATEMENT_SNAPSHOTS, UTC_NOW, PostgresAsyncSession,
                                                PostgresSession, _c_text_parameters, _text_parameters,
                                                array_of_ints)
 from maximus.engines.postgres.settings import BIN_DIR, find_bin_dir, plain_version, server_knobs, written
 from maximus.engines.pump import Pump
+from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
-from maximus.knobs import KnobCatalogue
 from maximus.records import Outcome
-from maximus.samplers import processes
-from maximus.samplers.base import Sampler, SamplerUnavailable
+from maximus.samplers.base import Sampler
 from maximus.samplers.postgres import IO_TIMING, WAL_IO_TIMING, PostgresSampler
 
 _RETRYABLE_STATES = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
-# A session's error that means the server, not the transaction, failed: psycopg's classes for SQLSTATE class 57
-# (operator intervention) and libpq's words for a connection that broke.
-_LOST = ("AdminShutdown", "CrashShutdown", "CannotConnectNow", "server closed the connection",
-         "connection is lost", "connection is closed", "the connection to the server was lost",
-         "consuming input failed", "terminating connection", "SSL SYSCALL error",
-         "could not receive data from server", "no connection to the server")
-_FULL = ("DiskFull", "No space left on device")
-_CORRUPT = ("DataCorrupted", "IndexCorrupted")
-# How a server's log says that it ended every session to recover from a crash.
-_CRASHED = ("was terminated by signal", "terminating any other active server processes")
 _REPORTED = ("server_version", "shared_buffers", "wal_buffers", "max_wal_size", "checkpoint_timeout",
              "synchronous_commit", "fsync", "full_page_writes", "wal_level", "effective_io_concurrency",
              "default_transaction_isolation", "max_connections", IO_TIMING, WAL_IO_TIMING)
 
 
-def server_control(connection: Mapping[str, str]) -> type[ServerControl]:
-    """A server of the user's when the connection names one (a DSN), else a managed one."""
-    return ExternalServer if connection.get("dsn") else ManagedServer
-
-
-class PostgresEngine(Engine):
+class PostgresEngine(ServerEngine):
     """Connection options: ``dsn`` (external mode), ``bin_dir`` (managed mode), ``allow_changes`` (external mode:
     set the knobs with ALTER SYSTEM and reload; off unless the user says so) and ``allow_restart`` (external
     mode: also restart a server on this machine for knobs that need it)."""
 
     name = "postgres"
     connection_options = (
-        # The command line shows the first engine's help for an option several declare: these two say it for all.
-        ConnectionOption("dsn", "A server you own (external mode) instead of a managed one: PostgreSQL's connection "
-                         "string, or mysql://user:password@host:port/db for MariaDB."),
+        dsn_option("PostgreSQL", "its connection string (host=db1 user=bench dbname=postgres)"),
         ConnectionOption("bin_dir", "PostgreSQL: directory of initdb/pg_ctl/postgres for managed mode [default: "
                          "discovered].", kind="path"),
-        ConnectionOption("allow_changes", "External mode: let Maximus set knobs on your server (PostgreSQL: ALTER "
-                         "SYSTEM and reload; MariaDB: SET GLOBAL), put back after the run.", kind="flag"),
+        allow_changes_option("PostgreSQL", "ALTER SYSTEM and reload"),
         ConnectionOption("allow_restart", "PostgreSQL external mode: also restart your server (on this machine) for "
                          "knobs that need it, and again after the run; implies --allow-changes.", kind="flag",
                          implies="allow_changes"),
@@ -88,50 +69,14 @@ class PostgresEngine(Engine):
                       array_of_ints=array_of_ints)
     lock_wait_knob = "lock_timeout"
     example_knob = ("work_mem", "8192kB", "8MB")
-
-    @classmethod
-    def driver_error(cls) -> type[Exception]:
-        import psycopg
-
-        return psycopg.Error
-
-    def __init__(self, workdir: Path, database: str, settings: Mapping[str, object] | None = None,
-                 connection: Mapping[str, str] | None = None) -> None:
-        super().__init__(workdir, database, settings, connection)
-        self.server = server_control(self.connection)(self.workdir, self.settings, self.knobs, self.connection)
-        self._server_settings: dict[str, str] | None = None  # pg_settings as the started server reported them
-        self._server_version: str | None = None  # as the started server reported it
-
-    # -- knobs ---------------------------------------------------------------------------------------
-
-    @classmethod
-    def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
-        """The server's settings; in managed mode also ``bin_dir``, which installation runs the server."""
-        return server_control(connection).catalogue(connection)
-
-    @classmethod
-    def catalogue_for(cls, settings: Mapping[str, object], connection: Mapping[str, str]) -> KnobCatalogue:
-        """With a ``bin_dir`` knob, the settings of that installation's version validate the other knobs."""
-        return server_control(connection).catalogue_for(settings, connection)
+    managed, external = ManagedServer, ExternalServer
+    server: PostgresServer
 
     @classmethod
     def documented_knobs(cls) -> list[str]:
         return [*sorted(DURABILITY), BIN_DIR]
 
-    def validate_run(self, terminals: int) -> None:
-        """Every terminal and deferred worker holds a connection: a managed server gets enough of them."""
-        self.server.make_room_for(terminals + 20)  # deferred workers, samplers, admin sessions
-
     # -- where things live ---------------------------------------------------------------------------
-
-    @property
-    def manages_server(self) -> bool:
-        return self.server.manages
-
-    def lock_target(self) -> tuple[Path, str] | None:
-        """A managed cluster is locked as a whole (``ManagedServer.lock_target``); a server of the user's is not
-        Maximus's."""
-        return self.server.lock_target()
 
     @property
     def pristine(self) -> str:
@@ -146,61 +91,20 @@ class PostgresEngine(Engine):
             return {**self._server_settings, **self.server.chosen_settings(), **self.settings}
         return {**super().effective_settings, **self.server.monitoring_settings()}
 
-    def server_pid(self) -> int | None:
-        pid_file = self.server.pid_file()
-        try:
-            return processes.pid_in_file(pid_file) if pid_file else None
-        except SamplerUnavailable:
-            return None
-
     def samplers(self) -> list[Sampler]:
         """The server's statistics views, its sessions' wait events and (managed mode) its processes."""
         return [PostgresSampler(lambda: self._dsn("postgres"), self.database, self.server.pid_file(),
                                 tuple(self.server.monitoring_settings()))]
 
-    def data_path(self) -> Path:
-        return self.server.data_path()
-
     # -- server lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        self._server_settings = None
-        self.server.start()
-        try:
-            self._server_settings = self._read_server_settings()
-        except BaseException:
-            self.stop()  # started but unreadable: no running() block will stop it
-            raise
-
-    def _read_server_settings(self) -> dict[str, str]:
+    def read_server(self) -> tuple[dict[str, str], str | None]:
         """Every knob's value as pg_settings gives it, in the largest unit that divides it, as the catalogue's
         defaults are (shared_buffers' 16384 pages are ``128MB``); and the server's version."""
         with self._admin() as admin:
             rows = dict(admin.execute("SELECT name, setting FROM pg_settings").fetchall())
-        self._server_version = plain_version(rows["server_version"])
-        return {name: written(self.knobs.get(name), setting) for name, setting in rows.items() if name in self.knobs}
-
-    def stop(self) -> None:
-        self.server.stop()
-
-    def watch(self) -> Callable[[], str | None]:
-        return self.server.watch()
-
-    def fault(self, error: str) -> str | None:
-        first_line = error.strip().splitlines()[0] if error.strip() else error
-        if any(mark in error for mark in _FULL):
-            return f"the disk holding {self.data_path()} is full ({first_line})"
-        if any(mark in error for mark in _CORRUPT):
-            return f"the PostgreSQL database {self.database} is corrupt ({first_line})"
-        if not any(mark in error for mark in _LOST):
-            return None
-        stopped = self.server.stopped()
-        if stopped:
-            return stopped
-        crash = self.server.log_says(_CRASHED)
-        if crash:
-            return f"the PostgreSQL server ended every session to recover from a crash during the run: {crash}"
-        return f"the connection to the PostgreSQL server was lost during the run ({first_line})"
+        return ({name: written(self.knobs.get(name), setting) for name, setting in rows.items() if name in self.knobs},
+                plain_version(rows["server_version"]))
 
     def discard_build(self) -> None:
         """On a full disk the DROP DATABASE of ``destroy()`` cannot run: it starts with a checkpoint, which writes
@@ -312,10 +216,6 @@ class PostgresEngine(Engine):
         return "repeatable read" if one_snapshot and not procedure and default in PER_STATEMENT_SNAPSHOTS \
             else default
 
-    def version(self) -> str:
-        """The installation's version; a server of the user's is asked (it has been started)."""
-        return self.server.version(self._server_version)
-
     def reported_settings(self, session: Session) -> dict[str, str]:
         """The settings a DBA looks at first and the run's knobs, as ``SHOW`` spells them (``2GB``)."""
         names = list(dict.fromkeys([*_REPORTED, *server_knobs(self.settings)]))
@@ -348,4 +248,4 @@ def _out_of_autovacuums_reach(admin: Any, database: str) -> None:
 
 
 __all__ = ["BIN_DIR", "ExternalServer", "LibpqPump", "ManagedServer", "PostgresAsyncSession", "PostgresEngine",
-           "PostgresSession", "ServerControl", "find_bin_dir", "server_control", "system_service_in"]
+           "PostgresServer", "PostgresSession", "find_bin_dir", "system_service_in"]

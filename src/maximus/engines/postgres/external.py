@@ -13,30 +13,28 @@ import pwd
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from maximus.engines import _process
+from maximus.engines import _process, server
 from maximus.engines.postgres.catalogue import catalogue_of, server_settings
-from maximus.engines.postgres.servers import ServerControl, first_error, size
+from maximus.engines.postgres.servers import PostgresServer, is_error, message
 from maximus.engines.postgres.settings import BIN_DIR, find_bin_dir
 from maximus.errors import EngineError, UserError
-from maximus.knobs import Applies, KnobCatalogue
+from maximus.knobs import KnobCatalogue
 
 _log = logging.getLogger(__name__)  # what a user should know happened to their server (the CLI prints it)
 
 
-class ExternalServer(ServerControl):
-    """The user's server at ``connection["dsn"]``."""
+class ExternalServer(PostgresServer, server.ExternalServer):
+    """The user's server at ``connection["dsn"]``: ALTER SYSTEM and a reload with ``allow_changes``, and a restart
+    with ``allow_restart`` for a knob that needs one."""
 
-    manages = False
-
-    def __init__(self, workdir: Path, settings: dict[str, str], knobs: KnobCatalogue,
+    def __init__(self, workdir: Path, database: str, settings: dict[str, str], knobs: KnobCatalogue,
                  connection: Mapping[str, str]) -> None:
-        super().__init__(workdir, settings, knobs, connection)
+        super().__init__(workdir, database, settings, knobs, connection)
         if "port" in settings:
             raise UserError("port is not a knob of a server given by --dsn: Maximus connects to the port the DSN "
                             "names, and your server would move away from it at its restart")
-        self._altered: dict[str, str | None] = {}  # what ALTER SYSTEM had set before our knobs
 
     @classmethod
     def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
@@ -53,18 +51,11 @@ class ExternalServer(ServerControl):
 
         return make_conninfo(self.connection["dsn"], dbname=database)
 
-    def version(self, reported: str | None) -> str:
-        """As the started server reported it."""
-        return reported or "external"
-
-    def data_path(self) -> Path:
-        return self.workdir
-
-    def start(self) -> None:
-        if not self.settings:
-            return
-        restart = self._needing_restart(self.settings)
-        if self.connection.get("allow_changes") != "yes":
+    def refuse_without_leave(self) -> None:
+        """``--allow-changes`` for a knob a reload sets, ``--allow-restart`` for one that needs a restart, and a server
+        Maximus can restart (``LocalServer.of``)."""
+        restart = self.needing_restart(self.settings)
+        if not self.allows_changes:
             needed = ("--allow-restart (ALTER SYSTEM + restart)" if restart
                       else "--allow-changes (ALTER SYSTEM + reload)")
             raise UserError(f"knobs on a server you own change only with {needed}")
@@ -72,48 +63,41 @@ class ExternalServer(ServerControl):
             raise UserError(f"{', '.join(restart)} {'takes' if len(restart) == 1 else 'take'} effect only after a "
                             "restart: allow Maximus to restart "
                             "your server with --allow-restart (a server on this machine, started with pg_ctl)")
-        server = LocalServer.of(self.admin) if restart else None
-        if not self._altered:  # a second start() before stop(): what was there before is already kept
-            with self.admin() as admin:
-                self._altered = _auto_conf_entries(admin, list(self.settings))
-        try:
-            self._alter(self.settings, server, ", ".join(f"{name}={self.settings[name]}" for name in restart),
-                        "the configuration it had before")
-        except EngineError:  # only the restart raises it, after putting the file back as it was
-            self._altered = {}
-            raise
+        if restart:
+            LocalServer.of(self.admin)
 
-    def stop(self) -> None:
-        """Put back what ``ALTER SYSTEM`` said before the run (a value of the user's own, or nothing), so a
-        knob of one run does not stay on the user's server for the next one, or after Maximus; restarted
-        again when a knob needed it."""
-        if not self._altered:
-            return
-        restart = self._needing_restart(self._altered)
-        server = LocalServer.of(self.admin) if restart else None
-        altered, self._altered = self._altered, {}
-        put_back = ", ".join(f"{name} reset" if altered[name] is None else f"{name}={altered[name]}"
+    def values_before(self, names: list[str]) -> dict[str, str | None]:
+        """What ALTER SYSTEM had set for each (``postgresql.auto.conf``), or None."""
+        with self.admin() as admin:
+            return _auto_conf_entries(admin, names)
+
+    def change(self, values: Mapping[str, str]) -> None:
+        restart = self.needing_restart(values)
+        self._alter(values, ", ".join(f"{name}={values[name]}" for name in restart), "the configuration it had before")
+
+    def put_back(self, before: Mapping[str, str | None]) -> None:
+        """What ``ALTER SYSTEM`` said before the run (a value of the user's own, or nothing); restarted again when a
+        knob needed it."""
+        restart = self.needing_restart(before)
+        put_back = ", ".join(f"{name} reset" if before[name] is None else f"{name}={before[name]}"
                              for name in restart)
-        self._alter(altered, server, f"the configuration put back ({put_back})",
+        self._alter(before, f"the configuration put back ({put_back})",
                     f"the run's {', '.join(f'{name}={self.settings[name]}' for name in restart)}, which stays in "
                     "postgresql.auto.conf until you ALTER SYSTEM SET or RESET it")
 
-    def _alter(self, values: Mapping[str, str | None], server: LocalServer | None, because: str,
-               fallback: str) -> None:
-        """``ALTER SYSTEM`` and reload; then, for knobs that need it, restart ``server``, which runs with
-        ``fallback`` (the file as it was before) if it will not restart."""
-        before = server.auto_conf.read_text() if server else ""
+    def _alter(self, values: Mapping[str, str | None], because: str, fallback: str) -> None:
+        """``ALTER SYSTEM`` and reload; then, for knobs that need it, restart the server, which runs with ``fallback``
+        (the file as it was before) if it will not restart."""
+        local = LocalServer.of(self.admin) if self.needing_restart(values) else None
+        before = local.auto_conf.read_text() if local else ""
         changed = ", ".join(f"RESET {name}" if value is None else f"SET {name}={value}"
                             for name, value in values.items())
         _log.info("your PostgreSQL server: ALTER SYSTEM %s, then %s", changed,
-                  f"a restart (fast shutdown) of {server.data_dir}" if server else "a reload")
+                  f"a restart (fast shutdown) of {local.data_dir}" if local else "a reload")
         with self.admin() as admin:
             _alter_system(admin, values)
-        if server:
-            server.restart(because, before, fallback)
-
-    def _needing_restart(self, names: Iterable[str]) -> list[str]:
-        return [name for name in names if self.knobs.get(name).applies is Applies.RESTART]
+        if local:
+            local.restart(because, before, fallback)
 
 
 @dataclass(frozen=True)
@@ -162,11 +146,12 @@ class LocalServer:
         """``pg_ctl restart`` with the server's own command line. One that fails puts the ALTER SYSTEM file
         back as it was before (``auto_conf_before``, which gives the server ``fallback``) and starts the
         server again: a knob the server refuses does not leave the user's server down."""
-        offset = size(self.log)
+        log = server.ServerLog(self.log, message, is_error)
+        log.begin()
         try:
             self._pg_ctl("restart")
         except EngineError:
-            reason = first_error(self.log, offset)
+            reason = log.first_error()
             self.auto_conf.write_text(auto_conf_before)
             try:
                 self._pg_ctl("start")

@@ -8,42 +8,39 @@ invoked as root, and stops it when done. A server left behind by a Maximus that 
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping
 
-from maximus.engines import _process
+from maximus.engines import _process, server
 from maximus.engines.postgres.catalogue import catalogue_of, query_settings
-from maximus.engines.postgres.servers import ServerControl, first_error, message, size
+from maximus.engines.postgres.servers import PostgresServer, is_error, message
 from maximus.engines.postgres.settings import BIN_DIR, BinDirValue, find_bin_dir, full_version, major, server_knobs
 from maximus.errors import EngineError, UserError
 from maximus.knobs import Applies, Knob, KnobCatalogue
 from maximus.samplers.postgres import IO_TIMING, WAL_IO_TIMING
 
-_log = logging.getLogger(__name__)  # what a user should know happened to a server (the CLI prints it)
 # What the sampler needs to time data-file reads and WAL writes and syncs; a managed server gets them on
 # unless the run's knobs say otherwise (the sampler's notes then record that Maximus did it).
 _MONITORING_SETTINGS = {IO_TIMING: "on", WAL_IO_TIMING: "on"}
-# How a managed server's log says that it stopped.
+# How a managed server's log says that it stopped, or is stopping.
 STOPPED = ("shutdown request", "PANIC:  ", "unexpected postmaster exit")
 _SUN_PATH_MAX = 107  # sockaddr_un.sun_path holds 108 bytes, the last a NUL
 
 
-class ManagedServer(ServerControl):
+class ManagedServer(PostgresServer, server.ManagedServer):
     """A cluster of Maximus's, its binaries chosen by the ``bin_dir`` knob or connection option."""
 
-    manages = True
+    place, main_process = "cluster", "postmaster, process"
+    default_connections = 100
+    stopping_marks = stopped_marks = STOPPED
+    message, is_error = staticmethod(message), staticmethod(is_error)
 
-    def __init__(self, workdir: Path, settings: dict[str, str], knobs: KnobCatalogue,
+    def __init__(self, workdir: Path, database: str, settings: dict[str, str], knobs: KnobCatalogue,
                  connection: Mapping[str, str]) -> None:
-        super().__init__(workdir, settings, knobs, connection)
-        self.port: int | None = None
+        super().__init__(workdir, database, settings, knobs, connection)
         self.socket_dir: Path | None = None  # where the server's Unix-domain socket is, if anywhere
-        self._log_start = 0  # where this start's part of server.log begins
 
     @classmethod
     def catalogue(cls, connection: Mapping[str, str]) -> KnobCatalogue:
@@ -71,23 +68,19 @@ class ManagedServer(ServerControl):
 
     @property
     def cluster_dir(self) -> Path:
+        """One per major version, shared by every database of the work directory."""
         return self.workdir / f"postgres-{major(self.bin_dir)}"
 
     @property
-    def data_dir(self) -> Path:
-        return self.cluster_dir / "data"
+    def server_dir(self) -> Path:
+        return self.cluster_dir
 
     @property
-    def server_log(self) -> Path:
-        return self.cluster_dir / "server.log"
+    def server_user(self) -> str:
+        return _process.SERVER_USER
 
-    def data_path(self) -> Path:
-        return self.data_dir
-
-    def lock_target(self) -> tuple[Path, str] | None:
-        """Every database of a managed cluster shares its one server: the cluster is locked as a whole (beside
-        it, so that the lock is taken before initdb makes it)."""
-        return self.workdir / f"{self.cluster_dir.name}.lock", f"the PostgreSQL cluster {self.cluster_dir}"
+    def pid_file(self) -> Path | None:
+        return self.data_dir / "postmaster.pid"
 
     def version(self, reported: str | None) -> str:
         return full_version(self.bin_dir)
@@ -102,10 +95,6 @@ class ManagedServer(ServerControl):
 
     # -- the run's configuration ---------------------------------------------------------------------
 
-    def make_room_for(self, connections: int) -> None:
-        if "max_connections" not in self.settings and connections > 100:
-            self.settings["max_connections"] = str(connections)
-
     def chosen_settings(self) -> dict[str, str]:
         return {BIN_DIR: str(self.bin_dir)}
 
@@ -114,70 +103,43 @@ class ManagedServer(ServerControl):
         return {name: value for name, value in _MONITORING_SETTINGS.items()
                 if name not in self.settings and name in self.knobs}
 
-    def pid_file(self) -> Path | None:
-        return self.data_dir / "postmaster.pid"
-
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def start(self) -> None:
         self._initdb()
         self.stop_leftover()
-        self._await_dead_postmaster()
+        self.await_dead_server()
         self.port = int(server_knobs(self.settings).get("port") or _process.free_port())  # -k port=N: the user's
         users_sockets = "unix_socket_directories" in self.settings  # a knob of the user's: connect over TCP
         self.socket_dir = None if users_sockets else _socket_directory(self.cluster_dir, self.port)
         self._write_config()
-        log = self.server_log
-        self._log_start = size(log)  # the log accumulates over runs: what this start says begins here
+        self.begin_log()
         try:
-            _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-l",
-                                                  str(log), "-w", "-t", "120", "start"]), "starting PostgreSQL")
+            self._pg_ctl("-l", str(self.server_log), "-w", "-t", "120", "start", what="starting PostgreSQL")
         except EngineError:
-            raise EngineError(f"PostgreSQL would not start: {first_error(log, self._log_start)} (log: {log})") \
+            raise EngineError(f"PostgreSQL would not start: {self.log.first_error()} (log: {self.server_log})") \
                 from None
 
     def stop(self) -> None:
-        pid = self.postmaster_pid()
+        pid = self.pid()
         if pid is None or not _process.alive(pid):  # not started, or already gone (killed, crashed): nothing to
             return  # stop; its stale postmaster.pid stays, for the next start's own check of its shared memory
-        _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast",
-                                              "-w", "-t", "120", "stop"]), "stopping PostgreSQL")
+        self.stop_process(pid)
 
-    def stop_leftover(self) -> None:
-        """A server of ours left running by a Maximus that was killed: stop it (by its pid, ours only)."""
-        pid = self.postmaster_pid()
-        if pid is None:
-            return
-        if _process.alive(pid) and str(self.data_dir) in _process.command_line(pid):
-            _log.info("stopping the PostgreSQL server %d that a Maximus which did not finish left running in %s",
-                      pid, self.data_dir)
-            self.stop()
+    def stop_process(self, pid: int) -> None:
+        self._pg_ctl("-m", "fast", "-w", "-t", "120", "stop", what="stopping PostgreSQL")
 
-    def _await_dead_postmaster(self) -> None:
-        """A postmaster that was killed (a run's fault) is a zombie until init reaps it, and until then the next
-        server takes the pid in postmaster.pid for a live server and will not start: give init a moment."""
-        pid = self.postmaster_pid()
-        if pid is not None:
-            _process.await_reaped(pid)
+    def ours(self, pid: int) -> bool:
+        return str(self.data_dir) in _process.command_line(pid)
 
-    def postmaster_pid(self) -> int | None:
-        """The pid in our data directory's ``postmaster.pid``; None without one."""
-        try:
-            return int((self.data_dir / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
+    def _pg_ctl(self, *arguments: str, what: str) -> None:
+        _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *arguments]),
+                     what)
 
     def _initdb(self) -> None:
         if (self.data_dir / "PG_VERSION").exists():
             return
-        created = not self.cluster_dir.exists()
-        self.cluster_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            _process.give_to_server_user(self.cluster_dir)
-        except UserError:  # a work directory the server user cannot reach: leave nothing of ours in it
-            if created:
-                self.cluster_dir.rmdir()
-            raise
+        self.make_server_dir()
         _process.run(_process.as_server_user([str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U",
                                               "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"]),
                      "initdb", timeout=300)
@@ -192,30 +154,6 @@ class ManagedServer(ServerControl):
         path = self.data_dir / "maximus.conf"
         path.write_text("# written by Maximus for this run\n" + "\n".join(lines) + "\n")
         _process.give_to_server_user(path)
-
-    # -- faults --------------------------------------------------------------------------------------
-
-    def watch(self) -> Callable[[], str | None]:
-        """The postmaster, alive until the end."""
-        pid = self.postmaster_pid()
-        if pid is None:
-            return lambda: None
-        return lambda: None if _process.alive(pid) else self._stopped(pid)
-
-    def stopped(self) -> str | None:
-        pid = self.postmaster_pid()
-        if pid is not None and (not _process.alive(pid) or self.log_says(STOPPED)):  # gone, or on its way
-            return self._stopped(pid)
-        return None
-
-    def _stopped(self, pid: int) -> str:
-        why = self.log_says(STOPPED) or f"its postmaster, process {pid}, ended without a word in {self.server_log}" \
-            " (killed?)"
-        return f"the PostgreSQL server stopped during the run: {why}"
-
-    def log_says(self, marks: Sequence[str]) -> str | None:
-        lines = _process.log_since(self.server_log, self._log_start)
-        return next((message(line) for line in lines if any(mark in line for mark in marks)), None)
 
 
 def _socket_directory(cluster_dir: Path, port: int) -> Path | None:
@@ -241,27 +179,14 @@ def installation_settings(bin_dir: str) -> tuple[dict, ...]:
     """pg_settings of an installation's version (``bin_dir``, or the one found), cached on disk per version:
     read from a throwaway cluster of its binaries."""
     binaries = find_bin_dir(bin_dir or None)
-    cache = cache_dir() / f"pg_settings-{full_version(binaries)}.json"
-    if cache.exists():
-        return tuple(json.loads(cache.read_text()))
-    rows = settings_from_throwaway_cluster(binaries)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(list(rows)))
-    return rows
-
-
-def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/maximus, by default ~/.cache/maximus."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "maximus"
+    return server.cached_rows(f"pg_settings-{full_version(binaries)}.json",
+                              lambda: settings_from_throwaway_cluster(binaries))
 
 
 def settings_from_throwaway_cluster(bin_dir: Path) -> tuple[dict, ...]:
-    with tempfile.TemporaryDirectory(prefix="maximus-pg-catalogue-", dir="/tmp") as scratch:
-        Path(scratch).chmod(0o755)  # our own scratch directory: the server user must traverse it
-        # The catalogue is what this cluster is started to read: it has no knobs.
-        server = ManagedServer(Path(scratch), {}, KnobCatalogue("postgres", []), {BIN_DIR: str(bin_dir)})
-        server.start()
-        try:
-            return query_settings(server.dsn("postgres"))
-        finally:
-            server.stop()
+    # The catalogue is what this cluster is started to read: it has no knobs.
+    def cluster(scratch: Path) -> ManagedServer:
+        return ManagedServer(scratch, "postgres", {}, KnobCatalogue("postgres", []), {BIN_DIR: str(bin_dir)})
+
+    with server.throwaway(cluster, "pg") as started:
+        return query_settings(started.dsn("postgres"))

@@ -16,7 +16,7 @@ from typing import Callable, Mapping
 
 from maximus.engines import _process
 from maximus.errors import UserError
-from maximus.knobs import Knob
+from maximus.knobs import Knob, one_line, spelled
 
 _BOOLEANS = {"on": "on", "off": "off", "true": "on", "false": "off", "yes": "on", "no": "off", "1": "on",
              "0": "off", "t": "on", "f": "off"}
@@ -24,7 +24,6 @@ _MEMORY_KB = {"b": 1 / 1024, "kb": 1, "mb": 1024, "gb": 1024 ** 2, "tb": 1024 **
 _SPELLING = {"b": "B", "kb": "kB", "mb": "MB", "gb": "GB", "tb": "TB"}  # postgresql.conf's
 _TIME_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a line of postgresql.conf ends at a newline; the others are mangled
 BIN_DIR = "bin_dir"  # a knob of Maximus's, not a GUC: which installation runs a managed server
 _SERVER_BINARIES = ("initdb", "pg_ctl", "postgres")
 
@@ -40,19 +39,11 @@ class PgValue:
     enumvals: tuple[str, ...] = ()
 
     def parse(self, raw: str) -> str:
-        if _CONTROL.search(raw):
-            raise ValueError("expected a value without a newline or other control character, which postgresql.conf "
-                             "cannot hold")
-        text = raw.strip()
+        text = one_line(raw, ", which postgresql.conf cannot hold")
         if self.vartype == "bool":
-            if text.lower() not in _BOOLEANS:
-                raise ValueError("expected on or off")
-            return _BOOLEANS[text.lower()]
-        if self.vartype == "enum":
-            spelled = {value.lower(): value for value in self.enumvals}  # PostgreSQL's spelling, e.g. TLSv1.2
-            if text.lower() not in spelled:
-                raise ValueError(f"expected one of {', '.join(self.enumvals)}")
-            return spelled[text.lower()]
+            return spelled(text, _BOOLEANS, "on or off")
+        if self.vartype == "enum":  # PostgreSQL's spelling, e.g. TLSv1.2
+            return spelled(text, {value.lower(): value for value in self.enumvals}, f"one of {self.describe()}")
         if self.vartype in ("integer", "real"):
             self._check_number(text)
         return text
