@@ -7,7 +7,7 @@ COPY text. PostgreSQL's text cannot hold a NUL, so none is lost.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -20,8 +20,9 @@ _MAX_EXACT = 10 ** 15  # fewer than 16 significant digits: one decimal per doubl
 def copy_text(values: Sequence[np.ndarray]) -> bytes | None:
     """The rows of ``values`` (see ``Engine.bulk_insert_columns``) as COPY text, or None when a column
     needs something this path does not do (escaped characters, another dtype): write rows then."""
-    fields = [_field(column) for column in values]
-    if any(field is None for field in fields):
+    found = [_field(column) for column in values]
+    fields = [field for field in found if field is not None]
+    if len(fields) < len(found):
         return None
     rows = len(values[0]) if values else 0
     tab, newline = np.full((rows, 1), _TAB, np.uint8), np.full((rows, 1), _NEWLINE, np.uint8)
@@ -95,14 +96,14 @@ def _digits(values: np.ndarray, width: int | None = None) -> np.ndarray:
     """Decimal digits of non-negative integers, right-aligned; leading zeros are NUL unless ``width``
     is given (a fraction's digits keep theirs)."""
     fixed = width is not None
-    width = width if fixed else len(str(int(values.max()))) if values.size else 1
-    digits = np.empty((width, len(values)), np.uint8)  # a digit position per row: contiguous writes
-    rest = values.astype(np.uint32 if width <= 9 else np.uint64)  # narrower division is several times faster
+    size = width if width is not None else len(str(int(values.max()))) if values.size else 1
+    digits = np.empty((size, len(values)), np.uint8)  # a digit position per row: contiguous writes
+    rest: Any = values.astype(np.uint32 if size <= 9 else np.uint64)  # narrower division is several times faster
     ten = rest.dtype.type(10)
-    for position in range(width - 1, -1, -1):  # a scalar divisor: numpy divides by multiplying
+    for position in range(size - 1, -1, -1):  # a scalar divisor: numpy divides by multiplying
         quotient = rest // ten
         np.add(rest - quotient * ten, _ZERO, out=digits[position], casting="unsafe")
-        if not fixed and position < width - 1:
+        if not fixed and position < size - 1:
             digits[position] *= rest > 0  # a leading zero: NUL
         rest = quotient
     return digits.T

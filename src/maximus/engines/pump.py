@@ -92,7 +92,8 @@ class PythonPump:
         self._slots: list[_Slot] = []
         self._by_socket: dict[int, int] = {}
         self._poller = select.poll()
-        self._queue_slot, self._queue = -1, None
+        self._queue_slot = -1
+        self._queue: list | None = None
         self._values: list[Any] = []  # of the queue slot's calls
 
     def add(self, session: Session) -> int:
@@ -218,7 +219,7 @@ class CPump:
         self.end_all, self.in_flight, self.queue_on, self.progress, self.values = \
             pump.end_all, pump.in_flight, pump.queue_on, pump.progress, pump.values
 
-    def add(self, session: Session) -> int:
+    def add(self, session: Any) -> int:  # an engine's session that has ``pump_handle()``
         slot = self._pump.add(*session.pump_handle())
         self._sessions.append(session)
         return slot
@@ -229,8 +230,8 @@ class CPump:
     def wait(self, timeout_s: float) -> list[Event]:
         return self._with_errors(self._pump.wait(timeout_s))
 
-    def error(self, session: Session, reported: tuple) -> Exception:
-        """The exception for a failure the C pump reported on ``session``'s connection."""
+    def error(self, session: Any, reported: tuple) -> Exception:
+        """The exception for a failure the C pump reported on ``session``'s connection (one of its engine's)."""
         raise NotImplementedError
 
     def _with_errors(self, events: list[Event]) -> list[Event]:
@@ -256,6 +257,7 @@ def library_functions(prefixes: tuple[str, ...], names: Sequence[str]) -> tuple[
         return None
     library = ctypes.CDLL(paths.pop())  # already loaded: the same handle, no second copy
     try:
-        return tuple(ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names)
+        addresses = [ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names]
     except AttributeError:
         return None
+    return None if None in addresses else tuple(address for address in addresses if address is not None)

@@ -14,6 +14,7 @@ from maximus.errors import UserError
 from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue, Size
 from maximus.knobs.registry import parse_size
 from maximus.records import Outcome
+from maximus.samplers.base import Sampler
 from maximus.samplers.sqlite import SQLiteSampler
 
 _log = logging.getLogger(__name__)  # what a user should know happened to a database (the CLI prints it)
@@ -215,15 +216,15 @@ class SQLiteEngine(Engine):
             connection.execute(f"PRAGMA {name} = {settings[name]}").fetchall()
         return SQLiteSession(connection)
 
-    def reported_settings(self, session: SQLiteSession) -> dict[str, str]:
+    def reported_settings(self, session: Session) -> dict[str, str]:
         """What SQLite reports back: proof the knobs took effect."""
         names = ("page_size", "journal_mode", "synchronous", "cache_size", "wal_autocheckpoint",
                  "mmap_size", "locking_mode", "temp_store", "busy_timeout")
-        return {name: str(session.connection.execute(f"PRAGMA {name}").fetchone()[0]) for name in names}
+        return {name: str(_own(session).connection.execute(f"PRAGMA {name}").fetchone()[0]) for name in names}
 
     def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
         marks = ", ".join("?" * len(columns))
-        session.connection.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+        _own(session).connection.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
 
     def classify(self, error: BaseException) -> Outcome:
         code = getattr(error, "sqlite_errorcode", None)
@@ -254,7 +255,7 @@ class SQLiteEngine(Engine):
     def data_path(self) -> Path:
         return self.workdir
 
-    def samplers(self) -> list[SQLiteSampler]:
+    def samplers(self) -> list[Sampler]:
         settings = self.effective_settings
         return [SQLiteSampler(self.path, wal=settings["journal_mode"] == "wal",
                               exclusive=settings["locking_mode"] == "exclusive")]
@@ -299,3 +300,10 @@ def _copy_or_nothing(source: Path, target: Path) -> None:
 def _remove_database_files(path: Path) -> None:
     for candidate in (path, *(path.with_name(path.name + suffix) for suffix in (*_SIDE_FILES, _PARTIAL))):
         candidate.unlink(missing_ok=True)
+
+
+def _own(session: Session) -> SQLiteSession:
+    """A session of this engine's, as its settings and bulk loads need it (its sqlite3 connection)."""
+    if not isinstance(session, SQLiteSession):
+        raise TypeError(f"not a SQLite session: {session!r}")
+    return session

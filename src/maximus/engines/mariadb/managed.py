@@ -191,8 +191,7 @@ class ManagedServer(MariaDBServer, server.ManagedServer):
     def _set_runtime_knobs(self) -> None:
         """Knobs without a startup option (``SET GLOBAL`` only), once the server is up."""
         later = {name: value for name, value in self.settings.items()
-                 if name != LOG_BIN and isinstance(self.knobs.get(name).type, MariaValue)
-                 and not self.knobs.get(name).type.option}
+                 if name != LOG_BIN and _set_at_runtime_only(self.knobs.get(name).type)}
         if not later:
             return
         import MySQLdb
@@ -310,3 +309,8 @@ def variables_from_throwaway_server() -> tuple[dict, ...]:
 
     with server.throwaway(catalogue_server, "mariadb") as started:
         return query_variables(started.connect_arguments())
+
+
+def _set_at_runtime_only(value_type: object) -> bool:
+    """A variable the server takes by SET GLOBAL only, not as a startup option."""
+    return isinstance(value_type, MariaValue) and not value_type.option

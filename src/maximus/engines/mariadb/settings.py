@@ -150,7 +150,15 @@ def option_line(name: str, value: str) -> str:
 def set_global(name: str, value: str | None, knobs: KnobCatalogue) -> str:
     """``SET GLOBAL name = value``, the value written for the variable's type (``sql_value``); NULL is put back as
     NULL, not as ''."""
-    return f"SET GLOBAL {name} = {'NULL' if value is None else sql_value(value, knobs.get(name).type.vartype)}"
+    return f"SET GLOBAL {name} = {'NULL' if value is None else sql_value(value, _type(knobs, name).vartype)}"
+
+
+def _type(knobs: KnobCatalogue, name: str) -> MariaValue:
+    """A variable's type in a MariaDB catalogue (every knob's but log_bin's)."""
+    kind = knobs.get(name).type
+    if not isinstance(kind, MariaValue):
+        raise TypeError(f"{name} is not one of MariaDB's variables")
+    return kind
 
 
 def sql_value(value: str, vartype: str) -> str:

@@ -187,7 +187,7 @@ class PostgresEngine(ServerEngine):
             raise EngineError(f"cannot connect to PostgreSQL: {str(error).strip().splitlines()[-1]}") from None
 
     def bulk_insert(self, session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
-        cursor = session.connection.cursor()
+        cursor = _own(session).connection.cursor()
         with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
@@ -199,7 +199,7 @@ class PostgresEngine(ServerEngine):
         if text is None:  # a value the fast path does not format: the rows path stores the same rows
             super().bulk_insert_columns(session, table, columns, values)
             return
-        cursor = session.connection.cursor()
+        cursor = _own(session).connection.cursor()
         with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             copy.write(text)
 
@@ -249,3 +249,10 @@ def _out_of_autovacuums_reach(admin: Any, database: str) -> None:
 
 __all__ = ["BIN_DIR", "ExternalServer", "LibpqPump", "ManagedServer", "PostgresAsyncSession", "PostgresEngine",
            "PostgresServer", "PostgresSession", "find_bin_dir", "system_service_in"]
+
+
+def _own(session: Session) -> PostgresSession:
+    """A session of this engine's, as its bulk loads need it (its psycopg connection)."""
+    if not isinstance(session, PostgresSession):
+        raise TypeError(f"not a PostgreSQL session: {session!r}")
+    return session

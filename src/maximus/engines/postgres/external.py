@@ -187,7 +187,8 @@ def _auto_conf_entries(admin: Any, names: Sequence[str]) -> dict[str, str | None
     """Each name's line in ``postgresql.auto.conf`` (what ALTER SYSTEM set), or None where it has none."""
     rows = admin.execute("SELECT name, setting FROM pg_file_settings WHERE name = ANY(%s) "
                          "AND sourcefile LIKE '%%/postgresql.auto.conf' ORDER BY seqno", (list(names),)).fetchall()
-    return {name: None for name in names} | dict(rows)
+    found: dict[str, str | None] = {name: None for name in names}
+    return found | dict(rows)
 
 
 def _quoted(value: str) -> str:

@@ -3,8 +3,9 @@ calls, and its failures made the exceptions psycopg raises for them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from maximus.engines.pump import CPump, Pump, PythonPump, library_functions
-from maximus.engines.session import Session
 
 # The libpq functions _libpq_pump.c calls, in the order of its table.
 _PUMP_FUNCTIONS = ("PQsendQueryPrepared", "PQconsumeInput", "PQisBusy", "PQgetResult", "PQresultStatus",
@@ -23,8 +24,9 @@ def libpq_functions() -> tuple[int, ...] | None:
 class LibpqPump(CPump):
     """The C pump over libpq, its failures the exceptions psycopg raises for them (class by SQLSTATE)."""
 
-    def error(self, session: Session, reported: tuple) -> Exception:
-        return libpq_error(*reported, session.encoding)
+    def error(self, session: Any, reported: tuple) -> Exception:  # a PostgresSession
+        sqlstate, message = reported
+        return libpq_error(sqlstate, message, session.encoding)
 
 
 def libpq_error(sqlstate: bytes | None, message: bytes, encoding: str) -> Exception:

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from abc import abstractmethod
 from pathlib import Path
-from typing import Callable, ClassVar, Iterator, Mapping, Sequence
+from typing import Callable, ClassVar, Iterator, Mapping, Sequence, TypeVar
 
 from maximus.engines import _process
 from maximus.engines.server.control import ServerControl
@@ -179,8 +179,11 @@ def cached_rows(name: str, read: Callable[[], tuple[dict, ...]],
     return rows
 
 
+Managed = TypeVar("Managed", bound=ManagedServer)
+
+
 @contextlib.contextmanager
-def throwaway(make: Callable[[Path], ManagedServer], engine: str) -> Iterator[ManagedServer]:
+def throwaway(make: Callable[[Path], Managed], engine: str) -> Iterator[Managed]:
     """A server of ``make`` started in a scratch directory of its own, stopped and removed after: what reads an
     installation's catalogue, so it has no knobs."""
     with tempfile.TemporaryDirectory(prefix=f"maximus-{engine}-catalogue-", dir="/tmp") as scratch:
