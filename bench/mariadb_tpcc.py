@@ -35,7 +35,8 @@ from maximus import api
 from maximus.engines._copy_text import copy_text
 from maximus.records import RunStatus
 from maximus.samplers.processes import ProcessTree
-from maximus.workloads.tpcc import generate, schema
+from maximus.workloads.tpcc import generate, loader, schema
+from maximus.workloads.tpcc.sql import statements
 from maximus.workloads.tpcc.random import NURandConstants
 
 SEED = 1
@@ -164,7 +165,8 @@ def _load_from_files(engine, files: dict[str, Path]) -> float:
             columns = schema.TABLES_BY_NAME[table].column_names
             session.execute(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table} CHARACTER SET utf8mb4 "
                             f"({', '.join(columns)})")
-        for statement in schema.index_statements(engine.dialect) + [f"ANALYZE {t.name}" for t in schema.TABLES]:
+        analyze = statements("load", loader.SQL, engine.dialect)["analyze"]
+        for statement in schema.index_statements(engine.dialect) + [analyze(t.name) for t in schema.TABLES]:
             session.execute(statement)
         seconds = time.perf_counter() - started
         session.execute("DROP DATABASE load_baseline")

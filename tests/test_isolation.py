@@ -160,7 +160,7 @@ def test_a_payment_and_a_delivery_of_one_customer_both_count(engine: Engine, mod
 
 def _money(engine: Engine, value: Any) -> Decimal:
     """An amount read from the database (integer cents where the dialect keeps money so) as a Decimal."""
-    return Decimal(value).scaleb(-2) if engine.dialect.money_in_cents else Decimal(value)
+    return Decimal(value).scaleb(-2) if (not engine.dialect.exact_decimals) else Decimal(value)
 
 
 @pytest.mark.parametrize("engine, held_mode, mode", [*((e, m, m) for e, m in SETUPS), ("postgres", "client", "server"),

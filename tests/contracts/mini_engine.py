@@ -32,7 +32,7 @@ class MiniEngine(Engine):
     name = "mini"
     knobs = MINI_KNOBS
     capabilities = Capabilities(single_writer=True, server_process=False, server_side_procedures=False)
-    dialect = Dialect("sqlite", money_in_cents=True, utc_now="strftime('%Y-%m-%d %H:%M:%f', 'now')")
+    dialect = Dialect("sqlite", exact_decimals=False, utc_now="strftime('%Y-%m-%d %H:%M:%f', 'now')")
     lock_wait_knob = "busy_timeout"
     example_knob = ("synchronous", "normal", "normal")
 

@@ -15,8 +15,12 @@ import pytest
 from maximus import api
 from maximus.records import Outcome, RollbackByRule
 from maximus.workloads.tpcc.constants import UNUSED_ITEM_ID
+from maximus.workloads import statements
+from maximus.workloads.statements import Part, Split
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
+from maximus.workloads.tpcc.order_status import OrderStatus
 from maximus.workloads.tpcc.server_side import Call, ServerSide
+from maximus.workloads.tpcc.sql import function_row
 
 import tpcc_modes  # tests/tpcc_modes.py
 
@@ -72,9 +76,10 @@ def test_a_batch_raises_its_first_error_and_stops_there(engine) -> None:
         assert caught.value.sqlstate == "42S02"
         session.rollback()
         assert session.fetchone("SELECT w_ytd FROM warehouse WHERE w_id = ?", (1,)) == (before,)
-        session.begin()  # UPDATE ... RETURNING, which MariaDB has not, as the shared SQL writes it
-        assert session.batch([("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ? RETURNING w_ytd", (5, 1))],
-                             last=True) == [[(before + 5,)]]
+        session.begin()  # UPDATE ... RETURNING, which MariaDB has not, as a workload writes it for MariaDB
+        returning = Split((Part("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?", (0, 1), returns=False),
+                           Part("SELECT w_ytd FROM warehouse WHERE w_id = ?", (1,), returns=True)))
+        assert statements.batch(session, [(returning, (5, 1))], last=True) == [[(before + 5,)]]
         session.commit()  # the batch committed it
         assert session.fetchone("SELECT w_ytd FROM warehouse WHERE w_id = ?", (1,)) == (before + 5,)
     finally:
@@ -110,11 +115,12 @@ def test_a_deadlock_is_classified_as_retry(engine) -> None:
 
 
 def test_a_function_called_as_a_row_returns_its_columns(engine) -> None:
-    """``SELECT * FROM tpcc_x(...)``, as the shared SQL calls a function returning a row: the JSON array's values
-    as the row, money as decimals."""
+    """A function returning a row, as TPC-C calls it for MariaDB (``SELECT tpcc_x(...)``, its row one JSON array):
+    the JSON array's values as the row, money as decimals."""
+    status = OrderStatus(engine.dialect)
     session = engine.connect()
     try:
-        row = session.fetchone("SELECT * FROM tpcc_order_status(?, ?, ?, ?)", (1, 3, 42, None))
+        row = function_row(engine.dialect)(session.fetchone(status.call_sql, (1, 3, 42, None)))
         (balance,) = session.fetchone("SELECT c_balance FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
                                       (1, 3, 42))
     finally:

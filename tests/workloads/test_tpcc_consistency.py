@@ -2,7 +2,7 @@
 
 The population follows 4.3.3.1 with fewer rows: 1 warehouse, 2 districts, 3 customers per district,
 orders 1..2100 delivered (so condition 11's 2100 holds as specified) and 2101..2103 undelivered. SQLite
-keeps money in integer cents (``Dialect.money_in_cents``), so every amount here is in cents.
+keeps money in integer cents (``schema.money_in_cents``), so every amount here is in cents.
 """
 
 from __future__ import annotations

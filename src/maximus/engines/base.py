@@ -88,13 +88,10 @@ class Driver:
         return f" (it compiles against {self.compiles_against[0]}; apt-get install {packages})"
 
 
-def _as_given(value: Any) -> Any:
-    return value
-
-
 @dataclass(frozen=True)
 class Dialect:
-    """The small SQL differences a workload needs to know; statements are otherwise shared."""
+    """The facts of an engine's SQL that any workload needs; a workload writes its own statements per dialect
+    (``name``), as it chooses."""
 
     name: str
     clustered_table_suffix: str = ""  # appended to CREATE TABLE when a primary key clusters the rows
@@ -103,17 +100,16 @@ class Dialect:
     # How ``Session.call`` takes its parameters. A workload converts them when it draws its inputs, a
     # batch at a time, not between two round trips (PostgreSQL: text, ready for libpq).
     call_parameters: Callable[[Sequence[Any]], Sequence[Any]] = tuple
-    # Money (a NUMERIC with two decimals in the schema) as integer cents: for engines whose NUMERIC is binary
-    # floating point (SQLite stores it as REAL), where sums of cents drift in their last bits.
-    money_in_cents: bool = False
+    # Whether NUMERIC(p, s) keeps decimal fractions exactly; SQLite's is binary floating point (REAL), where a
+    # workload may keep amounts as integers (TPC-C: money in cents).
+    exact_decimals: bool = True
     # The current UTC date and time as SQL, with sub-second resolution: the one clock a workload's timestamps
     # come from, whichever side (driver or stored procedure) writes them.
     utc_now: str = "CURRENT_TIMESTAMP"
+    # The column type that holds ``utc_now``'s values to the microsecond, without a time zone.
+    datetime_type: str = "TIMESTAMP"
     # How ``Session.call`` returns an array of integers (the first value of a call's result): as a list
     array_of_ints: Callable[[Any], list[int | None]] = list
-    # A date and time in a stored function's row (``Transaction.screen``) as the datetime the driver gives for one
-    # read from a table: an engine whose functions return their row as text (MariaDB's JSON) parses it
-    datetime_of: Callable[[Any], Any] = _as_given
 
 
 class Engine(ABC):

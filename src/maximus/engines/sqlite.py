@@ -127,7 +127,7 @@ class SQLiteEngine(Engine):
     knobs = SQLITE_KNOBS
     capabilities = Capabilities(single_writer=True, server_process=False, server_side_procedures=False)
     # SQLite's NUMERIC is REAL: money is kept in integer cents. 'now' is read once per statement, to the millisecond.
-    dialect = Dialect("sqlite", clustered_table_suffix=" WITHOUT ROWID", money_in_cents=True,
+    dialect = Dialect("sqlite", clustered_table_suffix=" WITHOUT ROWID", exact_decimals=False,
                       utc_now="strftime('%Y-%m-%d %H:%M:%f', 'now')")
     lock_wait_knob = "busy_timeout"
     example_knob = ("cache_size", "-4096", "-4096")

@@ -2,9 +2,8 @@
 
 The engine reaches its server through the shared server layer (``engines/server/``), chosen once when the engine is
 built: ``ManagedServer`` (``managed.py``) or ``ExternalServer`` (``external.py``), both reached by MySQLdb's connection
-arguments (``servers.py``). Sessions are in ``sessions.py``, the
-rewriting of the workloads' shared SQL in ``translate.py``, the variables' types and the knob catalogue in
-``settings.py``.
+arguments (``servers.py``). Sessions, which run the statements a workload writes for MariaDB, are in ``sessions.py``,
+the variables' types and the knob catalogue in ``settings.py``.
 
 Each Maximus database has a pristine copy that every run's restore starts from (``pristine.py``): its tables'
 InnoDB files on a managed server, a twin database on a server of the user's.
@@ -23,9 +22,8 @@ from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
 from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
 from maximus.engines.mariadb.servers import MariaDBServer, connect
-from maximus.engines.mariadb.sessions import SQL_MODE, MariaDBSession, array_of_ints, datetime_of
+from maximus.engines.mariadb.sessions import SQL_MODE, UTC_NOW, MariaDBSession, array_of_ints
 from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
-from maximus.engines.mariadb.translate import UTC_NOW
 from maximus.engines.pump import Pump
 from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
@@ -65,7 +63,7 @@ class MariaDBEngine(ServerEngine):
     capabilities = Capabilities(single_writer=False, server_process=True, server_side_procedures=True,
                                 split_calls=True)
     dialect = Dialect("mariadb", for_update=" FOR UPDATE", call_parameters=call_parameters, utc_now=UTC_NOW,
-                      array_of_ints=array_of_ints, datetime_of=datetime_of)
+                      datetime_type="DATETIME(6)", array_of_ints=array_of_ints)
     lock_wait_knob = "innodb_lock_wait_timeout"
     short_lock_wait = "1"  # seconds: InnoDB's shortest wait that still waits (0 fails at once)
     example_knob = ("innodb_lock_wait_timeout", "7", "7")

@@ -1,7 +1,7 @@
 """MariaDB sessions: MySQLdb (mysqlclient, in C over libmariadb) connections in autocommit mode, driven through its
-low-level calls. A transaction's statements go to the server together, as one multi-statement query: the shared
-SQL rewritten once per text (``translate.py``), the parameters written in as escaped literals by the driver's C
-code, so a client-side transaction costs a round trip per batch, not per statement."""
+low-level calls. A transaction's statements go to the server together, as one multi-statement query: each as the
+workload wrote it for MariaDB, the parameters written in as escaped literals by the driver's C code, so a
+client-side transaction costs a round trip per batch, not per statement."""
 
 from __future__ import annotations
 
@@ -9,55 +9,31 @@ import contextlib
 import json
 import os
 import tempfile
-from datetime import datetime
-from decimal import Decimal
 from typing import Any, Callable, Sequence
 
-from maximus.engines.mariadb.translate import Plan, translate
 from maximus.engines.session import Session
 from maximus.errors import EngineError
 
-# An array parameter (New-Order's lines) is written as JSON text, which a function's JSON parameter takes.
+UTC_NOW = "UTC_TIMESTAMP(6)"  # the server's UTC time to the microsecond, as DATETIME(6) holds it
+# MariaDB has no array type: an array parameter (New-Order's lines) is written as JSON text, which a function's JSON
+# parameter takes, and an array a function returns is JSON text too (``array_of_ints``).
 JSON_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with separators builds an encoder per call
 ARRAYS = (list, tuple)
 PER_STATEMENT_SNAPSHOTS = {"READ-COMMITTED", "READ-UNCOMMITTED"}
 _LOST = {2006, 2013, 2055}  # server has gone away, lost connection during query, lost connection at ...
-# PostgreSQL's "||" concatenates: the shared SQL uses it (Payment's C_DATA). MariaDB's own stored functions are
-# created in this mode too, and keep it. A call's literals are written with backslash escapes (sql_literal), which
-# NO_BACKSLASH_ESCAPES would read otherwise: a server's mode that has it loses it (its name made a duplicate).
+# Standard SQL's "||" concatenates, as in PostgreSQL and SQLite: a workload's SQL may use it (TPC-C's Payment).
+# MariaDB's own stored functions are created in this mode too, and keep it. A call's literals are written with
+# backslash escapes (sql_literal), which NO_BACKSLASH_ESCAPES would read otherwise: a server's mode that has it
+# loses it (its name made a duplicate).
 SQL_MODE = ("SET SESSION sql_mode = CONCAT(REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', 'PIPES_AS_CONCAT'), "
             "',PIPES_AS_CONCAT')")
 
 
-def datetime_of(value: Any) -> datetime | None:
-    """A DATETIME(6) as a function's JSON array writes it ("2024-05-01 12:00:00.123456"): the datetime the driver
-    gives for one read from a table."""
-    return datetime.fromisoformat(value) if isinstance(value, str) else value
-
-
 def array_of_ints(value: Any) -> list[int | None]:
-    """A function's JSON array of integers (tpcc_delivery's delivered orders), as a list."""
+    """A function's JSON array of integers (TPC-C's tpcc_delivery's delivered orders), as a list."""
     if value is None:
         return []
     return list(json.loads(value)) if isinstance(value, (str, bytes)) else list(value)
-
-
-class _Compiled:
-    """A plan's statements split at their placeholders, as bytes: a query is the pieces with literals between."""
-
-    __slots__ = ("pieces", "takes", "returns", "json_row")
-
-    def __init__(self, plan: Plan) -> None:
-        self.pieces = [[piece.encode() for piece in part.sql.split("?")] for part in plan.parts]
-        self.takes = [part.takes for part in plan.parts]
-        self.returns = [part.returns for part in plan.parts]
-        self.json_row = plan.json_row
-
-    def call_form(self) -> tuple[bytes, ...]:
-        """A call's statement as the pumps send it: its pieces, each parameter's literal between two."""
-        if len(self.pieces) != 1 or list(self.takes[0]) != list(range(len(self.pieces[0]) - 1)):
-            raise EngineError("a call is one statement taking its parameters in order")
-        return tuple(self.pieces[0])
 
 
 class MariaDBSession(Session):
@@ -68,8 +44,8 @@ class MariaDBSession(Session):
         self.connection = connection
         self._kill = kill  # ends this session's statement from another connection (KILL QUERY)
         self._literal = connection.literal
-        self._compiled: dict[str, _Compiled] = {}
-        self._call_forms: dict[str, tuple[bytes, ...]] = {}  # by SQL text: Compiled.call_form
+        # By SQL text: the statement split at its placeholders, as bytes; a query is the pieces with literals between
+        self._pieces: dict[str, tuple[bytes, ...]] = {}
         self._begin: bytes | None = None  # a START TRANSACTION still to be sent
         self._committed = False  # the transaction's last batch committed it
         self._snapshot_begin: bytes | None = None
@@ -110,7 +86,7 @@ class MariaDBSession(Session):
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         if not params and self._begin is None and "?" not in sql:
-            return sum(changed for _, changed in self._query(self._plain(sql)))  # DDL, scripts: as they are
+            return sum(changed for _, changed in self._query(sql.encode()))  # DDL, scripts: as they are
         return self._statements([(sql, params)])[0][1]
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
@@ -133,7 +109,7 @@ class MariaDBSession(Session):
     # -- split calls: busy terminals sharing a process, a call in flight on each (engines/pump.py) -------------
 
     def send_call(self, sql: str, params: Sequence[bytes]) -> None:
-        form = self._call_forms.get(sql) or self._call_form(sql)
+        form = self._pieces.get(sql) or self._split(sql)
         if len(params) != len(form) - 1:
             raise ValueError(f"the statement takes {len(form) - 1} parameters, the call has {len(params)}")
         query = [form[0]]
@@ -157,13 +133,13 @@ class MariaDBSession(Session):
 
     def pump_handle(self) -> tuple[int, dict[str, tuple[bytes, ...]], Callable[[str], tuple[bytes, ...]]]:
         """What the C pump needs to send this session's calls (``engines/mariadb/pump.py``): the MYSQL handle's
-        address, the calls' forms by SQL text, and what makes one."""
-        return _handle_address(self.connection), self._call_forms, self._call_form
+        address, the calls' statements split at their placeholders by SQL text, and what splits one."""
+        return _handle_address(self.connection), self._pieces, self._split
 
-    def _call_form(self, sql: str) -> tuple[bytes, ...]:
-        form = (self._compiled.get(sql) or self._compile(sql)).call_form()
-        self._call_forms[sql] = form
-        return form
+    def _split(self, sql: str) -> tuple[bytes, ...]:
+        pieces = tuple(piece.encode() for piece in sql.split("?"))
+        self._pieces[sql] = pieces
+        return pieces
 
     def failed(self, error: BaseException) -> None:
         """A call of this session failed outside it (in the C pump): noted as its own failures are."""
@@ -171,11 +147,9 @@ class MariaDBSession(Session):
 
     def _statements(self, statements: Sequence[tuple[str, Sequence[Any]]], last: bool = False
                     ) -> list[tuple[list[tuple], int]]:
-        """Every statement's rows and changed-row count, from one query: the pending BEGIN, each statement's
-        parts, and COMMIT for the ``last`` batch."""
-        compiled = [self._compiled.get(sql) or self._compile(sql) for sql, _ in statements]
-        queries = [self._written(plan, n, params) for plan, (_, params) in zip(compiled, statements)
-                   for n in range(len(plan.pieces))]
+        """Every statement's rows and changed-row count, from one query: the pending BEGIN, each statement, and
+        COMMIT for the ``last`` batch."""
+        queries = [self._written(sql, params) for sql, params in statements]
         begin, self._begin = self._begin, None
         if begin is not None:
             queries.insert(0, begin)
@@ -184,41 +158,20 @@ class MariaDBSession(Session):
         results = self._query(b";".join(queries))
         self._committed = last
         position = len(begin.split(b";")) if begin is not None else 0  # a one-snapshot begin is two statements
-        out = []
-        for plan in compiled:
-            rows: list[tuple] = []
-            changed = 0
-            for n in range(len(plan.pieces)):
-                found, count = results[position]
-                position += 1
-                changed += count
-                if plan.returns[n]:
-                    rows.extend(found)
-            if plan.json_row:
-                rows = [tuple(json.loads(row[0], parse_float=Decimal)) for row in rows if row[0] is not None]
-            out.append((rows, changed))
-        return out
+        return results[position:position + len(statements)]
 
-    def _compile(self, sql: str) -> _Compiled:
-        compiled = _Compiled(translate(sql))
-        self._compiled[sql] = compiled
-        return compiled
-
-    def _plain(self, sql: str) -> bytes:
-        compiled = self._compiled.get(sql) or self._compile(sql)
-        return b";".join(self._written(compiled, n, ()) for n in range(len(compiled.pieces)))
-
-    def _written(self, compiled: _Compiled, part: int, params: Sequence[Any]) -> bytes:
-        """Part ``part`` of a statement with its parameters written in as literals (the driver escapes them). An
-        array is JSON text, as ``sql_literal`` writes a call's: the driver would write a list as ``(1,2,3)``, which a
-        stored function's JSON parameter refuses (a screen's call comes here with its parameters as they are)."""
-        pieces, takes = compiled.pieces[part], compiled.takes[part]
-        if len(pieces) == 1:
+    def _written(self, sql: str, params: Sequence[Any]) -> bytes:
+        """The statement with its parameters written in as literals (the driver escapes them). An array is JSON
+        text, as ``sql_literal`` writes a call's: the driver would write a list as ``(1,2,3)``, which a stored
+        function's JSON parameter refuses (a screen's call comes here with its parameters as they are)."""
+        pieces = self._pieces.get(sql) or self._split(sql)
+        if len(pieces) != len(params) + 1:
+            raise ValueError(f"the statement takes {len(pieces) - 1} parameters, not {len(params)}: {sql[:80]}")
+        if not params:
             return pieces[0]
         literal = self._literal
         out = [pieces[0]]
-        for piece, index in zip(pieces[1:], takes):
-            value = params[index]
+        for piece, value in zip(pieces[1:], params):
             out.append(literal(JSON_TEXT(value) if value.__class__ in ARRAYS else value))
             out.append(piece)
         return b"".join(out)

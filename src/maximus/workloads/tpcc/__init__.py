@@ -19,8 +19,10 @@ from maximus.workloads.tpcc.order_status import OrderStatus
 from maximus.workloads.tpcc.payment import Payment
 from maximus.workloads.tpcc.mix import parse_mix
 from maximus.workloads.tpcc.random import NURandConstants
+from maximus.workloads.tpcc.schema import money_in_cents
 from maximus.workloads.tpcc.server_side import ServerSide
 from maximus.workloads.tpcc.settings import KEYS, TpccSettings, parse_settings
+from maximus.workloads.tpcc.sql import statements
 from maximus.workloads.tpcc.stock_level import StockLevel
 from maximus.workloads.tpcc.transaction import Home, Transaction
 from maximus.workloads.tpcc.validity import mix_report, validity_report
@@ -112,9 +114,10 @@ class Tpcc(Workload):
         return TerminalEmulator(settings, terminal, dialect)
 
     def check(self, session: Session, fresh: bool, dialect: Dialect) -> list[CheckResult]:
-        from maximus.workloads.tpcc.consistency import check_consistency
+        from maximus.workloads.tpcc import consistency
 
-        return check_consistency(session, fresh, dialect.money_in_cents)
+        violations = statements("consistency", consistency.SQL, dialect)["violations"]
+        return consistency.check_consistency(session, fresh, money_in_cents(dialect), violations)
 
     def warnings(self, settings: TpccSettings, terminals: int) -> list[str]:
         warnings = []

@@ -6,12 +6,19 @@ from typing import Any, Iterator, NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
 from maximus.errors import EngineError
+from maximus.workloads.statements import Statement, batch
 from maximus.workloads.tpcc.constants import CARRIER_RANGE, DISTRICTS_PER_WAREHOUSE
 from maximus.workloads.tpcc.random import TpccRandom
+from maximus.workloads.tpcc.schema import money_in_cents
 from maximus.workloads.tpcc.screens import DeliveryResult
+from maximus.workloads.tpcc.sql import statements
 from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, to_sql_money, cents_of
 
 DISTRICTS = range(1, DISTRICTS_PER_WAREHOUSE + 1)
+SQL: dict[str, Statement] = {  # the shared SQL (sql/ has a dialect's own)
+    "call": f"SELECT tpcc_delivery(?, ?, {SERVER_UTC_NOW})",
+    "carrier": "UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND o_d_id = ? AND o_id = ? RETURNING o_c_id",
+}
 
 
 def _fours(rows: list) -> Iterator[tuple]:
@@ -36,10 +43,12 @@ class Delivery:
     deferred = True
     one_snapshot = False
     isolation_means = "each district's oldest new order locked before it is read"
-    call_sql = f"SELECT tpcc_delivery(?, ?, {SERVER_UTC_NOW})"
+    call_sql = str(SQL["call"])
 
     def __init__(self, dialect: Dialect) -> None:
-        self.in_cents = dialect.money_in_cents
+        self.in_cents = money_in_cents(dialect)
+        self.sql: dict[str, Any] = statements(self.name, SQL, dialect)
+        self.call_sql = self.sql["call"]
         self.array_of_ints = dialect.array_of_ints
         self.oldest_sql = ("SELECT no_o_id FROM new_order WHERE no_w_id = ? AND no_d_id = ? ORDER BY no_o_id "
                            f"LIMIT 1{dialect.for_update}")
@@ -61,7 +70,7 @@ class Delivery:
         w_id = inputs.w_id
         oldest = session.batch([(self.oldest_sql, (w_id, d_id)) for d_id in DISTRICTS])
         found = [(d_id, rows[0][0]) for d_id, rows in zip(DISTRICTS, oldest) if rows]  # 2.7.4.2: else skipped
-        done = session.batch([statement for d_id, o_id in found for statement in self._order(inputs, d_id, o_id)])
+        done = batch(session, [statement for d_id, o_id in found for statement in self._order(inputs, d_id, o_id)])
         payments = []
         for (d_id, o_id), (deleted, carried, _, ((amount,),)) in zip(found, _fours(done)):
             if not deleted:
@@ -73,12 +82,11 @@ class Delivery:
         delivered = dict(found)
         return DeliveryResult(*inputs, tuple(delivered.get(d_id) for d_id in DISTRICTS))
 
-    def _order(self, inputs: DeliveryInput, d_id: int, o_id: int) -> list[tuple[str, tuple]]:
+    def _order(self, inputs: DeliveryInput, d_id: int, o_id: int) -> list[tuple[Statement, tuple]]:
         """Its new order deleted, its carrier set (and customer read), its lines delivered and summed."""
         key = (inputs.w_id, d_id, o_id)
         return [("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ? RETURNING no_o_id", key),
-                ("UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND o_d_id = ? AND o_id = ? RETURNING o_c_id",
-                 (inputs.carrier_id, *key)),
+                (self.sql["carrier"], (inputs.carrier_id, *key)),
                 (self.lines_sql, key),
                 ("SELECT SUM(ol_amount) FROM order_line WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?", key)]
 

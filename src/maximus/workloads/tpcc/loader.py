@@ -21,7 +21,9 @@ from maximus.workloads.base import DatabaseInfo, LoadResult, Progress
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.server_side import procedures_sql
+from maximus.workloads.tpcc.sql import statements
 
+SQL = {"analyze": lambda table: f"ANALYZE {table}"}  # the shared SQL (sql/ has a dialect's own)
 MONEY_IN_CENTS, MONEY_AS_DECIMALS = "cents", "decimal"
 
 
@@ -37,7 +39,7 @@ def load(engine: Engine, warehouses: int, seed: int, progress: Progress = lambda
         install_procedures(engine.dialect, session)
         seconds = time.perf_counter() - started
         _write_meta(session, warehouses, seed, constants, seconds, engine.creation_settings(),
-                    engine.dialect.money_in_cents)
+                    schema.money_in_cents(engine.dialect))
     finally:
         session.close()
     return LoadResult(warehouses, seed, seconds, rows, constants)
@@ -76,8 +78,9 @@ def _index_and_analyze(engine: Engine, session: Session, rows: dict[str, int]) -
         return
     by_table = schema.index_statements_by_table(engine.dialect)
     tables = sorted(rows, key=rows.get, reverse=True)
-    _side_by_side(engine, [by_table.get(table, []) + [f"ANALYZE {table}"] for table in tables])
-    session.execute(f"ANALYZE {schema.META_TABLE}")
+    analyze = statements("load", SQL, engine.dialect)["analyze"]
+    _side_by_side(engine, [by_table.get(table, []) + [analyze(table)] for table in tables])
+    session.execute(analyze(schema.META_TABLE))
 
 
 def _side_by_side(engine: Engine, scripts: list[list[str]]) -> None:
@@ -129,7 +132,7 @@ def _write(engine: Engine, session: Session, chunks: Iterator[generate.Chunk], t
 def stored_columns(chunk: generate.Chunk, dialect: Dialect) -> tuple[np.ndarray, ...]:
     """The chunk's columns as the dialect stores them: money in integer cents where it keeps money so (the
     generator draws whole cents, so the conversion is exact)."""
-    if not dialect.money_in_cents:
+    if not schema.money_in_cents(dialect):
         return chunk.values
     money = schema.money_columns(schema.TABLES_BY_NAME[chunk.table])
     return tuple(np.rint(np.asarray(values) * 100).astype(np.int64) if name in money else values
@@ -222,7 +225,7 @@ def read_info(session: Session, dialect: Dialect) -> DatabaseInfo | None:
         return None
     if meta.get("workload") != "tpcc":
         return None
-    if (meta.get("money") == MONEY_IN_CENTS) != dialect.money_in_cents:  # a SQLite build that kept money as REAL
+    if (meta.get("money") == MONEY_IN_CENTS) != schema.money_in_cents(dialect):  # a SQLite build with money as REAL
         return None
     constants = NURandConstants(int(meta["c_load_c_last"]), int(meta["c_load_c_id"]), int(meta["c_load_ol_i_id"]))
     return DatabaseInfo(int(meta["warehouses"]), int(meta["seed"]), float(meta["load_seconds"]), meta["fresh"] == "1",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
+from maximus.workloads.statements import Statement, batch
 from maximus.workloads.tpcc.constants import (
     DISTRICTS_PER_WAREHOUSE, MAX_ORDER_LINES, MIN_ORDER_LINES, REMOTE_SUPPLY_PERCENT, ROLLBACK_PERCENT,
     UNUSED_ITEM_ID,
@@ -12,7 +13,9 @@ from maximus.workloads.tpcc.constants import (
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.records import RollbackByRule
 from maximus.workloads.tpcc.screens import NewOrderLineScreen, NewOrderScreen, money, rate, total_amount
-from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, cents_of, to_sql_money
+from maximus.workloads.tpcc.schema import money_in_cents
+from maximus.workloads.tpcc.sql import function_row, statements
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, cents_of, datetime_of, to_sql_money
 
 try:
     from maximus.workloads.tpcc._draws import order_lines as _c_order_lines
@@ -83,7 +86,10 @@ def _values(count: int, width: int) -> str:
     return ", ".join([row] * count)
 
 
-_SETS = {  # the SQL of a New-Order's sets of rows, by kind: (rows, district, the dialect's lock) -> statement
+# The shared SQL (sql/ has a dialect's own): the call, and a New-Order's sets of rows by kind, made as
+# (rows, district, the dialect's lock) -> statement.
+SQL: dict[str, Any] = {
+    "call": f"SELECT * FROM tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})",
     "items": lambda count, _, __: f"SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN "
                                   f"({', '.join(['?'] * count)})",
     # A join, not (s_i_id, s_w_id) IN (VALUES ...): SQLite scanned the whole STOCK table for the row values.
@@ -106,17 +112,19 @@ class NewOrder:
     deferred = False
     one_snapshot = False
     isolation_means = "the district and stock rows locked before they are read"
-    call_sql = f"SELECT * FROM tpcc_new_order(?, ?, ?, ?, ?, ?, {SERVER_UTC_NOW})"
+    call_sql = SQL["call"]
 
     def __init__(self, dialect: Dialect) -> None:
-        self.in_cents, self.lock = dialect.money_in_cents, dialect.for_update
-        self.datetime_of = dialect.datetime_of
+        self.in_cents, self.lock = money_in_cents(dialect), dialect.for_update
+        self.sql = statements(self.name, SQL, dialect)
+        self.call_sql = self.sql["call"]
+        self.function_row = function_row(dialect)
         self.customer_sql = ("SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse "
                              "WHERE w_id = ? AND c_w_id = w_id AND c_d_id = ? AND c_id = ?")
         self.district_sql = f"SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?{self.lock}"
         self.order_sql = ("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, "
                           f"o_all_local) VALUES (?, ?, ?, ?, {dialect.utc_now}, NULL, ?, ?) RETURNING o_entry_d")
-        self._statements: dict[tuple, str] = {}  # by (kind, district, rows): the SQL of a batch's set of rows
+        self._statements: dict[tuple, Statement] = {}  # by (kind, district, rows): the SQL of a batch's set of rows
 
     def draw(self, rng: TpccRandom, home: Home) -> NewOrderInput:
         """2.4.1: district uniform, customer NURand, 5..15 lines, 1 % remote supply, 1 % rollback."""
@@ -145,7 +153,7 @@ class NewOrder:
         and stock are read and written a set at a time: one statement for the items, one for the stock rows."""
         w_id, d_id = inputs.w_id, inputs.d_id
         items, stocks = sorted(set(inputs.item_ids)), sorted(set(zip(inputs.item_ids, inputs.supply_w_ids)))
-        customer, district, found, stocked = session.batch([
+        customer, district, found, stocked = batch(session, [
             (self.customer_sql, (w_id, d_id, inputs.c_id)), (self.district_sql, (w_id, d_id)),
             (self._sql("items", 0, len(items)), items),
             (self._sql("stock", d_id, len(stocks)), [key for pair in stocks for key in pair])])
@@ -154,7 +162,7 @@ class NewOrder:
             raise RollbackByRule("Item number is not valid")  # 2.4.2.3
         (c_discount, c_last, c_credit, w_tax), (o_id, d_tax) = customer[0], district[0]
         lines, rows, changes = self._lines(inputs, o_id, catalogue, {(i, w): rest for i, w, *rest in stocked})
-        written = session.batch([
+        written = batch(session, [
             ("UPDATE district SET d_next_o_id = ? WHERE d_w_id = ? AND d_id = ?", (o_id + 1, w_id, d_id)),
             (self.order_sql, (o_id, d_id, w_id, inputs.c_id, len(lines), int(inputs.all_local))),
             ("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)", (o_id, d_id, w_id)),
@@ -184,20 +192,20 @@ class NewOrder:
                          to_sql_money(ordered * price, self.in_cents), dist_info))
         return lines, rows, [(i_id, supply, *change) for (i_id, supply), change in changed.items()]
 
-    def _sql(self, kind: str, district: int, count: int) -> str:
+    def _sql(self, kind: str, district: int, count: int) -> Statement:
         """A statement over ``count`` rows (items, stock rows, order lines), made once per count."""
         key = (kind, district, count)
         if key not in self._statements:
-            self._statements[key] = _SETS[kind](count, district, self.lock)
+            self._statements[key] = self.sql[kind](count, district, self.lock)
         return self._statements[key]
 
     def screen(self, inputs: NewOrderInput, row: tuple) -> NewOrderScreen:
         """From ``tpcc_new_order``'s columns: the order's, then one array per line field."""
-        o_id, c_last, c_credit, c_discount, w_tax, d_tax, entered_at, total, *columns = row
+        o_id, c_last, c_credit, c_discount, w_tax, d_tax, entered_at, total, *columns = self.function_row(row)
         names, prices, s_quantities, brands, amounts = columns
         lines = tuple(NewOrderLineScreen(supply, i_id, name, quantity, s_quantity, brand, price, amount)
                       for supply, i_id, quantity, name, price, s_quantity, brand, amount
                       in zip(inputs.supply_w_ids, inputs.item_ids, inputs.quantities, names, prices, s_quantities,
                              brands, amounts))
         return NewOrderScreen(inputs.w_id, inputs.d_id, inputs.c_id, c_last, c_credit, rate(c_discount), rate(w_tax),
-                              rate(d_tax), len(lines), o_id, self.datetime_of(entered_at), total, lines)
+                              rate(d_tax), len(lines), o_id, datetime_of(entered_at), total, lines)

@@ -7,8 +7,10 @@ from typing import NamedTuple, Sequence
 from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import BY_NAME_PERCENT, DISTRICTS_PER_WAREHOUSE
 from maximus.workloads.tpcc.random import TpccRandom
+from maximus.workloads.tpcc.schema import money_in_cents
 from maximus.workloads.tpcc.screens import OrderStatusLineScreen, OrderStatusScreen, money
-from maximus.workloads.tpcc.transaction import Home, by_name, cents_of, middle
+from maximus.workloads.tpcc.sql import function_row, statements
+from maximus.workloads.tpcc.transaction import Home, by_name, cents_of, datetime_of, middle
 
 
 class OrderStatusInput(NamedTuple):
@@ -18,6 +20,7 @@ class OrderStatusInput(NamedTuple):
     c_last: str | None
 
 
+SQL = {"call": "SELECT * FROM tpcc_order_status(?, ?, ?, ?)"}  # the shared SQL (sql/ has a dialect's own)
 _CUSTOMER = "c_id, c_first, c_middle, c_last, c_balance"
 _LATEST_ORDER = ("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? "
                  "ORDER BY o_id DESC LIMIT 1")
@@ -32,10 +35,12 @@ class OrderStatus:
     deferred = False
     one_snapshot = True
     isolation_means = "one snapshot for all its reads"
-    call_sql = "SELECT * FROM tpcc_order_status(?, ?, ?, ?)"
+    call_sql = SQL["call"]
 
     def __init__(self, dialect: Dialect) -> None:
-        self.in_cents, self.datetime_of = dialect.money_in_cents, dialect.datetime_of
+        self.in_cents = money_in_cents(dialect)
+        self.call_sql = statements(self.name, SQL, dialect)["call"]
+        self.function_row = function_row(dialect)
 
     def draw(self, rng: TpccRandom, home: Home) -> OrderStatusInput:
         """2.6.1: home warehouse, district uniform, 60 % by last name."""
@@ -71,8 +76,8 @@ class OrderStatus:
 
     def screen(self, inputs: OrderStatusInput, row: tuple) -> OrderStatusScreen:
         """From ``tpcc_order_status``'s columns: the customer's, the order's, then one array per line field."""
-        c_id, c_first, c_middle, c_last, balance, o_id, entered_at, carrier, *columns = row
-        lines = tuple(OrderStatusLineScreen(supply, i_id, quantity, amount, self.datetime_of(delivered))
+        c_id, c_first, c_middle, c_last, balance, o_id, entered_at, carrier, *columns = self.function_row(row)
+        lines = tuple(OrderStatusLineScreen(supply, i_id, quantity, amount, datetime_of(delivered))
                       for supply, i_id, quantity, amount, delivered in zip(*(column or () for column in columns)))
         return OrderStatusScreen(inputs.w_id, inputs.d_id, c_id, c_first, c_middle, c_last, balance, o_id,
-                                 self.datetime_of(entered_at), carrier, lines)
+                                 datetime_of(entered_at), carrier, lines)

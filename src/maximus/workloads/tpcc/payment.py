@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from maximus.engines.base import Dialect, Session
+from maximus.workloads.statements import Statement, batch
 from maximus.workloads.tpcc.constants import (
-    AMOUNT_RANGE_CENTS, BY_NAME_PERCENT, C_DATA_MAX, DISTRICTS_PER_WAREHOUSE, PAYMENT_REMOTE_PERCENT,
+    AMOUNT_RANGE_CENTS, BAD_CREDIT_SHOWN, BY_NAME_PERCENT, C_DATA_MAX, DISTRICTS_PER_WAREHOUSE,
+    PAYMENT_REMOTE_PERCENT,
 )
 from maximus.workloads.tpcc.random import TpccRandom
+from maximus.workloads.tpcc.schema import money_in_cents
 from maximus.workloads.tpcc.screens import Address, PaymentScreen, money, rate
-from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, by_name, cents_of, middle, to_sql_money
+from maximus.workloads.tpcc.sql import function_row, statements
+from maximus.workloads.tpcc.transaction import (
+    SERVER_UTC_NOW, Home, by_name, cents_of, datetime_of, middle, to_sql_money,
+)
 
 
 class PaymentInput(NamedTuple):
@@ -32,7 +38,18 @@ class PaymentInput(NamedTuple):
 
 
 _ADDRESS = "{0}_street_1, {0}_street_2, {0}_city, {0}_state, {0}_zip"
-BAD_CREDIT_SHOWN = 200  # 2.5.3.3: the first 200 characters of C_DATA are displayed
+_GOOD_CREDIT_PAYS = ("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
+                     "c_payment_cnt = c_payment_cnt + 1 WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?")
+# The shared SQL (sql/ has a dialect's own). Each UPDATE reads the row it changed: the screen shows it.
+SQL: dict[str, Statement] = {
+    "call": f"SELECT * FROM tpcc_payment(?, ?, ?, ?, ?, ?, ?::numeric, {SERVER_UTC_NOW})",
+    "warehouse": f"UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ? RETURNING w_name, {_ADDRESS.format('w')}",
+    "district": (f"UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ? RETURNING d_name, "
+                 f"{_ADDRESS.format('d')}"),
+    "pay_bad_credit": ("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
+                       f"c_payment_cnt = c_payment_cnt + 1, c_data = substr(? || c_data, 1, {C_DATA_MAX}) "
+                       f"WHERE c_w_id = ? AND c_d_id = ? AND c_id = ? RETURNING substr(c_data, 1, {BAD_CREDIT_SHOWN})"),
+}
 
 
 class Payment:
@@ -41,10 +58,13 @@ class Payment:
     deferred = False
     one_snapshot = False
     isolation_means = "the customer row locked before it is read, the others changed before they are read"
-    call_sql = f"SELECT * FROM tpcc_payment(?, ?, ?, ?, ?, ?, ?::numeric, {SERVER_UTC_NOW})"
+    call_sql = str(SQL["call"])
 
     def __init__(self, dialect: Dialect) -> None:
-        self.in_cents, self.datetime_of = dialect.money_in_cents, dialect.datetime_of
+        self.in_cents = money_in_cents(dialect)
+        self.sql: dict[str, Any] = statements(self.name, SQL, dialect)
+        self.call_sql = self.sql["call"]
+        self.function_row = function_row(dialect)
         self.customer_sql = (f"SELECT c_first, c_middle, c_last, {_ADDRESS.format('c')}, c_phone, c_since, c_credit, "
                              "c_credit_lim, c_discount, c_balance FROM customer "
                              f"WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?{dialect.for_update}")
@@ -74,45 +94,39 @@ class Payment:
         chosen by name: the warehouse's and the district's rows are read as they are changed (RETURNING)."""
         w_id, d_id, amount = inputs.w_id, inputs.d_id, inputs.amount_cents
         paid, customer = to_sql_money(amount, self.in_cents), (inputs.c_w_id, inputs.c_d_id)
-        warehouse, district, found = session.batch([
-            (f"UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ? RETURNING w_name, {_ADDRESS.format('w')}",
-             (paid, w_id)),
-            (f"UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ? RETURNING d_name, "
-             f"{_ADDRESS.format('d')}", (paid, w_id, d_id)),
+        warehouse, district, found = batch(session, [
+            (self.sql["warehouse"], (paid, w_id)), (self.sql["district"], (paid, w_id, d_id)),
             (self.customer_sql, (*customer, inputs.c_id)) if inputs.c_id else
             (by_name("c_id"), (*customer, inputs.c_last))])
         c_id = inputs.c_id or middle(found, *customer, inputs.c_last)[0]
         row = found[0] if inputs.c_id else session.fetchone(self.customer_sql, (*customer, c_id))
-        paying, history = session.batch([
-            self._pay(inputs, c_id, row[10] == "BC"),
+        bad_credit = row[10] == "BC"
+        paying, history = batch(session, [
+            self._pay(inputs, c_id, bad_credit),
             (self.history_sql, (c_id, inputs.c_d_id, inputs.c_w_id, d_id, w_id, paid,
                                 f"{warehouse[0][0]}    {district[0][0]}"))], last=True)
         return PaymentScreen(w_id, d_id, c_id, inputs.c_d_id, inputs.c_w_id, money(amount), history[0][0],
                              Address(*warehouse[0][1:]), Address(*district[0][1:]), *row[:3], Address(*row[3:8]),
                              *row[8:11], money(cents_of(row[11], self.in_cents)), rate(row[12]),
-                             money(cents_of(row[13], self.in_cents) - amount), paying[0][0])
+                             money(cents_of(row[13], self.in_cents) - amount), paying[0][0] if bad_credit else None)
 
-    def _pay(self, inputs: PaymentInput, c_id: int, bad_credit: bool) -> tuple[str, tuple]:
+    def _pay(self, inputs: PaymentInput, c_id: int, bad_credit: bool) -> tuple[Statement, tuple]:
         """Take the payment from the customer; one with bad credit also keeps a history of payments at the
         head of C_DATA (2.5.2.2), of which the screen shows the start."""
         paid, key = to_sql_money(inputs.amount_cents, self.in_cents), (inputs.c_w_id, inputs.c_d_id, c_id)
         if not bad_credit:
-            return ("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
-                    "c_payment_cnt = c_payment_cnt + 1 WHERE c_w_id = ? AND c_d_id = ? AND c_id = ? RETURNING NULL",
-                    (paid, paid, *key))
+            return _GOOD_CREDIT_PAYS, (paid, paid, *key)
         entry = f"{c_id} {inputs.c_d_id} {inputs.c_w_id} {inputs.d_id} {inputs.w_id} {inputs.amount:.2f} "
-        return ("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
-                f"c_payment_cnt = c_payment_cnt + 1, c_data = substr(? || c_data, 1, {C_DATA_MAX}) "
-                f"WHERE c_w_id = ? AND c_d_id = ? AND c_id = ? RETURNING substr(c_data, 1, {BAD_CREDIT_SHOWN})",
-                (paid, paid, entry, *key))
+        return self.sql["pay_bad_credit"], (paid, paid, entry, *key)
 
     def screen(self, inputs: PaymentInput, row: tuple) -> PaymentScreen:
         """From ``tpcc_payment``'s columns, in the screen's order after its inputs."""
+        row = self.function_row(row)
         c_id, *warehouse_and_district = row[:11]
         c_first, c_middle, c_last, *rest = row[11:]
         customer, (phone, since, credit, limit, discount, balance, c_data, h_date) = rest[:5], rest[5:]
         return PaymentScreen(inputs.w_id, inputs.d_id, c_id, inputs.c_d_id, inputs.c_w_id, money(inputs.amount_cents),
-                             self.datetime_of(h_date), Address(*warehouse_and_district[:5]),
+                             datetime_of(h_date), Address(*warehouse_and_district[:5]),
                              Address(*warehouse_and_district[5:]), c_first, c_middle, c_last, Address(*customer),
-                             phone, self.datetime_of(since), credit, limit,
+                             phone, datetime_of(since), credit, limit,
                              rate(discount), balance, c_data)

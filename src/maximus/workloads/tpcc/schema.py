@@ -100,9 +100,19 @@ def money_columns(table: Table) -> tuple[str, ...]:
     return tuple(name for name, kind in table.columns if is_money(kind))
 
 
+def money_in_cents(dialect: Dialect) -> bool:
+    """Whether money (NUMERIC with two decimals) is kept as integer cents: where NUMERIC is binary floating point
+    (SQLite's is REAL), sums of cents would drift in their last bits."""
+    return not dialect.exact_decimals
+
+
 def column_type(kind: str, dialect: Dialect) -> str:
-    """The column's type in the dialect: money in integer cents where the dialect keeps it so."""
-    return "INTEGER" if dialect.money_in_cents and is_money(kind) else kind
+    """The column's type in the dialect: money in integer cents where the dialect keeps it so; a date and time as
+    the dialect holds one to the microsecond (MariaDB's TIMESTAMP counts seconds since 1970 in the session's time
+    zone, and ends in 2038)."""
+    if kind == "TIMESTAMP":
+        return dialect.datetime_type
+    return "INTEGER" if money_in_cents(dialect) and is_money(kind) else kind
 
 
 def create_table_sql(table: Table, dialect: Dialect) -> str:

@@ -4,7 +4,7 @@
 Both transaction modes return the same screens, so a client-side and a server-side run do the same work
 and a test can hold one to the other. Money and rates are ``Decimal``s, whatever the engine stores; dates
 are as the engine's driver returns a table's (``datetime`` on a server engine), also from a stored function
-whose row gives them as text (``Dialect.datetime_of``: MariaDB's JSON).
+whose row gives them as text (``transaction.datetime_of``: MariaDB's JSON).
 """
 
 from __future__ import annotations

@@ -8,7 +8,11 @@ from maximus.engines.base import Dialect, Session
 from maximus.workloads.tpcc.constants import STOCK_LEVEL_ORDERS, STOCK_THRESHOLD_RANGE
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.screens import StockLevelScreen
+from maximus.workloads.tpcc.sql import statements
 from maximus.workloads.tpcc.transaction import Home
+
+
+SQL = {"call": "SELECT tpcc_stock_level(?, ?, ?)"}  # the shared SQL: every dialect with stored functions has it
 
 
 class StockLevelInput(NamedTuple):
@@ -23,10 +27,10 @@ class StockLevel:
     deferred = False
     one_snapshot = False  # 3.4.0.1: level 1 is enough for Stock-Level
     isolation_means = "committed reads"
-    call_sql = "SELECT tpcc_stock_level(?, ?, ?)"
+    call_sql = SQL["call"]
 
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = dialect
+        self.call_sql = statements(self.name, SQL, dialect)["call"]
 
     def draw(self, rng: TpccRandom, home: Home) -> StockLevelInput:
         """2.8.1: the terminal's own warehouse and district (2.8.1.1), threshold 10..20."""

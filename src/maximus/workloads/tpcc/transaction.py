@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, ClassVar, Protocol, Sequence
 
@@ -40,7 +41,7 @@ class Transaction(Protocol):
     deferred: ClassVar[bool]
     one_snapshot: ClassVar[bool]
     isolation_means: ClassVar[str]
-    call_sql: ClassVar[str]  # the statement ``call`` gives
+    call_sql: str  # the statement ``call`` gives, in the dialect's SQL (``sql/``)
 
     def __init__(self, dialect: Dialect) -> None: ...
 
@@ -50,7 +51,8 @@ class Transaction(Protocol):
         """Run the profile of clause 2 client-side, in the caller's transaction; return the screen."""
 
     def screen(self, inputs: Any, row: tuple) -> Any:
-        """The screen from the row the stored procedure of ``call`` returns (all its columns)."""
+        """The screen from the row the stored procedure of ``call`` returns (all its columns), as the session gives
+        it: a function that returns a row reads it with ``sql.function_row`` (MariaDB's is one JSON array)."""
 
     def summed_facts(self, inputs: Sequence[Any]) -> dict[str, int]:
         """Counts the validity bands of 5.5.1.5 need, summed over ``inputs``, e.g. {"remote": 3}: a busy
@@ -61,9 +63,15 @@ class Transaction(Protocol):
 
 
 SERVER_UTC_NOW = "(now() AT TIME ZONE 'UTC')"
-"""The server's current UTC time in a stored-function call: a call can be drawn ahead of its execution
-(``TerminalEmulator``) and still be stamped when it runs (4.3.3.1: current date/time). The client-side
-statements take the same clock from ``Dialect.utc_now``."""
+"""The server's current UTC time in a stored-function call as PostgreSQL writes it (``sql/mariadb.py`` has
+MariaDB's): a call can be drawn ahead of its execution (``TerminalEmulator``) and still be stamped when it runs
+(4.3.3.1: current date/time). The client-side statements take the same clock from ``Dialect.utc_now``."""
+
+
+def datetime_of(value: Any) -> Any:
+    """A date in a stored function's row as the datetime a table's column reads as: a function that returns its
+    row as JSON (MariaDB's, ``sql/mariadb.sql``) writes it as text ("2024-05-01 12:00:00.123456")."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 def to_sql_money(cents: int, in_cents: bool) -> int | Decimal:
