@@ -41,10 +41,12 @@ test: system-packages $(ALL) lint bytecode
 	XDG_CACHE_HOME="$$(mktemp -d)" && trap 'rm -rf "$$XDG_CACHE_HOME"' EXIT && export XDG_CACHE_HOME && \
 		$(VENV)/bin/python -m pytest -q --timeout=300 -n 2 --dist loadfile
 
-# ruff (unused and undefined names, line length) and import-linter (the layers of the README's architecture)
+# ruff (unused and undefined names, line length), import-linter (the layers of the README's architecture) and
+# mypy (the types of src/, pyproject.toml's [tool.mypy])
 lint: $(ALL)
 	$(VENV)/bin/ruff check --quiet src tests bench
 	$(VENV)/bin/lint-imports --no-cache > /dev/null || $(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy --no-error-summary
 
 system-packages:
 	bash scripts/system-packages

@@ -54,8 +54,13 @@ class Settings(Protocol):
 class RunSettings(Protocol):
     """What every terminal of one run shares (``Workload.run_settings``), as the driver needs to know of it."""
 
-    server_side: bool  # each transaction is one stored-procedure call
-    pauses: bool  # the terminals wait between transactions (keying and think times), or run back to back
+    @property
+    def server_side(self) -> bool:
+        """Each transaction is one stored-procedure call."""
+
+    @property
+    def pauses(self) -> bool:
+        """The terminals wait between transactions (keying and think times), or run back to back."""
 
 
 @dataclass(frozen=True)

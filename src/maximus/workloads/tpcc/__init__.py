@@ -12,33 +12,15 @@ from maximus.workloads.base import (BandResult, CheckResult, DatabaseInfo, Headl
 from maximus.workloads.tpcc import generate, loader
 from maximus.workloads.tpcc.constants import (DEFERRED_DELIVERY, RESPONSE_TIME_LIMIT, TERMINALS_PER_WAREHOUSE,
                                              TRANSACTION_LABELS, TRANSACTIONS)
-from maximus.workloads.tpcc.delivery import Delivery
 from maximus.workloads.tpcc.emulator import TerminalEmulator, TpccRunSettings
-from maximus.workloads.tpcc.new_order import NewOrder
-from maximus.workloads.tpcc.order_status import OrderStatus
-from maximus.workloads.tpcc.payment import Payment
 from maximus.workloads.tpcc.mix import parse_mix
 from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.schema import money_in_cents
-from maximus.workloads.tpcc.server_side import ServerSide
 from maximus.workloads.tpcc.settings import KEYS, TpccSettings, parse_settings
 from maximus.workloads.tpcc.sql import statements
-from maximus.workloads.tpcc.stock_level import StockLevel
-from maximus.workloads.tpcc.transaction import Home, Transaction
+from maximus.workloads.tpcc.kinds import TRANSACTION_TYPES, transactions_for
+from maximus.workloads.tpcc.transaction import Home, home_of
 from maximus.workloads.tpcc.validity import mix_report, validity_report
-
-TRANSACTION_TYPES = (NewOrder, Payment, OrderStatus, Delivery, StockLevel)
-
-
-def home_of(terminal: int, warehouses: int) -> Home:
-    """4.2.2 and 2.8.1.1: terminals are dealt over the warehouses in turn, each with its own district.
-
-    With the full ten terminals per warehouse every (warehouse, district) pair has one terminal;
-    with fewer, every warehouse still gets its share, as it would in a scaled-down real system, rather
-    than the first warehouse taking them all and serialising every Payment on its one row.
-    """
-    return Home(terminal % warehouses + 1, terminal // warehouses % TERMINALS_PER_WAREHOUSE + 1, warehouses)
-
 
 class Tpcc(Workload):
     name = "tpcc"
@@ -103,12 +85,9 @@ class Tpcc(Workload):
     def recorded_inputs(self, info: DatabaseInfo, run_settings: TpccRunSettings) -> Mapping[str, Any]:
         return {"c_load": asdict(info.inputs), "c_run": asdict(run_settings.constants)}
 
-    def transactions(self, dialect: Dialect, settings: TpccRunSettings | None = None) -> dict[str, Transaction]:
+    def transactions(self, dialect: Dialect, settings: TpccRunSettings | None = None) -> dict[str, Any]:
         """Client-side transactions, or wrapped as stored-function calls when the run asks for them."""
-        client_side = {kind.name: kind(dialect) for kind in TRANSACTION_TYPES}
-        if settings is None or not settings.server_side:
-            return client_side
-        return {name: ServerSide(transaction, dialect) for name, transaction in client_side.items()}
+        return transactions_for(dialect, settings is not None and settings.server_side)
 
     def emulator(self, settings: TpccRunSettings, terminal: int, dialect: Dialect) -> TerminalEmulator:
         return TerminalEmulator(settings, terminal, dialect)
@@ -137,4 +116,4 @@ class Tpcc(Workload):
         return mix_report(counts)
 
 
-__all__ = ["Home", "Tpcc", "TpccSettings", "home_of"]
+__all__ = ["Home", "TRANSACTION_TYPES", "Tpcc", "TpccSettings", "home_of"]

@@ -12,7 +12,7 @@ from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.schema import money_in_cents
 from maximus.workloads.tpcc.screens import DeliveryResult
 from maximus.workloads.tpcc.sql import statements
-from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, to_sql_money, cents_of
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, cents_of, one_row, to_sql_money
 
 DISTRICTS = range(1, DISTRICTS_PER_WAREHOUSE + 1)
 SQL: dict[str, Statement] = {  # the shared SQL (sql/ has a dialect's own)
@@ -94,5 +94,5 @@ class Delivery:
         """From what ``Session.call`` returned for ``call``: ``tpcc_delivery``'s array of order numbers."""
         return DeliveryResult(*inputs, tuple(self.array_of_ints(value)))
 
-    def screen(self, inputs: DeliveryInput, row: tuple) -> DeliveryResult:
-        return DeliveryResult(*inputs, tuple(self.array_of_ints(row[0])))
+    def screen(self, inputs: DeliveryInput, row: tuple | None) -> DeliveryResult:
+        return DeliveryResult(*inputs, tuple(self.array_of_ints(one_row(row, "delivery's row")[0])))

@@ -24,7 +24,7 @@ from maximus.workloads.tpcc.payment import Payment, PaymentInput
 from maximus.workloads.tpcc.random import LAST_NAMES, TpccRandom, nurand_spans
 from maximus.workloads.tpcc.server_side import Call, ServerSide
 from maximus.workloads.tpcc.stock_level import StockLevel, StockLevelInput
-from maximus.workloads.tpcc.transaction import Home
+from maximus.workloads.tpcc.transaction import Home, Transaction
 
 try:
     from maximus.workloads.tpcc._draws import Drawer
@@ -32,8 +32,9 @@ except ImportError:  # built without a C compiler: the terminals draw in Python
     Drawer = None
 
 # In the order Drawer takes them (_draws.c).
-KINDS = ((NewOrder, NewOrderInput), (Payment, PaymentInput), (OrderStatus, OrderStatusInput),
-         (Delivery, DeliveryInput), (StockLevel, StockLevelInput))
+KINDS: tuple[tuple[type[Transaction], type], ...] = (
+    (NewOrder, NewOrderInput), (Payment, PaymentInput), (OrderStatus, OrderStatusInput), (Delivery, DeliveryInput),
+    (StockLevel, StockLevelInput))
 CONSTANTS = (DISTRICTS_PER_WAREHOUSE, MIN_ORDER_LINES, MAX_ORDER_LINES, ROLLBACK_PERCENT, REMOTE_SUPPLY_PERCENT,
              UNUSED_ITEM_ID, *QUANTITY_RANGE, PAYMENT_REMOTE_PERCENT, BY_NAME_PERCENT, *AMOUNT_RANGE_CENTS,
              *STOCK_THRESHOLD_RANGE, *CARRIER_RANGE)

@@ -11,7 +11,8 @@ from maximus.workloads.tpcc.constants import KEYING_TIME, THINK_TIME_MEAN, THINK
 from maximus.workloads.tpcc.drawer import c_drawer
 from maximus.workloads.tpcc.mix import make_mix
 from maximus.workloads.tpcc.random import NURandConstants, TpccRandom
-from maximus.workloads.tpcc.transaction import Transaction
+from maximus.workloads.tpcc.kinds import transactions_for
+from maximus.workloads.tpcc.transaction import Transaction, home_of
 
 
 @dataclass(frozen=True)
@@ -37,14 +38,12 @@ class TerminalEmulator:
     headline = "new_order"  # the transaction whose rate is the metric (5.4.1)
 
     def __init__(self, settings: TpccRunSettings, index: int, dialect: Dialect) -> None:
-        from maximus.workloads.tpcc import Tpcc, home_of
-
         self.settings = settings
         self.home = home_of(index, settings.warehouses)
         self.rng = TpccRandom(f"{settings.seed}/terminal/{index}", settings.constants)
         self.mix = make_mix(random.Random(f"{settings.seed}/mix/{index}"), settings.weights)
         self.think_rng = random.Random(f"{settings.seed}/think/{index}")
-        self.transactions: dict[str, Transaction] = Tpcc().transactions(dialect, settings)
+        self.transactions: dict[str, Transaction] = transactions_for(dialect, settings.server_side)
         self._drawer = c_drawer(self.transactions, self.rng, self.home)
 
     def next(self) -> tuple[Transaction, Any]:

@@ -77,7 +77,7 @@ def _index_and_analyze(engine: Engine, session: Session, rows: dict[str, int]) -
             session.execute(statement)
         return
     by_table = schema.index_statements_by_table(engine.dialect)
-    tables = sorted(rows, key=rows.get, reverse=True)
+    tables = sorted(rows, key=lambda table: rows[table], reverse=True)
     analyze = statements("load", SQL, engine.dialect)["analyze"]
     _side_by_side(engine, [by_table.get(table, []) + [analyze(table)] for table in tables])
     session.execute(analyze(schema.META_TABLE))

@@ -15,7 +15,7 @@ from maximus.records import RollbackByRule
 from maximus.workloads.tpcc.screens import NewOrderLineScreen, NewOrderScreen, money, rate, total_amount
 from maximus.workloads.tpcc.schema import money_in_cents
 from maximus.workloads.tpcc.sql import function_row, statements
-from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, cents_of, datetime_of, to_sql_money
+from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, cents_of, datetime_of, one_row, to_sql_money
 
 try:
     from maximus.workloads.tpcc._draws import order_lines as _c_order_lines
@@ -177,7 +177,7 @@ class NewOrder:
         """Each line's screen and ORDER-LINE row, in line order, and each stock row's change: its quantity taken
         line after line (2.4.2.2: restocked by 91 when fewer than 10 would remain), so an item ordered twice
         from one warehouse counts twice."""
-        lines, rows, changed = [], [], {}
+        lines, rows, changed = [], [], {}  # type: list, list, dict[tuple[int, int], tuple[int, int, int, int]]
         for number, (i_id, supply, ordered) in enumerate(zip(*inputs[3:]), start=1):
             price, name, i_data = catalogue[i_id]
             left, s_data, dist_info = stock[i_id, supply]
@@ -199,9 +199,10 @@ class NewOrder:
             self._statements[key] = self.sql[kind](count, district, self.lock)
         return self._statements[key]
 
-    def screen(self, inputs: NewOrderInput, row: tuple) -> NewOrderScreen:
+    def screen(self, inputs: NewOrderInput, row: tuple | None) -> NewOrderScreen:
         """From ``tpcc_new_order``'s columns: the order's, then one array per line field."""
-        o_id, c_last, c_credit, c_discount, w_tax, d_tax, entered_at, total, *columns = self.function_row(row)
+        o_id, c_last, c_credit, c_discount, w_tax, d_tax, entered_at, total, *columns = one_row(
+            self.function_row(row), "new order's row")
         names, prices, s_quantities, brands, amounts = columns
         lines = tuple(NewOrderLineScreen(supply, i_id, name, quantity, s_quantity, brand, price, amount)
                       for supply, i_id, quantity, name, price, s_quantity, brand, amount

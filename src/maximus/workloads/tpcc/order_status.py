@@ -10,7 +10,7 @@ from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.schema import money_in_cents
 from maximus.workloads.tpcc.screens import OrderStatusLineScreen, OrderStatusScreen, money
 from maximus.workloads.tpcc.sql import function_row, statements
-from maximus.workloads.tpcc.transaction import Home, by_name, cents_of, datetime_of, middle
+from maximus.workloads.tpcc.transaction import Home, by_name, cents_of, datetime_of, middle, one_row
 
 
 class OrderStatusInput(NamedTuple):
@@ -71,12 +71,14 @@ class OrderStatus:
         c_id, c_first, c_middle, c_last, balance = found[0][0] if found else customer
         lines = tuple(OrderStatusLineScreen(supply, i_id, quantity, money(cents_of(amount, self.in_cents)), delivered)
                       for supply, i_id, quantity, amount, delivered in rows)
+        o_id, entered_at, carrier = order[0] if order else (None, None, None)  # a customer without an order
         return OrderStatusScreen(w_id, d_id, c_id, c_first, c_middle, c_last, money(cents_of(balance, self.in_cents)),
-                                 *(order[0] if order else (None,) * 3), lines)
+                                 o_id, entered_at, carrier, lines)
 
-    def screen(self, inputs: OrderStatusInput, row: tuple) -> OrderStatusScreen:
+    def screen(self, inputs: OrderStatusInput, row: tuple | None) -> OrderStatusScreen:
         """From ``tpcc_order_status``'s columns: the customer's, the order's, then one array per line field."""
-        c_id, c_first, c_middle, c_last, balance, o_id, entered_at, carrier, *columns = self.function_row(row)
+        c_id, c_first, c_middle, c_last, balance, o_id, entered_at, carrier, *columns = one_row(
+            self.function_row(row), "order status's row")
         lines = tuple(OrderStatusLineScreen(supply, i_id, quantity, amount, datetime_of(delivered))
                       for supply, i_id, quantity, amount, delivered in zip(*(column or () for column in columns)))
         return OrderStatusScreen(inputs.w_id, inputs.d_id, c_id, c_first, c_middle, c_last, balance, o_id,

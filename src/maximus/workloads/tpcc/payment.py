@@ -15,7 +15,7 @@ from maximus.workloads.tpcc.schema import money_in_cents
 from maximus.workloads.tpcc.screens import Address, PaymentScreen, money, rate
 from maximus.workloads.tpcc.sql import function_row, statements
 from maximus.workloads.tpcc.transaction import (
-    SERVER_UTC_NOW, Home, by_name, cents_of, datetime_of, middle, to_sql_money,
+    SERVER_UTC_NOW, Home, by_name, cents_of, datetime_of, middle, one_row, to_sql_money,
 )
 
 
@@ -99,15 +99,16 @@ class Payment:
             (self.customer_sql, (*customer, inputs.c_id)) if inputs.c_id else
             (by_name("c_id"), (*customer, inputs.c_last))])
         c_id = inputs.c_id or middle(found, *customer, inputs.c_last)[0]
-        row = found[0] if inputs.c_id else session.fetchone(self.customer_sql, (*customer, c_id))
+        row = found[0] if inputs.c_id else one_row(session.fetchone(self.customer_sql, (*customer, c_id)), "customer")
         bad_credit = row[10] == "BC"
         paying, history = batch(session, [
             self._pay(inputs, c_id, bad_credit),
             (self.history_sql, (c_id, inputs.c_d_id, inputs.c_w_id, d_id, w_id, paid,
                                 f"{warehouse[0][0]}    {district[0][0]}"))], last=True)
         return PaymentScreen(w_id, d_id, c_id, inputs.c_d_id, inputs.c_w_id, money(amount), history[0][0],
-                             Address(*warehouse[0][1:]), Address(*district[0][1:]), *row[:3], Address(*row[3:8]),
-                             *row[8:11], money(cents_of(row[11], self.in_cents)), rate(row[12]),
+                             Address(*warehouse[0][1:]), Address(*district[0][1:]), row[0], row[1], row[2],
+                             Address(*row[3:8]), row[8], row[9], row[10], money(cents_of(row[11], self.in_cents)),
+                             rate(row[12]),
                              money(cents_of(row[13], self.in_cents) - amount), paying[0][0] if bad_credit else None)
 
     def _pay(self, inputs: PaymentInput, c_id: int, bad_credit: bool) -> tuple[Statement, tuple]:
@@ -119,9 +120,9 @@ class Payment:
         entry = f"{c_id} {inputs.c_d_id} {inputs.c_w_id} {inputs.d_id} {inputs.w_id} {inputs.amount:.2f} "
         return self.sql["pay_bad_credit"], (paid, paid, entry, *key)
 
-    def screen(self, inputs: PaymentInput, row: tuple) -> PaymentScreen:
+    def screen(self, inputs: PaymentInput, returned: tuple | None) -> PaymentScreen:
         """From ``tpcc_payment``'s columns, in the screen's order after its inputs."""
-        row = self.function_row(row)
+        row = one_row(self.function_row(returned), "payment's row")
         c_id, *warehouse_and_district = row[:11]
         c_first, c_middle, c_last, *rest = row[11:]
         customer, (phone, since, credit, limit, discount, balance, c_data, h_date) = rest[:5], rest[5:]

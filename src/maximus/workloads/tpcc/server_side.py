@@ -77,7 +77,7 @@ class ServerSide:
 
     def deferred_result(self, call: Call, value: Any) -> Any:
         """A deferred call's record from the first value of its result, as a pump hands it over."""
-        return self.inner.deferred_result(call.inputs, value)
+        return self.inner.deferred_result(call.inputs, value)  # type: ignore[attr-defined]  # a deferred one's
 
     def screen(self, session: Session, call: Call) -> Any:
         """The call's screen, every column of its result read (``Transaction.screen``): what a client-side

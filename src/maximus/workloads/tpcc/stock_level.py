@@ -9,7 +9,7 @@ from maximus.workloads.tpcc.constants import STOCK_LEVEL_ORDERS, STOCK_THRESHOLD
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.screens import StockLevelScreen
 from maximus.workloads.tpcc.sql import statements
-from maximus.workloads.tpcc.transaction import Home
+from maximus.workloads.tpcc.transaction import Home, one_row
 
 
 SQL = {"call": "SELECT tpcc_stock_level(?, ?, ?)"}  # the shared SQL: every dialect with stored functions has it
@@ -52,5 +52,5 @@ class StockLevel:
             "AND s_quantity < ?", (inputs.w_id, inputs.d_id, inputs.threshold))], last=True)
         return StockLevelScreen(*inputs, low)
 
-    def screen(self, inputs: StockLevelInput, row: tuple) -> StockLevelScreen:
-        return StockLevelScreen(*inputs, row[0])
+    def screen(self, inputs: StockLevelInput, row: tuple | None) -> StockLevelScreen:
+        return StockLevelScreen(*inputs, one_row(row, "stock level's row")[0])

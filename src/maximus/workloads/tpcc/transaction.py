@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, ClassVar, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from maximus.engines.base import Dialect, Session
+from maximus.workloads.tpcc.constants import TERMINALS_PER_WAREHOUSE
 from maximus.workloads.tpcc.random import TpccRandom
 from maximus.workloads.tpcc.screens import money
 
@@ -19,6 +20,16 @@ class Home:
     w_id: int
     d_id: int
     warehouses: int
+
+
+def home_of(terminal: int, warehouses: int) -> Home:
+    """4.2.2 and 2.8.1.1: terminals are dealt over the warehouses in turn, each with its own district.
+
+    With the full ten terminals per warehouse every (warehouse, district) pair has one terminal;
+    with fewer, every warehouse still gets its share, as it would in a scaled-down real system, rather
+    than the first warehouse taking them all and serialising every Payment on its one row.
+    """
+    return Home(terminal % warehouses + 1, terminal // warehouses % TERMINALS_PER_WAREHOUSE + 1, warehouses)
 
 
 class Transaction(Protocol):
@@ -36,11 +47,13 @@ class Transaction(Protocol):
     ``isolation_means`` says how, for the run's record.
     """
 
-    name: ClassVar[str]
-    read_only: ClassVar[bool]
-    deferred: ClassVar[bool]
-    one_snapshot: ClassVar[bool]
-    isolation_means: ClassVar[str]
+    # Each class says these once for all its objects (class attributes): a protocol's plain members, which a class
+    # attribute satisfies where a ClassVar member would need the classes to say ClassVar too.
+    name: str
+    read_only: bool
+    deferred: bool
+    one_snapshot: bool
+    isolation_means: str
     call_sql: str  # the statement ``call`` gives, in the dialect's SQL (``sql/``)
 
     def __init__(self, dialect: Dialect) -> None: ...
@@ -50,7 +63,7 @@ class Transaction(Protocol):
     def execute(self, session: Session, inputs: Any) -> Any:
         """Run the profile of clause 2 client-side, in the caller's transaction; return the screen."""
 
-    def screen(self, inputs: Any, row: tuple) -> Any:
+    def screen(self, inputs: Any, row: tuple | None) -> Any:
         """The screen from the row the stored procedure of ``call`` returns (all its columns), as the session gives
         it: a function that returns a row reads it with ``sql.function_row`` (MariaDB's is one JSON array)."""
 
@@ -89,7 +102,14 @@ def by_name(columns: str) -> str:
     return f"SELECT {columns} FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? ORDER BY c_first"
 
 
-def middle(rows: Sequence[tuple], w_id: int, d_id: int, c_last: str) -> tuple:
+def one_row(row: tuple | None, what: str) -> tuple:
+    """A row the transaction's inputs guarantee (its keys exist, 2.x.1): none is a database that is not TPC-C's."""
+    if row is None:
+        raise LookupError(f"no {what}: the database is not a TPC-C database of this scale")
+    return row
+
+
+def middle(rows: Sequence[tuple], w_id: int, d_id: int, c_last: str | None) -> tuple:
     """2.5.2.2 / 2.6.2.2: of the customers with this last name sorted by C_FIRST, the one at ⌈n/2⌉."""
     if not rows:
         raise LookupError(f"no customer named {c_last} in warehouse {w_id} district {d_id}")
