@@ -11,8 +11,8 @@ from maximus.analysis.targets import Comparison, compare_targets
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_database, default_workdir,
                               load_database, locked, make_engine, prepare_database, running)
 from maximus.experiment.runner import keep_models
-from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failure_excess, record_failed_run,
-                          run_benchmark, terminal_hosting)
+from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failure_excess, keep_engine_facts,
+                          record_failed_run, run_benchmark, terminal_hosting)
 from maximus.store import ResultsStore, default_results_path
 from maximus.system import Layout
 from maximus.system import applied as system_applied
@@ -33,12 +33,13 @@ def open_results(path: Path | None = None) -> ResultsStore:
     """The results database, each experiment in it with its resolved model (``runner.keep_models``)."""
     store = ResultsStore(path or default_results_path())
     keep_models(store)
+    keep_engine_facts(store)
     return store
 
 
 def report_of_run(results: Path, run_id: int) -> RunReport:
     """``analyse_run`` on the results database at ``results``, opened and closed around it."""
-    store = ResultsStore(results)
+    store = open_results(results)
     try:
         return analyse_run(store, run_id)
     finally:

@@ -11,11 +11,11 @@ from typing import Any, Callable, Mapping, Sequence
 from maximus import environment, limits, system
 from maximus.analysis import monitoring
 from maximus.analysis.crosschecks import cross_checks
-from maximus.analysis.run import embedded
+from maximus.analysis.run import EMBEDDED
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
                               make_engine, prepare_database, quietly, raise_fault)
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
-from maximus.engines import Engine, runnable_engine
+from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.errors import EngineError, UserError, describe
 from maximus.records import (MAX_FAILED_PERCENT, CheckResult, Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample,
                              Window)
@@ -192,7 +192,8 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
                    build.settings.to_mapping(), options.terminals, options.warmup_s, options.duration_s, options.seed,
                    engine.database,
                    {"transactions": "server" if server_side else "client",
-                    "isolation": isolation_text(engine, build, run_settings)})
+                    "isolation": isolation_text(engine, build, run_settings),
+                    EMBEDDED: "yes" if embedded(type(engine)) else "no"})
     start = RunStart(
         spec=spec, effective_knobs=engine.effective_settings, engine_settings=reported,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
@@ -317,6 +318,23 @@ def failure_excess(samples: Sequence[TxnSample], window: Window, max_failed_perc
             f"the first: {first}")
 
 
+def embedded(engine: type[Engine]) -> bool:
+    """An engine without a server process runs inside Maximus's client processes (SQLite)."""
+    return not engine.capabilities.server_process
+
+
+def keep_engine_facts(store: ResultsStore) -> None:
+    """Runs stored before Maximus kept whether their engine is embedded (``EMBEDDED`` of their options) get it now,
+    from the engine's class where it is registered here: reading their results then needs no engine."""
+    for record in store.runs():
+        if EMBEDDED not in record.spec.options:
+            try:
+                inside = embedded(engine_class(record.spec.engine))
+            except UserError:  # an engine this Maximus does not know
+                continue
+            store.keep_run_option(record.id, EMBEDDED, "yes" if inside else "no")
+
+
 def run_samplers(engine: Engine) -> list[Sampler]:
     """The samplers of one run: the OS's, then the engine's own. Tests replace this to inject faults."""
     return [OsSampler(engine.data_path()), *engine.samplers()]
@@ -325,7 +343,7 @@ def run_samplers(engine: Engine) -> list[Sampler]:
 def monitoring_warnings(monitor: Monitor, result: DriveResult, engine: Engine, build: Build) -> list[str]:
     """The monitor's own warnings, every failed cross-check with both of its numbers, and a client-bound run."""
     checks = cross_checks(monitor.samples, result.samples, result.window,
-                          build.workload.write_transactions(engine.dialect), embedded(type(engine)))
+                          build.workload.write_transactions(), embedded(type(engine)))
     bound = monitoring.client_bound_warning(monitor.samples, result.window)
     return [*monitor.warnings, *(check.warning() for check in checks if not check.passed), *([bound] if bound else [])]
 

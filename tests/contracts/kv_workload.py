@@ -155,6 +155,9 @@ class KvWorkload(Workload):
     def transactions(self, dialect: Dialect, run_settings: Any = None) -> dict[str, Any]:
         return {"read": Read(), "write": Write()}
 
+    def write_transactions(self) -> set[str]:
+        return {"write"}
+
     def emulator(self, run_settings: KvRunSettings, terminal: int, dialect: Dialect) -> KvEmulator:
         return KvEmulator(run_settings, terminal)
 

@@ -128,6 +128,6 @@ def test_a_run_on_a_cold_cache_reads_from_the_data_device(workdir: Path) -> None
     assert figures.disk.reads_per_s > 1 and figures.disk.read_mb_per_s > 0.1
     assert figures.disk.read_wait_ms is not None and figures.disk.read_wait_ms > 0
     checks = {c.name: c for c in cross_checks(monitor.samples, result.samples, window,
-                                              workload("tpcc").write_transactions(engine.dialect), embedded=True)}
+                                              workload("tpcc").write_transactions(), embedded=True)}
     assert checks["reads"].passed and checks["reads"].database > 100_000  # the terminals' reads, on the device
     assert checks["commits"].passed

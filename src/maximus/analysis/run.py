@@ -9,7 +9,6 @@ from typing import Sequence
 from maximus.analysis import monitoring
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.monitoring import RunColumn, RunMonitoring
-from maximus.engines import Engine, engine_class
 from maximus.records import CheckResult, DeferredResult, RunRecord, TxnSample
 from maximus.store import ResultsStore
 from maximus.workloads import workload as workload_named
@@ -61,15 +60,21 @@ def listed_runs(store: ResultsStore) -> list[tuple[RunRecord, Presentation, int]
 def analyse_monitoring(store: ResultsStore, record: RunRecord, samples: Sequence[TxnSample],
                        figures: RunFigures) -> RunMonitoring:
     """The run's monitoring figures and cross-checks, recomputed from its stored samples."""
-    engine = engine_class(record.spec.engine)
-    writers = workload_named(record.spec.workload).write_transactions(engine.dialect)
+    writers = workload_named(record.spec.workload).write_transactions()
     return monitoring.analyse(store.metric_samples(record.id), samples, record.window, writers, figures.tpm / 60,
-                              embedded(engine))
+                              embedded(record))
 
 
-def embedded(engine: type[Engine]) -> bool:
-    """An engine without a server process runs inside Maximus's client processes (SQLite)."""
-    return not engine.capabilities.server_process
+EMBEDDED = "embedded"  # a run's option: "yes" where its engine runs inside Maximus's client processes (SQLite)
+
+
+def embedded(record: RunRecord) -> bool:
+    """Whether the run's engine ran inside Maximus's client processes, as the run stored it; for a run stored before
+    that, as its environment says (no server process was found)."""
+    stored = record.spec.options.get(EMBEDDED)
+    if stored is not None:
+        return stored == "yes"
+    return "server" not in record.environment.get("processes", {})
 
 
 def run_column(report: RunReport) -> RunColumn:

@@ -225,6 +225,14 @@ class ResultsStore:
         return _row_id(cursor)
 
     @guarded
+    def keep_run_option(self, run_id: int, name: str, value: str) -> None:
+        """Add an option to a run stored before Maximus kept it."""
+        with self._db:
+            row = self._db.execute("SELECT options FROM runs WHERE id = ?", (run_id,)).fetchone()
+            options = json.loads(row[0] or "{}") | {name: value}
+            self._db.execute("UPDATE runs SET options = ? WHERE id = ?", (json.dumps(options), run_id))
+
+    @guarded
     def keep_experiment_model(self, experiment_id: int, model: Mapping[str, Any]) -> None:
         """Add the resolved experiment to the plan of one stored before Maximus kept it there."""
         with self._db:

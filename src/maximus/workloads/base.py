@@ -214,7 +214,7 @@ class Workload(ABC):
         """Each transaction's share of the run against its minimum."""
         return []
 
-    def write_transactions(self, dialect: Dialect) -> set[str]:
-        """Sample names of the transactions that commit changes; a deferred one under its completion's name."""
-        transactions = self.transactions(dialect).values()
-        return {f"deferred_{t.name}" if t.deferred else t.name for t in transactions if not t.read_only}
+    @abstractmethod
+    def write_transactions(self) -> set[str]:
+        """Sample names of the transactions that commit changes, a deferred one under its completion's name: the
+        same in every dialect, so reading a run's results needs no engine."""

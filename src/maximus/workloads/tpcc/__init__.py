@@ -89,6 +89,10 @@ class Tpcc(Workload):
         """Client-side transactions, or wrapped as stored-function calls when the run asks for them."""
         return transactions_for(dialect, settings is not None and settings.server_side)
 
+    def write_transactions(self) -> set[str]:
+        return {f"deferred_{kind.name}" if kind.deferred else kind.name for kind in TRANSACTION_TYPES
+                if not kind.read_only}
+
     def emulator(self, settings: TpccRunSettings, terminal: int, dialect: Dialect) -> TerminalEmulator:
         return TerminalEmulator(settings, terminal, dialect)
 

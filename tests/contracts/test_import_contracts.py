@@ -1,0 +1,47 @@
+"""The import contracts of pyproject.toml fail where the flow is broken: the same linter on a scratch copy of the
+source with one import that breaks it, from the read side into the run side, or from generic code into one
+engine's package."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+                          capture_output=True, text=True, timeout=120, cwd=tree,
+                          env={**os.environ, "PYTHONPATH": str(tree / "src")})
+
+
+def _scratch(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    return tmp_path
+
+
+def test_the_source_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
+    done = _lint(_scratch(tmp_path))
+    assert done.returncode == 0 and "0 broken" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("module", "probe", "contract"), [
+    ("analysis/metrics.py", "import maximus.runs", "The read side imports nothing that runs a benchmark"),
+    ("report/html.py", "from maximus.driver import scheduler", "The read side imports nothing that runs a benchmark"),
+    ("runs.py", "import maximus.engines.postgres", "Generic code imports no one engine's or workload's package"),
+])
+def test_a_probe_import_that_breaks_the_flow_breaks_its_contract(tmp_path: Path, module: str, probe: str,
+                                                                 contract: str) -> None:
+    tree = _scratch(tmp_path)
+    target = tree / "src" / "maximus" / module
+    target.write_text(target.read_text() + f"\n{probe}  # the probe\n")
+    done = _lint(tree)
+    assert done.returncode != 0, done.stdout
+    assert f"{contract} BROKEN" in " ".join(done.stdout.split()), done.stdout
