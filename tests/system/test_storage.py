@@ -19,6 +19,7 @@ from maximus import api, environment, system
 from maximus.errors import EngineError, UserError
 from maximus.records import RunStatus
 from maximus.system.journal import JOURNAL_VARIABLE, mounted_source
+from maximus.system.storage import FILE_SYSTEMS, Layout
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="layouts are made as root (CI is root)")
 
@@ -46,7 +47,7 @@ def _maximus(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "maximus", *args], capture_output=True, text=True, timeout=240)
 
 
-@pytest.mark.parametrize("knobs, fstype, options, block", [
+LAYOUTS = [
     ({"storage.filesystem": "ext4", "storage.block_size": "1024", "storage.mount_options": "noatime,data=writeback"},
      "ext4", {"noatime"}, 1024),
     ({"storage.filesystem": "xfs", "storage.mount_options": "lazytime"}, "xfs", {"lazytime"}, 4096),
@@ -55,7 +56,26 @@ def _maximus(*args: str) -> subprocess.CompletedProcess:
     ({"storage.filesystem": "tmpfs", "storage.size": "64MB", "storage.mount_options": "strictatime"}, "tmpfs",
      set(), 4096),
     ({"storage.filesystem": "ext4", "storage.device": "zram", "storage.size": "128MB"}, "ext4", set(), 4096),
-])
+]
+
+
+def test_a_file_system_is_one_entry_of_one_table() -> None:
+    """Adding a file system is one entry of ``storage.FILE_SYSTEMS`` (and its mkfs in scripts/system-packages): the
+    knob offers it, mkfs is called as the entry says, and the test below makes each one."""
+    offered = system.OS.get("storage.filesystem").type.values
+    assert set(offered) == {"workdir", "tmpfs", *FILE_SYSTEMS}
+    assert {fstype for _, fstype, _, _ in LAYOUTS} == {"tmpfs", *FILE_SYSTEMS}
+    installs = (Path(__file__).resolve().parents[2] / "scripts" / "system-packages").read_text()
+    for name, fs in FILE_SYSTEMS.items():
+        assert f"mkfs.{name}" in installs or name == "ext4", name  # ext4's mkfs comes with Debian
+        layout = Layout.of(system.OS.resolve({"storage.filesystem": name, "storage.block_size": "4096"}))
+        command = layout.mkfs_command("/dev/loop9")
+        assert command[0] == f"mkfs.{name}" and command[-1] == "/dev/loop9"
+        assert [*fs.quiet, *fs.settled] == command[1:1 + len(fs.quiet) + len(fs.settled)]
+        assert fs.block_size[0] in command
+
+
+@pytest.mark.parametrize("knobs, fstype, options, block", LAYOUTS)
 def test_each_layout_is_made_as_asked_and_removed_after(journal: Path, tmp_path: Path, knobs: dict, fstype: str,
                                                         options: set, block: int) -> None:
     settings = system.OS.resolve(knobs)

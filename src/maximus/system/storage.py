@@ -36,7 +36,35 @@ from maximus.system.journal import Attached, Cgroup, Created, Mounted, Scope, St
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
 WORKDIR = "workdir"  # no layout: the work directory's own file system, as it is
-COMMIT_S = {"ext4": 5, "btrfs": 30}  # the defaults: a larger commit= leaves more of the last seconds to a crash
+TMPFS = "tmpfs"  # no device and no mkfs: the no-I/O reference
+
+
+@dataclass(frozen=True)
+class FileSystem:
+    """What Maximus needs to know of a file system it makes on a device of its own: one entry of ``FILE_SYSTEMS``
+    each, and its mkfs in scripts/system-packages (the tests make every one)."""
+
+    name: str
+    block_size: tuple[str, str]  # mkfs's option for the block size, and its value's form ("{}" is the size)
+    quiet: tuple[str, ...]  # mkfs's options to make it on Maximus's own device without asking
+    copies_in: frozenset[str]  # mkfs's options that copy files in: refused, they would name other files
+    commit_s: int | None = None  # its default commit interval (mount option commit=): a longer one loses more
+    # Options that make it whole now, unless the user's own mkfs options give the first of them: work that would
+    # otherwise be done in the background during the runs
+    settled: tuple[str, ...] = ()
+
+    def mkfs_options(self, block_size: str, own: list[str]) -> list[str]:
+        settled = list(self.settled) if self.settled and self.settled[0] not in own else []
+        flag, form = self.block_size
+        return [*self.quiet, *settled, *([flag, form.format(block_size)] if block_size else [])]
+
+
+FILE_SYSTEMS = {fs.name: fs for fs in (
+    FileSystem("ext4", ("-b", "{}"), ("-q", "-F"), frozenset({"-d"}), commit_s=5,
+               settled=("-E", "lazy_itable_init=0,lazy_journal_init=0")),
+    FileSystem("xfs", ("-b", "size={}"), ("-q", "-f"), frozenset({"-p", "--protofile"})),
+    FileSystem("btrfs", ("--sectorsize", "{}"), ("-q", "-f"), frozenset({"-r", "--rootdir"}), commit_s=30),
+)}
 
 
 @dataclass(frozen=True)
@@ -57,7 +85,6 @@ class MountOptions:
 # what would make mkfs reach past Maximus's own device: an external journal or log named by label or UUID, a
 # directory or prototype file to copy in
 _NAMES_A_FILE = re.compile(r"(^|[,=])(device|logdev|rtdev|LABEL|UUID|PARTUUID|PARTLABEL)=", re.IGNORECASE)
-_COPIES_IN = {"ext4": {"-d"}, "xfs": {"-p", "--protofile"}, "btrfs": {"-r", "--rootdir"}}
 
 
 @dataclass(frozen=True)
@@ -105,7 +132,7 @@ _THROTTLE = ("Reproduces a slower disk on a fast one (the classic articles ran o
              "the kernel's flusher threads write back are not throttled by cgroup v1.")
 
 STORAGE_KNOBS: tuple[StorageKnob, ...] = (
-    StorageKnob("storage.filesystem", Choice((WORKDIR, "ext4", "xfs", "btrfs", "tmpfs")), WORKDIR,
+    StorageKnob("storage.filesystem", Choice((WORKDIR, *FILE_SYSTEMS, TMPFS)), WORKDIR,
                 "The file system the database is put on, made for the run; workdir keeps the work directory's own.",
                 "Compare file systems with a client sweep each, as the HP study compared I/O subsystems; tmpfs is "
                 "the no-I/O reference that bounds what any disk tuning can give.",
@@ -160,7 +187,7 @@ _UNSAFE_OPTIONS = {"data=writeback", "nobarrier", "barrier=0", "journal_async_co
 
 
 def _long_commit(filesystem: str, mount_options: str) -> list[str]:
-    default = COMMIT_S.get(filesystem)
+    default = FILE_SYSTEMS[filesystem].commit_s if filesystem in FILE_SYSTEMS else None
     return [option for option in mount_options.split(",") if default is not None and option.startswith("commit=")
             and option[7:].isdigit() and int(option[7:]) > default]
 
@@ -189,16 +216,17 @@ class Layout:
                 raise UserError(f"{', '.join(placed)}: set storage.filesystem too (ext4, xfs, btrfs or tmpfs): "
                                 "Maximus changes no file system it did not make")
             return None if not throttle else cls(WORKDIR, "", 0, throttle=throttle)
-        if filesystem == "tmpfs" and ({"storage.block_size", "storage.mkfs_options", "storage.device",
+        if filesystem == TMPFS and ({"storage.block_size", "storage.mkfs_options", "storage.device",
                                        *_THROTTLES} & set(chosen)):
             raise UserError("storage.filesystem=tmpfs is made by no mkfs on no device, and has no device to "
                             "throttle: drop the storage.device, storage.block_size, storage.mkfs_options and "
                             "throttle knobs")
-        copying = _COPIES_IN.get(filesystem, set()) & set(chosen.get("storage.mkfs_options", "").split())
+        copying = (FILE_SYSTEMS[filesystem].copies_in if filesystem in FILE_SYSTEMS else frozenset()) & set(
+            chosen.get("storage.mkfs_options", "").split())
         if copying:
             raise UserError(f"storage.mkfs_options: {', '.join(sorted(copying))} would copy files into the new file "
                             f"system: Maximus makes {filesystem} empty")
-        return cls(filesystem, "" if filesystem == "tmpfs" else chosen.get("storage.device", "loop"),
+        return cls(filesystem, "" if filesystem == TMPFS else chosen.get("storage.device", "loop"),
                    int(chosen.get("storage.size", STORAGE["storage.size"].default)),
                    chosen.get("storage.block_size", ""), chosen.get("storage.mkfs_options", ""),
                    chosen.get("storage.mount_options", ""), throttle)
@@ -216,11 +244,8 @@ class Layout:
 
     def mkfs_command(self, device: str) -> list[str]:
         own = shlex.split(self.mkfs_options)
-        block = {"ext4": ["-b", self.block_size], "xfs": ["-b", f"size={self.block_size}"],
-                 "btrfs": ["--sectorsize", self.block_size]}[self.filesystem] if self.block_size else []
-        settled = {"ext4": ["-q", "-F"] + ([] if "-E" in own else ["-E", "lazy_itable_init=0,lazy_journal_init=0"]),
-                   "xfs": ["-q", "-f"], "btrfs": ["-q", "-f"]}[self.filesystem]
-        return [f"mkfs.{self.filesystem}", *settled, *block, *own, device]
+        return [f"mkfs.{self.filesystem}", *FILE_SYSTEMS[self.filesystem].mkfs_options(self.block_size, own), *own,
+                device]
 
 
 @dataclass
@@ -349,7 +374,7 @@ def _make(layout: Layout, workdir: Path, journal: Scope) -> Placement:
         return _unmade(layout, workdir, journal)
     home = workdir.absolute() / "storage"
     _directory(home, journal)
-    if layout.filesystem == "tmpfs":
+    if layout.filesystem == TMPFS:
         source, backing = f"maximus-{layout.name}", ""
         options = ",".join(filter(None, [f"size={layout.size}", layout.mount_options]))
     else:
@@ -382,7 +407,7 @@ _LISTED = ("noatime", "relatime", "lazytime", "nodiratime", "sync", "dirsync", "
 def _not_taken(filesystem: str, asked: str, mounted: str) -> list[str]:
     """The asked mount options the kernel does not list as in force (read back from mountinfo)."""
     listed = set(mounted.split(","))
-    default_commit = f"commit={COMMIT_S.get(filesystem)}"
+    default_commit = f"commit={FILE_SYSTEMS[filesystem].commit_s if filesystem in FILE_SYSTEMS else None}"
     missing = []
     for option in filter(None, asked.split(",")):
         if option == "strictatime":
