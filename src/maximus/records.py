@@ -34,6 +34,9 @@ class RunStatus(StrEnum):
     FAILED = "failed"
 
 
+EMBEDDED = "embedded"  # a run's option (RunSpec.options): "yes" where its engine ran inside Maximus's client processes
+
+
 @dataclass(frozen=True, slots=True)
 class RunSpec:
     """Everything that defines one measured run."""

@@ -11,14 +11,13 @@ from typing import Any, Callable, Mapping, Sequence
 from maximus import environment, limits, system
 from maximus.analysis import monitoring
 from maximus.analysis.crosschecks import cross_checks
-from maximus.analysis.run import EMBEDDED
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
                               make_engine, prepare_database, quietly, raise_fault)
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.errors import EngineError, UserError, describe
-from maximus.records import (MAX_FAILED_PERCENT, CheckResult, Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample,
-                             Window)
+from maximus.records import (EMBEDDED, MAX_FAILED_PERCENT, CheckResult, Outcome, RunEnd, RunSpec, RunStart,
+                             RunStatus, TxnSample, Window)
 from maximus.samplers.base import Sampler
 from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler

@@ -9,7 +9,7 @@ from typing import Sequence
 from maximus.analysis import monitoring
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.monitoring import RunColumn, RunMonitoring
-from maximus.records import CheckResult, DeferredResult, RunRecord, TxnSample
+from maximus.records import EMBEDDED, CheckResult, DeferredResult, RunRecord, TxnSample
 from maximus.store import ResultsStore
 from maximus.workloads import workload as workload_named
 from maximus.workloads.base import BandResult, Presentation
@@ -63,9 +63,6 @@ def analyse_monitoring(store: ResultsStore, record: RunRecord, samples: Sequence
     writers = workload_named(record.spec.workload).write_transactions()
     return monitoring.analyse(store.metric_samples(record.id), samples, record.window, writers, figures.tpm / 60,
                               embedded(record))
-
-
-EMBEDDED = "embedded"  # a run's option: "yes" where its engine runs inside Maximus's client processes (SQLite)
 
 
 def embedded(record: RunRecord) -> bool:

@@ -90,6 +90,33 @@ class Session(ABC):
     def close(self) -> None: ...
 
 
+class BatchedSession(Session):
+    """A session that sends a transaction's BEGIN with its first statements, and its COMMIT with its last batch
+    where the caller says which is last: a round trip fewer at each end. ``_begin`` is the BEGIN still to be sent,
+    ``_committed`` that the last batch committed."""
+
+    _begin: bytes | None = None
+    _committed: bool = False
+
+    def commit(self) -> None:
+        self._end(b"COMMIT")
+
+    def rollback(self) -> None:
+        self._end(b"ROLLBACK")
+
+    def _end(self, command: bytes) -> None:
+        """COMMIT or ROLLBACK, unless the transaction never reached the server (nothing was sent since BEGIN) or
+        its last batch committed it."""
+        if self._begin is not None or self._committed:
+            self._begin, self._committed = None, False
+            return
+        self._send_end(command)
+
+    @abstractmethod
+    def _send_end(self, command: bytes) -> None:
+        """Send COMMIT or ROLLBACK on its own."""
+
+
 class AsyncSession(ABC):
     """One connection of an asynchronous terminal: single statements in autocommit mode."""
 

@@ -11,7 +11,7 @@ import os
 import tempfile
 from typing import Any, Callable, Sequence
 
-from maximus.engines.session import Session
+from maximus.engines.session import BatchedSession
 from maximus.errors import EngineError
 
 UTC_NOW = "UTC_TIMESTAMP(6)"  # the server's UTC time to the microsecond, as DATETIME(6) holds it
@@ -36,7 +36,7 @@ def array_of_ints(value: Any) -> list[int | None]:
     return list(json.loads(value)) if isinstance(value, (str, bytes)) else list(value)
 
 
-class MariaDBSession(Session):
+class MariaDBSession(BatchedSession):
     """One MySQLdb connection in autocommit mode; BEGIN (START TRANSACTION) goes with a transaction's first
     statements, COMMIT with its last batch, in the same query."""
 
@@ -70,16 +70,7 @@ class MariaDBSession(Session):
                                     if level in PER_STATEMENT_SNAPSHOTS else b"START TRANSACTION READ ONLY")
         return self._snapshot_begin
 
-    def commit(self) -> None:
-        self._end(b"COMMIT")
-
-    def rollback(self) -> None:
-        self._end(b"ROLLBACK")
-
-    def _end(self, command: bytes) -> None:
-        if self._begin is not None or self._committed:
-            self._begin, self._committed = None, False
-            return
+    def _send_end(self, command: bytes) -> None:
         self._query(command)
 
     # -- statements -------------------------------------------------------------------------------

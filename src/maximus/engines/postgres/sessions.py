@@ -8,7 +8,7 @@ import re
 import select
 from typing import Any, Sequence
 
-from maximus.engines.session import AsyncSession, Session
+from maximus.engines.session import AsyncSession, BatchedSession
 
 UTC_NOW = "(now() AT TIME ZONE 'UTC')"  # the transaction's start, to the microsecond, as TIMESTAMP columns hold it
 PER_STATEMENT_SNAPSHOTS = {"read committed", "read uncommitted"}
@@ -35,7 +35,7 @@ class PostgresAsyncSession(AsyncSession):
         await self.connection.close()
 
 
-class PostgresSession(Session):
+class PostgresSession(BatchedSession):
     """A psycopg 3 connection in autocommit mode with explicit BEGIN/COMMIT. Statements with parameters are
     prepared once (``?`` becomes ``$n``) and run through libpq, in pipelines (``batch``)."""
 
@@ -67,18 +67,7 @@ class PostgresSession(Session):
             self._snapshot_begin = _SNAPSHOT_BEGIN if default in PER_STATEMENT_SNAPSHOTS else "BEGIN"
         return self._snapshot_begin
 
-    def commit(self) -> None:
-        self._end(b"COMMIT")
-
-    def rollback(self) -> None:
-        self._end(b"ROLLBACK")
-
-    def _end(self, command: bytes) -> None:
-        """COMMIT or ROLLBACK, unless the transaction never reached the server (nothing was sent since BEGIN) or
-        its last batch committed it."""
-        if self._begin is not None or self._committed:
-            self._begin, self._committed = None, False
-            return
+    def _send_end(self, command: bytes) -> None:
         result = self._pgconn.exec_(command)
         if result.status not in self._succeeded:
             raise self._error(result)
