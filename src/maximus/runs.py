@@ -325,13 +325,12 @@ def embedded(engine: type[Engine]) -> bool:
 def keep_engine_facts(store: ResultsStore) -> None:
     """Runs stored before Maximus kept whether their engine is embedded (``EMBEDDED`` of their options) get it now,
     from the engine's class where it is registered here: reading their results then needs no engine."""
-    for record in store.runs():
-        if EMBEDDED not in record.spec.options:
-            try:
-                inside = embedded(engine_class(record.spec.engine))
-            except UserError:  # an engine this Maximus does not know
-                continue
-            store.keep_run_option(record.id, EMBEDDED, "yes" if inside else "no")
+    for run_id, engine in store.runs_without_option(EMBEDDED):
+        try:
+            inside = embedded(engine_class(engine))
+        except UserError:  # an engine this Maximus does not know
+            continue
+        store.keep_run_option(run_id, EMBEDDED, "yes" if inside else "no")
 
 
 def run_samplers(engine: Engine) -> list[Sampler]:

@@ -10,13 +10,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from maximus import api
 from maximus.analysis.experiment import analyse_experiment
 from maximus.analysis.run import analyse_run, listed_runs
+from maximus.cli.app import app
 from maximus.errors import UserError
 from maximus.experiment.loader import parse_experiment
 from maximus.experiment.model import from_data
+from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.report.console import PLAIN_LISTING_ABOVE
 from maximus.store import ResultsStore
 
 
@@ -84,3 +88,28 @@ def _drop_models(results: Path) -> None:
         for experiment_id, plan in db.execute("SELECT id, plan FROM experiments").fetchall():
             kept = {key: value for key, value in json.loads(plan).items() if key != "model"}
             db.execute("UPDATE experiments SET plan = ? WHERE id = ?", (json.dumps(kept), experiment_id))
+
+
+def test_a_long_run_list_is_plain_columns_one_line_a_run(tmp_path: Path) -> None:
+    """Past PLAIN_LISTING_ABOVE runs, rich's table layout (a second for 1,000 rows) gives way to plain columns:
+    the same columns, one line each, the knobs last and whole."""
+    results = tmp_path / "results.db"
+    store = ResultsStore(results)
+    spec = RunSpec("sqlite", {"journal_mode": "wal", "cache_size": "-64000"}, "tpcc",
+                   {"warehouses": 1, "keying": False, "mix": "deck"}, 2, 1.0, 20.0, 1)
+    count = PLAIN_LISTING_ABOVE + 1
+    try:
+        for _ in range(count):
+            run_id = store.begin_run(RunStart(spec, effective_knobs={}, engine_settings={}, load_seconds=1.0,
+                                              loaded_in_run=False, load_seed=1, constants={}, environment={}))
+            samples = [TxnSample(0, "new_order", 2.0 + n / 10, 0.01, Outcome.COMMITTED) for n in range(60)]
+            store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, samples, elapsed_s=21.0))
+    finally:
+        store.close()
+    listed = CliRunner().invoke(app, ["runs", "--results", str(results)])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert lines[0] == "Runs" and lines[1].split()[:3] == ["Run", "Started", "(UTC)"]
+    assert len(lines) == 2 + count
+    assert lines[-1].split()[3:] == ["complete", "sqlite", "tpcc", "1", "wh", "2", "-", "20", "s", "180",
+                                     "journal_mode=wal", "cache_size=-64000"]

@@ -139,22 +139,43 @@ def render_environment(console: Console, fingerprint: Mapping) -> None:
     console.print(table)
 
 
+# Above this many runs, ``runs`` lists them in plain columns: rich lays out a table of 1,000 rows in about a second.
+PLAIN_LISTING_ABOVE = 200
+
+
 def render_runs(console: Console, runs: Sequence[tuple[RunRecord, Presentation, int]]) -> None:
     """One row per (record, how its workload names it, its headline figure); the figure's column is headed by
     its name when every run's workload names it alike (TPC-C: tpmC)."""
     names = {shown.headline.name for _, shown, _ in runs}
     shared = names.pop() if len(names) == 1 else None
+    headings = ("Run", "Started (UTC)", "Status", "Engine", "Workload", "Clients", "Mode", "Duration",
+                shared or "Headline", "Knobs set")
+    rows = [_run_row(record, shown, headline, shared) for record, shown, headline in runs]
+    if len(rows) > PLAIN_LISTING_ABOVE:
+        _plain_columns(console, "Runs", headings, rows)
+        return
     table = Table(title="Runs", title_justify="left", pad_edge=False)  # one line a run in 120 columns
-    for column in ("Run", "Started (UTC)", "Status", "Engine", "Workload", "Clients", "Mode", "Duration",
-                   shared or "Headline", "Knobs set"):
+    for column in headings:
         table.add_column(column, no_wrap=column in ("Status", "Duration", shared or "Headline"))
-    for r, shown, headline in runs:
-        knobs = " ".join(f"{k}={v}" for k, v in r.spec.knobs.items()) or "(defaults)"
-        figure = f"{headline:,}" + ("" if shared else f" {shown.headline.name}")
-        table.add_row(str(r.id), r.started_at.replace("T", " ")[:19], r.status.value, r.spec.engine,
-                      f"{r.spec.workload} {shown.short_scale}", str(r.spec.terminals), transactions_text(r.spec),
-                      measured_text(r), figure if r.window.end > r.window.start else "-", knobs)
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
+
+
+def _run_row(r: RunRecord, shown: Presentation, headline: int, shared: str | None) -> tuple[str, ...]:
+    knobs = " ".join(f"{k}={v}" for k, v in r.spec.knobs.items()) or "(defaults)"
+    figure = f"{headline:,}" + ("" if shared else f" {shown.headline.name}")
+    return (str(r.id), r.started_at.replace("T", " ")[:19], r.status.value, r.spec.engine,
+            f"{r.spec.workload} {shown.short_scale}", str(r.spec.terminals), transactions_text(r.spec),
+            measured_text(r), figure if r.window.end > r.window.start else "-", knobs)
+
+
+def _plain_columns(console: Console, title: str, headings: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A title, then the headings and one line a row in columns two spaces apart, the last one as long as it is."""
+    widths = [max(len(text) for text in column) for column in zip(headings, *rows)]
+    lines = ["  ".join(text.ljust(width) for text, width in zip(row[:-1], widths)) + "  " + row[-1]
+             for row in (headings, *rows)]
+    console.out("\n".join([title, *lines]), highlight=False)
 
 
 def render_histograms(console: Console, figures: RunFigures, shown: Presentation) -> None:

@@ -225,6 +225,13 @@ class ResultsStore:
         return _row_id(cursor)
 
     @guarded
+    def runs_without_option(self, name: str) -> list[tuple[int, str]]:
+        """(run, engine) of the runs whose options lack ``name``: one query, not every run read whole."""
+        rows = self._db.execute("SELECT id, engine FROM runs WHERE json_extract(coalesce(options, '{}'), ?) IS NULL",
+                                (f"$.{name}",))
+        return [(run_id, engine) for run_id, engine in rows]
+
+    @guarded
     def keep_run_option(self, run_id: int, name: str, value: str) -> None:
         """Add an option to a run stored before Maximus kept it."""
         with self._db:
