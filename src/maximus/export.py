@@ -66,7 +66,8 @@ def _run(run: RunData) -> dict:
     figures, headline = report.figures, report.presentation.headline
     timeline = per_second_key(headline)
     return {
-        "run": plain(record) | {"benchmark": report.presentation.benchmark, "planned": plain(run.planned)},
+        "run": plain(record) | {"benchmark": report.presentation.benchmark, "planned": plain(run.planned),
+                                "warnings": list(report.warnings)},
         "figures": {headline.key: figures.headline, headline.committed_key: plain(figures.committed),
                     "tpm": plain(figures.tpm), "outcomes": dict(figures.outcomes), "counts": dict(figures.counts)},
         "headline": plain(headline),
@@ -233,7 +234,7 @@ def run_columns(runs: Sequence[RunData]) -> list[Column]:
         *_MONITORING,
         ("consistency_passed", _consistency(True)), ("consistency_failed", _consistency(False)),
         ("consistency_skipped", _consistency(None)),
-        ("warnings", lambda r: " | ".join(r.report.record.warnings)),
+        ("warnings", lambda r: " | ".join(r.report.warnings)),
         ("errors", lambda r: " | ".join(r.report.record.errors)),
     ]
 

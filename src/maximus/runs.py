@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from maximus import environment, limits, system
-from maximus.analysis import monitoring
-from maximus.analysis.crosschecks import cross_checks
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
                               make_engine, prepare_database, quietly, raise_fault)
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
@@ -267,7 +265,9 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
         reason, warnings = f"{type(error).__name__}: {error}", monitor.warnings if monitor else []
         _store_end(store, begun, monitor, RunEnd(status, errors=(reason,), warnings=tuple(warnings)))
         raise
-    warnings = monitoring_warnings(monitor, result, engine, build) if monitor else []
+    # The monitor's own notes (a sampler that failed) are the run's; the cross-checks and the client-bound verdict are
+    # the read side's, recomputed from the stored samples (analysis.run.RunReport.warnings)
+    warnings = monitor.warnings if monitor else []
     _store_end(store, begun, monitor, RunEnd(result.status, result.samples, result.facts, tuple(result.errors),
                                              result.elapsed_s, tuple(warnings), result.window, result.deferred))
     return result
@@ -336,14 +336,6 @@ def keep_engine_facts(store: ResultsStore) -> None:
 def run_samplers(engine: Engine) -> list[Sampler]:
     """The samplers of one run: the OS's, then the engine's own. Tests replace this to inject faults."""
     return [OsSampler(engine.data_path()), *engine.samplers()]
-
-
-def monitoring_warnings(monitor: Monitor, result: DriveResult, engine: Engine, build: Build) -> list[str]:
-    """The monitor's own warnings, every failed cross-check with both of its numbers, and a client-bound run."""
-    checks = cross_checks(monitor.samples, result.samples, result.window,
-                          build.workload.write_transactions(), embedded(type(engine)))
-    bound = monitoring.client_bound_warning(monitor.samples, result.window)
-    return [*monitor.warnings, *(check.warning() for check in checks if not check.passed), *([bound] if bound else [])]
 
 
 def _check_after(store: ResultsStore, run_id: int, engine: Engine, build: Build, result: DriveResult, check: bool,

@@ -36,6 +36,8 @@ def test_the_source_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
     ("analysis/metrics.py", "import maximus.runs", "The read side imports nothing that runs a benchmark"),
     ("report/html.py", "from maximus.driver import scheduler", "The read side imports nothing that runs a benchmark"),
     ("runs.py", "import maximus.engines.postgres", "Generic code imports no one engine's or workload's package"),
+    ("runs.py", "from maximus.analysis import metrics", "The run side imports nothing of the read side"),
+    ("driver/scheduler.py", "import maximus.report.console", "The run side imports nothing of the read side"),
 ])
 def test_a_probe_import_that_breaks_the_flow_breaks_its_contract(tmp_path: Path, module: str, probe: str,
                                                                  contract: str) -> None:

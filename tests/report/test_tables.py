@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import pytest
 
 from maximus import api
 from maximus.analysis.metrics import run_figures
-from maximus.analysis.monitoring import monitoring_figures
+from maximus.analysis.monitoring import RunMonitoring, monitoring_figures
 from maximus.records import Outcome, RunRecord, RunSpec, RunStatus, TxnSample, Window
 from maximus.report import tables
 from maximus.analysis.bundle import RunData, gather_experiment, representative
@@ -32,7 +31,7 @@ def _run(run_id: int, new_orders: int, knobs: dict | None = None, warnings: tupl
                        RunStatus.FAILED else (), WINDOW, 60.0)
     counts = dict(figures.counts)
     validity = validity_report(counts, {"new_order.order_lines": 10 * new_orders}, 1, [], WINDOW)
-    monitoring = SimpleNamespace(figures=monitoring_figures(list(metrics), WINDOW, figures.tpm / 60))  # all tables read
+    monitoring = RunMonitoring(monitoring_figures(list(metrics), WINDOW, figures.tpm / 60), (), embedded=True)
     presentation = Tpcc().presentation(Tpcc().settings(spec.settings))
     report = api.RunReport(record, presentation, figures, validity, mix_report(counts), [], monitoring)
     return RunData(report, metrics)

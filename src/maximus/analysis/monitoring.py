@@ -305,12 +305,6 @@ def client_bound(groups: Mapping[str, GroupFigures], cpu: CpuFigures | None) -> 
     return None
 
 
-def client_bound_warning(samples: Sequence[MetricSample], window: Window) -> str | None:
-    """The client-bound verdict straight from the samples, for the run's warnings."""
-    all_series = series_of(samples)
-    return client_bound(group_figures(all_series, window), cpu_figures(all_series, window))
-
-
 @dataclass(frozen=True)
 class RunMonitoring:
     """What ``show`` prints about a run's monitoring: the derived figures and every cross-check."""

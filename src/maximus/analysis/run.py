@@ -28,6 +28,16 @@ class RunReport:
     monitoring: RunMonitoring
     deferred: tuple[DeferredResult, ...] = ()  # the deferred transactions' result file (TPC-C 2.7.2.3)
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the run stored (durability, the workload's conditions, the monitor's own notes), then each failed
+        cross-check with both of its numbers and a client-bound verdict, recomputed from the stored samples. A run
+        stored before these were recomputed stored them itself: each is said once."""
+        stored = self.record.warnings
+        derived = [check.warning() for check in self.monitoring.checks if not check.passed]
+        bound = self.monitoring.figures.client_bound
+        return (*stored, *(text for text in [*derived, *([bound] if bound else [])] if text not in stored))
+
 
 def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     record = store.run(run_id)

@@ -253,7 +253,7 @@ def _show(report: api.RunReport, histograms: bool, environment: bool, just_store
         view.render_consistency(out, report.consistency)
     if environment:
         view.render_environment(out, record.environment)
-    view.render_messages(out, "warning", record.warnings, "yellow")
+    view.render_messages(out, "warning", report.warnings, "yellow")
     view.render_messages(out, "error", record.errors, "red")
     if just_stored:  # after a run, not when `maximus show` prints it again
         out.print(f"Stored as run {record.id}: `maximus show {record.id}` prints it again.")

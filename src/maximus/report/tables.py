@@ -133,7 +133,7 @@ def run_notices(runs: Sequence[RunData]) -> list[Notice]:
     notices += validity_notices(runs)
     grouped: dict[str, list[RunData]] = {}
     for run in runs:
-        for text in run.report.record.warnings:
+        for text in run.report.warnings:
             if text not in bounds:  # a client-bound run's warning is shown above
                 grouped.setdefault(text, []).append(run)
     return notices + [_stored_warning(text, carriers) for text, carriers in grouped.items()]
