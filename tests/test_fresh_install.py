@@ -19,6 +19,8 @@ import pytest
 
 import maximus
 
+from observers import Quiet  # tests/observers.py
+
 ROOT = Path(__file__).resolve().parents[1]
 DRIVERS = {"postgres": "psycopg", "mariadb": "MySQLdb"}  # each engine's, an extra of Maximus's
 
@@ -190,17 +192,6 @@ duration = 1
 """
 
 
-class _Quiet:
-    def run_starting(self, position, total, planned):
-        return None
-
-    def run_finished(self, planned, run_id, error):
-        assert error is None, error
-
-    def note(self, message):
-        pass
-
-
 @pytest.fixture(scope="module")
 def server_results(server_workdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A results database holding a PostgreSQL experiment (1) and a MariaDB one (2), made here with the drivers."""
@@ -210,7 +201,7 @@ def server_results(server_workdir: Path, tmp_path_factory: pytest.TempPathFactor
     for engine, knob, value in (("postgres", "work_mem", "8MB"), ("mariadb", "innodb_lock_wait_timeout", "7")):
         path = folder / f"{engine}.toml"
         path.write_text(SERVER_EXPERIMENT.format(engine=engine, knob=knob, value=value))
-        runner.start(path, server_workdir, folder / "results.db", _Quiet())
+        runner.start(path, server_workdir, folder / "results.db", Quiet())
     return folder / "results.db"
 
 

@@ -40,6 +40,7 @@ from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
 from maximus.workloads.tpcc.server_side import Call, ServerSide
 
 from interrupting import default_dispositions, keyboard_interrupts  # tests/interrupting.py
+from observers import Quiet  # tests/observers.py
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 
@@ -414,17 +415,6 @@ set = {{ bin_dir = "{other}" }}
 """
 
 
-class _Quiet:
-    def run_starting(self, position: int, total: int, planned: Any) -> None:
-        return None
-
-    def run_finished(self, planned: Any, run_id: int | None, error: str | None) -> None:
-        assert error is None, error
-
-    def note(self, message: str) -> None:
-        pass
-
-
 def test_two_installations_are_two_steps_of_an_experiment(server_workdir: Path, tmp_path: Path) -> None:
     """bin_dir is a knob like any other: a step that changes it runs its server from the other installation
     (here the same binaries under another directory, whose pg_ctl notes each call)."""
@@ -444,7 +434,7 @@ def test_two_installations_are_two_steps_of_an_experiment(server_workdir: Path, 
     experiment = load_experiment(path)
     assert experiment.steps[1].replaced == {"bin_dir": str(installed)}
     results = tmp_path / "r.db"
-    experiment_id = runner.start(path, server_workdir / "work", results, _Quiet())
+    experiment_id = runner.start(path, server_workdir / "work", results, Quiet())
     store = api.open_results(results)
     runs = {run.plan_key: store.run(run.id) for run in store.runs(experiment_id)}
     store.close()

@@ -12,6 +12,8 @@ import pytest
 
 from maximus.experiment import runner
 
+from observers import Quiet  # tests/observers.py
+
 EXPERIMENT = """\
 name = "report test"
 clients = [1, 2]
@@ -25,19 +27,6 @@ journal_mode = "delete"
 name = "wal"
 set = { journal_mode = "wal" }
 """
-
-
-class Quiet:
-    """An experiment observer that prints nothing."""
-
-    def run_starting(self, position, total, planned):
-        return None
-
-    def run_finished(self, planned, run_id, error):
-        assert error is None, error
-
-    def note(self, message):
-        pass
 
 
 @pytest.fixture(scope="session")
