@@ -69,11 +69,9 @@ MODES = {"full": Mode(20.0, 3.0, (1, 2, 4), 3.0), "quick": Mode(5.0, 1.0, (1, 2)
 
 
 @dataclass(frozen=True)
-class Options:
-    duration_s: float
-    warmup_s: float
-    terminals: tuple[int, ...]
-    ceiling_s: float
+class Options(Mode):
+    """The mode's sizes, --duration and --warmup where given, and where to build."""
+
     workdir: Path | None
     smoke: bool
 
@@ -97,9 +95,9 @@ def parse_options(argv: list[str]) -> Options:
                        help="1 s runs at 1 terminal: checks that the script works")
     args = parser.parse_args(argv)
     mode = MODES["smoke" if args.smoke else "quick" if args.quick else "full"]
-    return Options(duration_s=args.duration if args.duration is not None else mode.duration_s,
-                   warmup_s=args.warmup if args.warmup is not None else mode.warmup_s,
-                   terminals=mode.terminals, ceiling_s=mode.ceiling_s, workdir=args.workdir, smoke=args.smoke)
+    return Options(args.duration if args.duration is not None else mode.duration_s,
+                   args.warmup if args.warmup is not None else mode.warmup_s,
+                   mode.terminals, mode.ceiling_s, workdir=args.workdir, smoke=args.smoke)
 
 
 def commit_rate(workdir: Path, journal_mode: str, synchronous: str, seconds: float) -> float:
