@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
+from packaging.requirements import Requirement
 from mini_engine import MiniEngine
 from typer.testing import CliRunner
 
@@ -66,8 +67,8 @@ def test_a_driver_is_an_extra_that_installs_it(engine_class: type[Engine]) -> No
         return  # it comes with Python (sqlite3)
     extra = project["optional-dependencies"][driver.extra]
     assert extra and driver.extra in project["optional-dependencies"]["all"][0]
-    named = {requirement.split("[")[0].split(">")[0].split("=")[0] for requirement in extra}
-    assert not named & {r.split("[")[0].split(">")[0].split("=")[0] for r in project["dependencies"]}
+    named = {Requirement(requirement).name for requirement in extra}
+    assert not named & {Requirement(requirement).name for requirement in project["dependencies"]}
     assert driver.missing(engine_class.name) is None
     engine_class.require_driver()
 

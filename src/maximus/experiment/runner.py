@@ -87,12 +87,11 @@ def keep_models(store: ResultsStore) -> None:
     """Experiments stored before Maximus kept their resolved model with their plan get it now, read again from
     their stored file as when they ran, where that can be done here (the engine that validates the file is
     installed): reading their results then needs neither. One that cannot stays as it is, and reading it says so."""
-    for record in store.experiments():
-        if "model" not in record.plan:
-            try:
-                store.keep_experiment_model(record.id, to_data(stored_experiment(record)))
-            except MaximusError:
-                pass
+    for record in store.experiments_without_model():
+        try:
+            store.keep_experiment_model(record.id, to_data(stored_experiment(record)))
+        except MaximusError:
+            pass
 
 
 def _allowed(experiment: Experiment) -> None:

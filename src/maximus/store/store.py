@@ -258,6 +258,13 @@ class ResultsStore:
         return [self._experiment(row) for row in self._db.execute(f"{_SELECT_EXPERIMENT} ORDER BY id")]
 
     @guarded
+    def experiments_without_model(self) -> list[ExperimentRecord]:
+        """The experiments stored before Maximus kept their resolved model with their plan: one query, not every
+        plan read whole."""
+        rows = self._db.execute(f"{_SELECT_EXPERIMENT} WHERE json_extract(plan, '$.model') IS NULL ORDER BY id")
+        return [self._experiment(row) for row in rows]
+
+    @guarded
     def experiment(self, experiment_id: int) -> ExperimentRecord:
         row = self._db.execute(f"{_SELECT_EXPERIMENT} WHERE id = ?", (experiment_id,)).fetchone() \
             if _storable(experiment_id) else None
