@@ -12,6 +12,7 @@ from maximus.database import (Build, LoadProgress, PreparedDatabase, check_datab
                               load_database, locked, make_engine, prepare_database, running)
 from maximus.experiment.runner import keep_models
 from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failure_excess, keep_engine_facts,
+                          keep_readings,
                           record_failed_run, run_benchmark, terminal_hosting)
 from maximus.store import ResultsStore, default_results_path
 from maximus.system import Layout
@@ -30,10 +31,12 @@ __all__ = [
 
 
 def open_results(path: Path | None = None) -> ResultsStore:
-    """The results database, each experiment in it with its resolved model (``runner.keep_models``)."""
+    """The results database, each experiment and run in it with what reading it needs (its resolved model, its
+    engine's facts, how its workload reads it), added where an older Maximus did not keep it."""
     store = ResultsStore(path or default_results_path())
     keep_models(store)
     keep_engine_facts(store)
+    keep_readings(store)
     return store
 
 

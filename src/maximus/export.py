@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.bundle import ExperimentData, RunData
 from maximus.analysis.metrics import TransactionFigures
-from maximus.workloads.base import Headline
+from maximus.records import Headline
 
 SCHEMA = 2  # 2: the workload names its settings and figures (spec.settings, headline)
 

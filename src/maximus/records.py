@@ -1,9 +1,12 @@
-"""Typed, immutable hand-offs between the stages: plan -> driver -> store -> analysis -> report."""
+"""Typed, immutable hand-offs between the stages: plan -> driver -> store -> analysis -> report. The core both
+wings share: the run side writes these records, the read side reads them back, and neither imports the other.
+``WorkloadReading`` is how a workload's runs are read (names, reported transactions, validity bands), stored with
+each run so that reading results asks no workload."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Mapping, Sequence
 
@@ -134,6 +137,107 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class Headline:
+    """The workload's figure of merit: completed ``transaction``s per minute of the measured window,
+    truncated to an integer (TPC-C's tpmC, 5.4), and the same counting committed ones only."""
+
+    key: str  # as exports name it: "tpmc"
+    name: str  # as tables show it: "tpmC"
+    meaning: str  # "New-Orders per minute incl. rollbacks (5.4)"
+    transaction: str  # whose completions it counts: "new_order"
+    committed_key: str  # "nopm"
+    committed_name: str  # "NOPM"
+    committed_meaning: str  # "committed New-Orders per minute"
+    per_second_name: str  # the headline transaction's completions as a timeline counts them: "New-Orders"
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """How tables, reports and exports name a run of a workload with given settings
+    (``Workload.presentation``), so that none of them needs to know the workload."""
+
+    headline: Headline
+    benchmark: str  # "TPC-C"; "TPC-C-like (keying and think times off)" when the settings leave the specification
+    conforming: bool  # the settings follow the workload's specification
+    scale: str  # "2 warehouse(s)"
+    short_scale: str  # as a narrow column shows it: "2 wh"
+    details: str  # the other settings, as a header shows them: "mix deck"
+    conformance: str  # what the settings mean for conformance, a sentence under the report's label
+    transaction_labels: Mapping[str, str]  # name -> as tables show it ("new_order" -> "New-Order")
+    response_time_limits: Mapping[str, float]  # name -> the specification's 90th-percentile limit, seconds
+
+    def label(self, transaction: str) -> str:
+        return self.transaction_labels.get(transaction, transaction)
+
+
+@dataclass(frozen=True)
+class BandResult:
+    """A figure of the run against the band a valid run must keep it in (TPC-C 5.5.1.5, 5.2.3, 2.7.4.2)."""
+
+    name: str
+    value: float | None  # None: nothing to measure
+    low: float
+    high: float
+    sample: int  # how many draws the value rests on
+    note: str = ""  # why the band does not apply
+    clause: str = ""
+
+    @property
+    def status(self) -> str:
+        if self.note:
+            return "n/a"
+        if self.value is None:
+            return "no data"
+        return "ok" if self.low <= self.value <= self.high else "OUT OF BAND"
+
+
+@dataclass(frozen=True)
+class Band:
+    """One band as data: ``scale`` times the sum of the ``numerator`` counters over the sum of the ``denominator``
+    ones (the draws the value rests on), kept between ``low`` and ``high``. ``maximus.bands`` says what the
+    counters count and computes the value."""
+
+    name: str
+    numerator: tuple[str, ...]
+    denominator: tuple[str, ...]
+    low: float
+    high: float
+    clause: str
+    scale: float = 100.0  # a percentage; 1.0 for a mean
+    note: str = ""  # why the band does not apply to these settings
+
+
+@dataclass(frozen=True)
+class WorkloadReading:
+    """Everything the read side needs of a run's workload, stored with the run (``Workload.reading``)."""
+
+    presentation: Presentation
+    reported_transactions: tuple[str, ...]  # in the order tables show them, deferred ones included
+    write_transactions: tuple[str, ...]  # sample names of those that commit changes (the monitoring cross-checks)
+    validity: tuple[Band, ...] = ()  # the input-validity bands (TPC-C 5.5.1.5, 2.7.4.2)
+    mix: tuple[Band, ...] = ()  # each transaction's share against its minimum (TPC-C 5.2.3)
+
+    @property
+    def headline(self) -> Headline:
+        return self.presentation.headline
+
+    def to_data(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> WorkloadReading:
+        shown = dict(data["presentation"])
+        presentation = Presentation(**(shown | {"headline": Headline(**shown["headline"])}))
+        return cls(presentation, tuple(data["reported_transactions"]), tuple(data["write_transactions"]),
+                   _bands(data.get("validity", ())), _bands(data.get("mix", ())))
+
+
+def _bands(rows: Sequence[Mapping[str, Any]]) -> tuple[Band, ...]:
+    return tuple(Band(**(dict(row) | {"numerator": tuple(row["numerator"]),
+                                      "denominator": tuple(row["denominator"])})) for row in rows)
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """A stored run, as the results database gives it back."""
 
@@ -155,6 +259,7 @@ class RunRecord:
     elapsed_s: float | None
     experiment_id: int | None = None
     plan_key: str | None = None
+    reading: WorkloadReading | None = None  # None: stored by a Maximus that did not keep it (api.open_results adds it)
 
 
 @dataclass(frozen=True)
@@ -186,6 +291,7 @@ class RunStart:
     warnings: tuple[str, ...] = ()
     experiment_id: int | None = None
     plan_key: str | None = None
+    reading: WorkloadReading | None = None  # how the read side reads the run (``Workload.reading``)
 
 
 @dataclass(frozen=True)

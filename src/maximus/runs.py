@@ -21,6 +21,7 @@ from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler
 from maximus.store import ResultsStore, default_results_path
 from maximus.store.failures import ResultsUnavailable
+from maximus.workloads import workload as workload_named
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
         warnings=(*engine.durability_warnings(), *system.durability_warnings(options.os_knobs),
                   *build.workload.warnings(build.settings, options.terminals),
                   *engine.reported_otherwise(reported), *os_warnings, *place.warnings()),
-        experiment_id=options.experiment_id, plan_key=options.plan_key)
+        experiment_id=options.experiment_id, plan_key=options.plan_key,
+        reading=build.workload.reading(build.settings, options.terminals))
     return _Begun(store.begin_run(start), start, run_settings)
 
 
@@ -331,6 +333,18 @@ def keep_engine_facts(store: ResultsStore) -> None:
         except UserError:  # an engine this Maximus does not know
             continue
         store.keep_run_option(run_id, EMBEDDED, "yes" if inside else "no")
+
+
+def keep_readings(store: ResultsStore) -> None:
+    """Runs stored before Maximus kept how to read them (``RunRecord.reading``) get it now, from their workload where
+    it is registered here: reading their results then asks no workload."""
+    for record in store.runs_without_reading():
+        try:
+            workload = workload_named(record.spec.workload)
+            store.keep_run_reading(record.id, workload.reading(workload.settings(record.spec.settings),
+                                                               record.spec.terminals))
+        except UserError:  # a workload this Maximus does not know, or settings it no longer takes
+            continue
 
 
 def run_samplers(engine: Engine) -> list[Sampler]:

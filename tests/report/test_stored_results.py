@@ -113,3 +113,64 @@ def test_a_long_run_list_is_plain_columns_one_line_a_run(tmp_path: Path) -> None
     assert len(lines) == 2 + count
     assert lines[-1].split()[3:] == ["complete", "sqlite", "tpcc", "1", "wh", "2", "-", "20", "s", "180",
                                      "journal_mode=wal", "cache_size=-64000"]
+
+
+def test_runs_are_read_from_their_stored_reading_not_their_workload(finished_experiment, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no workload registered at all, every run and the experiment read as before, and what they show of the
+    workload (its benchmark label, its bands) is what the run stored: change it in the store and the report says so."""
+    results, experiment_id = finished_experiment
+    before = _read_all(results, experiment_id)
+    monkeypatch.setattr("maximus.workloads.WORKLOADS", {})
+    assert _read_all(results, experiment_id) == before
+    with sqlite3.connect(results) as db:
+        db.execute("UPDATE runs SET reading = json_set(reading, '$.presentation.benchmark', 'Stored-Bench',"
+                   " '$.validity[0].high', 0.0)")
+    store = api.open_results(results)
+    try:
+        report = analyse_run(store, store.runs()[0].id)
+    finally:
+        store.close()
+    assert report.presentation.benchmark == "Stored-Bench"
+    assert report.validity[0].high == 0.0 and report.validity[0].status == "OUT OF BAND"
+
+
+def test_runs_stored_without_their_reading_get_it_from_their_workload(finished_experiment, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stored by an older Maximus: ``open_results`` asks their workload once and keeps it; where the workload is not
+    known, reading them says so in one line."""
+    results, experiment_id = finished_experiment
+    before = _read_all(results, experiment_id)
+    _drop_readings(results)
+    assert _read_all(results, experiment_id) == before
+    _drop_readings(results)
+    monkeypatch.setattr("maximus.workloads.WORKLOADS", {})
+    store = api.open_results(results)
+    try:
+        run_id = store.runs()[0].id
+        with pytest.raises(UserError, match=rf"^run {run_id} was stored by an older Maximus, which did not keep how "
+                                            r"to read it, and this Maximus does not know its workload 'tpcc'$"):
+            analyse_run(store, run_id)
+        with pytest.raises(UserError, match=rf"^experiment {experiment_id} was stored by an older Maximus, which did "
+                                            r"not keep how to read its runs, and this Maximus does not know its "
+                                            r"workload$"):
+            analyse_experiment(store, experiment_id)
+    finally:
+        store.close()
+
+
+def _read_all(results: Path, experiment_id: int) -> tuple:
+    store = api.open_results(results)
+    try:
+        runs = [analyse_run(store, record.id) for record in store.runs()]
+        experiment = analyse_experiment(store, experiment_id)
+        return ([(r.presentation, r.figures.headline, r.validity, r.mix, r.warnings) for r in runs],
+                listed_runs(store), experiment.presentation, experiment.summary)
+    finally:
+        store.close()
+
+
+def _drop_readings(results: Path) -> None:
+    with sqlite3.connect(results) as db:
+        db.execute("UPDATE runs SET reading = NULL")
+        db.execute("UPDATE experiments SET plan = json_remove(plan, '$.reading')")

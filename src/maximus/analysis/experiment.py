@@ -11,13 +11,11 @@ from maximus.analysis.compare import Estimate, Ratio, Verdict, compare, estimate
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.steady import steady_state_warning, window_series
 from maximus.errors import UserError
-from maximus.experiment.model import Experiment
+from maximus.experiment.model import MODEL, READING, Experiment
 from maximus.experiment.model import from_data as model_from_data
 from maximus.experiment.plan import from_data
-from maximus.records import ExperimentRecord, RunStatus
+from maximus.records import ExperimentRecord, Headline, Presentation, RunStatus, WorkloadReading
 from maximus.store import ResultsStore
-from maximus.workloads import workload as workload_named
-from maximus.workloads.base import Headline, Presentation
 
 SIGNIFICANT = (Verdict.FASTER, Verdict.SLOWER)
 
@@ -152,11 +150,19 @@ class ExperimentReport:
 
 def stored_model(record: ExperimentRecord) -> Experiment:
     """The experiment as it was resolved when it was planned, from its plan: its file is not read again."""
-    if "model" not in record.plan:  # what api.open_results could not add here (experiment.runner.keep_models)
+    if MODEL not in record.plan:  # what api.open_results could not add here (experiment.runner.keep_models)
         raise UserError(f"experiment {record.id} was stored by an older Maximus, which did not keep its resolved "
                         f"settings: read it once on a machine where its engine{_engine_named(record)} runs, which "
                         "keeps them")
-    return model_from_data(record.plan["model"])
+    return model_from_data(record.plan[MODEL])
+
+
+def stored_reading(record: ExperimentRecord) -> WorkloadReading:
+    """How the experiment's runs are read together, as kept with its plan (``experiment.runner.reading``)."""
+    if READING not in record.plan:  # its workload is not known here (experiment.runner.keep_models)
+        raise UserError(f"experiment {record.id} was stored by an older Maximus, which did not keep how to read its "
+                        f"runs, and this Maximus does not know its workload")
+    return WorkloadReading.from_data(record.plan[READING])
 
 
 def _engine_named(record: ExperimentRecord) -> str:
@@ -170,17 +176,15 @@ def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentRep
     """Per step and client count: estimates over repeats, gains, verdicts; from the stored raw samples."""
     record = store.experiment(experiment_id)
     experiment = stored_model(record)
-    workload = workload_named(experiment.workload.name)
+    reading = stored_reading(record)
     planned = {run.key: run for run in from_data(record.plan["runs"])}
     rows = []
     for run in store.runs(experiment_id):
         if run.plan_key not in planned:
             continue
-        figures = (run_figures(store.samples(run.id), run.window, workload.reported_transactions,
-                               workload.headline.transaction) if run.status is RunStatus.COMPLETE else None)
+        figures = (run_figures(store.samples(run.id), run.window, reading.reported_transactions,
+                               reading.headline.transaction) if run.status is RunStatus.COMPLETE else None)
         key = planned[run.plan_key]
         rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures))
-    summary = summarise(workload.headline, [s.name for s in experiment.steps], experiment.clients, len(planned), rows)
-    return ExperimentReport(record, experiment, summary,
-                            workload.presentation(workload.settings(experiment.workload.settings),
-                                                  max(experiment.clients)))
+    summary = summarise(reading.headline, [s.name for s in experiment.steps], experiment.clients, len(planned), rows)
+    return ExperimentReport(record, experiment, summary, reading.presentation)

@@ -9,10 +9,11 @@ from typing import Sequence
 from maximus.analysis import monitoring
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.monitoring import RunColumn, RunMonitoring
-from maximus.records import EMBEDDED, CheckResult, DeferredResult, RunRecord, TxnSample
+from maximus.bands import Counters, band_results
+from maximus.errors import UserError
+from maximus.records import (EMBEDDED, BandResult, CheckResult, DeferredResult, Presentation, RunRecord, TxnSample,
+                             WorkloadReading)
 from maximus.store import ResultsStore
-from maximus.workloads import workload as workload_named
-from maximus.workloads.base import BandResult, Presentation
 
 
 @dataclass(frozen=True)
@@ -41,36 +42,41 @@ class RunReport:
 
 def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     record = store.run(run_id)
-    workload = workload_named(record.spec.workload)
+    reading = reading_of(record)
     samples = store.samples(run_id)
-    figures = run_figures(samples, record.window, workload.reported_transactions, workload.headline.transaction)
+    figures = run_figures(samples, record.window, reading.reported_transactions, reading.headline.transaction)
     deferred = tuple(store.deferred_results(run_id))
-    settings = workload.settings(record.spec.settings)
-    validity = workload.validity(settings, figures.counts, store.facts(run_id), deferred, record.window)
-    return RunReport(record, workload.presentation(settings, record.spec.terminals), figures, tuple(validity),
-                     tuple(workload.mix(figures.counts)),
+    counters = Counters(figures.counts, store.facts(run_id), deferred, record.window)
+    return RunReport(record, reading.presentation, figures, tuple(band_results(reading.validity, counters)),
+                     tuple(band_results(reading.mix, counters)),
                      tuple(store.consistency(run_id)), analyse_monitoring(store, record, samples, figures), deferred)
+
+
+def reading_of(record: RunRecord) -> WorkloadReading:
+    """How to read the run, as it was stored with it; a run stored before Maximus kept that gets it when the results
+    database is opened (``api.open_results``), where its workload is known."""
+    if record.reading is None:
+        raise UserError(f"run {record.id} was stored by an older Maximus, which did not keep how to read it, and "
+                        f"this Maximus does not know its workload {record.spec.workload!r}")
+    return record.reading
 
 
 def listed_runs(store: ResultsStore) -> list[tuple[RunRecord, Presentation, int]]:
     """Every stored run, how its workload names it, and its headline figure (``RunFigures.headline``), counted by
     the store in one query instead of analysing each run whole: ``maximus runs`` lists a thousand in a second."""
-    records = store.runs()
-    workloads = {name: workload_named(name) for name in {record.spec.workload for record in records}}
-    done = store.completions_in_window({name: workload.headline.transaction for name, workload in workloads.items()})
+    done = store.completions_in_window()
     listed = []
-    for record in records:
-        workload = workloads[record.spec.workload]
+    for record in store.runs():
         minutes = record.window.minutes
-        presentation = workload.presentation(workload.settings(record.spec.settings), record.spec.terminals)
-        listed.append((record, presentation, int(done.get(record.id, 0) / minutes) if minutes else 0))
+        headline = int(done.get(record.id, 0) / minutes) if minutes else 0
+        listed.append((record, reading_of(record).presentation, headline))
     return listed
 
 
 def analyse_monitoring(store: ResultsStore, record: RunRecord, samples: Sequence[TxnSample],
                        figures: RunFigures) -> RunMonitoring:
     """The run's monitoring figures and cross-checks, recomputed from its stored samples."""
-    writers = workload_named(record.spec.workload).write_transactions()
+    writers = set(reading_of(record).write_transactions)
     return monitoring.analyse(store.metric_samples(record.id), samples, record.window, writers, figures.tpm / 60,
                               embedded(record))
 

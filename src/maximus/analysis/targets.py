@@ -10,9 +10,8 @@ from maximus.analysis.run import analyse_run
 from maximus.analysis.steady import window_series
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment
-from maximus.records import RunStatus, differences
+from maximus.records import Headline, RunStatus, differences
 from maximus.store import ResultsStore
-from maximus.workloads.base import Headline
 
 
 @dataclass(frozen=True)

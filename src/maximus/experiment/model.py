@@ -67,6 +67,11 @@ class Experiment:
         return self.steps[0]
 
 
+# The entries of an experiment's stored plan that the read side reads: the resolved model (``to_data``) and how its
+# runs are read together (``records.WorkloadReading``)
+MODEL, READING = "model", "reading"
+
+
 def to_data(experiment: Experiment) -> dict[str, Any]:
     """The experiment as JSON data: stored with its plan, so that reading its results needs neither its file
     nor the engine that validated it (``from_data``)."""

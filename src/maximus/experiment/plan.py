@@ -7,7 +7,6 @@ from typing import Any, Mapping, Sequence
 
 from maximus import limits
 from maximus.experiment.model import Experiment, LoadPolicy, Order
-from maximus.workloads import workload as workload_named
 
 
 @dataclass(frozen=True)
@@ -28,8 +27,9 @@ def plan(experiment: Experiment) -> list[PlannedRun]:
     return _mark_builds(runs)
 
 
-def estimate(experiment: Experiment, runs: Sequence[PlannedRun] | None = None) -> limits.Estimate:
-    """How long the whole plan takes, found without expanding it; or the planned ``runs`` (what is left)."""
+def estimate(experiment: Experiment, scale: int, runs: Sequence[PlannedRun] | None = None) -> limits.Estimate:
+    """How long the whole plan takes, found without expanding it; or the planned ``runs`` (what is left). ``scale``:
+    how big the workload's database is, in its unit (``Workload.scale``)."""
     if runs is None:
         builds = len(experiment.steps) * (experiment.repeats if experiment.hygiene.load is LoadPolicy.PER_REPEAT
                                           else 1)
@@ -37,7 +37,6 @@ def estimate(experiment: Experiment, runs: Sequence[PlannedRun] | None = None) -
     else:
         builds, count = sum(run.build for run in runs), len(runs)
     workload = experiment.workload
-    scale = workload_named(workload.name).scale(workload_named(workload.name).settings(workload.settings))
     return limits.estimate(count, builds, workload.warmup_s, workload.duration_s, scale)
 
 

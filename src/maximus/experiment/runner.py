@@ -16,13 +16,15 @@ from maximus import locks, system
 from maximus.driver.scheduler import Observer
 from maximus.errors import MaximusError, UserError, cause
 from maximus.experiment.loader import load_experiment, stored_experiment, stored_overrides
-from maximus.experiment.model import Experiment, to_data
+from maximus.experiment.model import MODEL, READING, Experiment, to_data
+from maximus.experiment.model import from_data as from_model
 from maximus.experiment.plan import PlannedRun, estimate, from_data, plan
 from maximus.experiment.plan import to_data as plan_data
-from maximus.records import RunStatus
+from maximus.records import RunStatus, WorkloadReading
 from maximus.runs import BenchmarkOptions, record_failed_run, run_benchmark
 from maximus.store import ResultsStore
 from maximus.store.failures import ResultsUnavailable
+from maximus.workloads import workload as workload_named
 
 FINISHED = (RunStatus.COMPLETE, RunStatus.FAILED)
 # Errors that are not the run's own: the experiment stops (it can be resumed) instead of storing a failed run
@@ -45,7 +47,7 @@ def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver
     if overrides:
         experiment = overrides(experiment)
     _allowed(experiment)
-    planned = estimate(experiment)
+    planned = estimate(experiment, scale(experiment))
     planned.confirm(yes, f"experiment {experiment.name!r}")
     observer.note(f"estimated time: {planned.text()}")
     runs = plan(experiment)
@@ -53,7 +55,7 @@ def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver
     try:
         experiment_id = store.create_experiment(experiment.name, str(path), Path(path).read_text(),
                                                 {"runs": plan_data(runs), "experiment": stored_overrides(experiment),
-                                                 "model": to_data(experiment)})
+                                                 MODEL: to_data(experiment), READING: reading(experiment).to_data()})
     finally:
         store.close()
     with running_experiment(results, experiment_id):
@@ -78,20 +80,39 @@ def resume(experiment_id: int | None, workdir: Path, results: Path, observer: Ex
         _allowed(experiment)
         runs = from_data(record.plan["runs"])
         left = [run for run in runs if run.key not in _finished_keys(results, record.id)]
-        observer.note(f"estimated time of what is left: {estimate(experiment, left).text()}")
+        observer.note(f"estimated time of what is left: {estimate(experiment, scale(experiment), left).text()}")
         execute(record.id, experiment, runs, workdir, results, observer)
     return record.id
 
 
 def keep_models(store: ResultsStore) -> None:
-    """Experiments stored before Maximus kept their resolved model with their plan get it now, read again from
-    their stored file as when they ran, where that can be done here (the engine that validates the file is
-    installed): reading their results then needs neither. One that cannot stays as it is, and reading it says so."""
-    for record in store.experiments_without_model():
+    """Experiments stored before Maximus kept their resolved model and how to read their runs with their plan get
+    them now: the model read again from their stored file as when they ran, where that can be done here (the engine
+    that validates the file is installed), and the reading from the model's workload. Reading their results then
+    needs neither. One that cannot stays as it is, and reading it says so."""
+    for record in store.experiments_without(MODEL):
         try:
-            store.keep_experiment_model(record.id, to_data(stored_experiment(record)))
+            store.keep_in_plan(record.id, MODEL, to_data(stored_experiment(record)))
         except MaximusError:
             pass
+    for record in store.experiments_without(READING):
+        if MODEL in record.plan:
+            try:
+                store.keep_in_plan(record.id, READING, reading(from_model(record.plan[MODEL])).to_data())
+            except UserError:  # a workload this Maximus does not know
+                pass
+
+
+def scale(experiment: Experiment) -> int:
+    """How big the experiment's database is, in its workload's unit (TPC-C: warehouses)."""
+    workload = workload_named(experiment.workload.name)
+    return workload.scale(workload.settings(experiment.workload.settings))
+
+
+def reading(experiment: Experiment) -> WorkloadReading:
+    """How the experiment's runs are read together: named as by its workload, at its most clients."""
+    workload = workload_named(experiment.workload.name)
+    return workload.reading(workload.settings(experiment.workload.settings), max(experiment.clients))
 
 
 def _allowed(experiment: Experiment) -> None:

@@ -19,8 +19,7 @@ from maximus.analysis.compare import Estimate
 from maximus.analysis.experiment import ExperimentSummary
 from maximus.analysis.metrics import RunFigures, TransactionFigures
 from maximus.analysis.timeseries import CpuTimeline, DiskTimeline
-from maximus.records import Window
-from maximus.workloads.base import Headline, Presentation
+from maximus.records import Headline, Presentation, Window
 
 def _finite(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) or math.isinf(value) else float(value)

@@ -13,8 +13,7 @@ from maximus import environment
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring, WaitEvent
 from maximus.report.format import band_value_text, layout_text, measured_text, transactions_text
-from maximus.records import CheckResult, RunRecord
-from maximus.workloads.base import BandResult, Headline, Presentation
+from maximus.records import BandResult, CheckResult, Headline, Presentation, RunRecord
 
 KNOBS_SHOWN_WHOLE = 30  # SQLite's knobs, with room to spare; not a server's hundreds of settings
 _STATUS_STYLE = {"ok": "green", "OUT OF BAND": "bold red", "n/a": "dim", "no data": "yellow"}

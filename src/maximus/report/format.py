@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 from maximus.analysis.compare import Estimate, Ratio
-from maximus.records import RunRecord, RunSpec
-from maximus.workloads.base import BandResult
+from maximus.records import BandResult, RunRecord, RunSpec
 
 
 def estimate_text(value: Estimate, digits: int = 0, scale: float = 1.0) -> str:

@@ -23,8 +23,7 @@ from maximus.report import charts, tables
 from maximus.analysis.bundle import ExperimentData, RunData, representative
 from maximus.report.format import band_value_text, estimate_text, ratio_text, verdict_text
 from maximus.report.plotting import figure
-from maximus.records import CheckResult
-from maximus.workloads.base import BandResult, Presentation
+from maximus.records import BandResult, CheckResult, Presentation
 
 NOT_MEASURED = '<span class="not-measured">not measured</span>'
 

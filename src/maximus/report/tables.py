@@ -16,8 +16,7 @@ from maximus.analysis.compare import Estimate, Ratio, Verdict
 from maximus.analysis.bundle import ExperimentData, RunData, representative
 from maximus.report.charts import clients_label
 from maximus.report.format import layout_text, measured_text, transactions_text
-from maximus.records import CheckResult
-from maximus.workloads.base import BandResult, Presentation
+from maximus.records import BandResult, CheckResult, Presentation
 
 NOISY_HALF_WIDTH_PERCENT = 10.0  # a cell whose headline interval is wider than ±10 % cannot resolve small gains
 SIGNIFICANT = (Verdict.FASTER, Verdict.SLOWER)

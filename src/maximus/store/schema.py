@@ -73,6 +73,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE runs_v6 RENAME TO runs",
         "CREATE INDEX runs_by_experiment ON runs (experiment_id, plan_key)",
     ),
+    (  # version 7: how the read side reads a run (records.WorkloadReading, JSON): it asks no workload
+        "ALTER TABLE runs ADD COLUMN reading TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -21,7 +21,7 @@ from maximus.environment import boot_id
 from maximus.locks import unusable_directory
 from maximus.pids import start_time
 from maximus.records import (CheckResult, DeferredResult, ExperimentRecord, Outcome, RunEnd, RunRecord, RunSpec,
-                             RunStart, RunStatus, TxnSample, Window)
+                             RunStart, RunStatus, TxnSample, Window, WorkloadReading)
 from maximus.records import MetricSample
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
 from maximus.store.schema import SCHEMA_VERSION, migrate
@@ -153,14 +153,15 @@ class ResultsStore:
                 "INSERT INTO runs (started_at, status, engine, workload, workload_settings, terminals, warmup_s,"
                 " duration_s, seed, knobs, effective_knobs, engine_settings, database, load_seconds, loaded_in_run,"
                 " load_seed, constants, environment, warnings, window_start, window_end, experiment_id, plan_key,"
-                " options, runner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " options, runner, reading)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (_now(), RunStatus.RUNNING.value, spec.engine, spec.workload, json.dumps(dict(spec.settings)),
                  spec.terminals, spec.warmup_s, spec.duration_s, spec.seed, json.dumps(dict(spec.knobs)),
                  json.dumps(dict(start.effective_knobs)), json.dumps(dict(start.engine_settings)),
                  spec.database, start.load_seconds, int(start.loaded_in_run), start.load_seed,
                  json.dumps(dict(start.constants)), json.dumps(dict(start.environment)),
                  json.dumps(list(start.warnings)), window.start, window.end, start.experiment_id, start.plan_key,
-                 json.dumps(dict(spec.options)), _this_runner()))
+                 json.dumps(dict(spec.options)), _this_runner(), _reading_text(start.reading)))
         return _row_id(cursor)
 
     @guarded
@@ -240,11 +241,23 @@ class ResultsStore:
             self._db.execute("UPDATE runs SET options = ? WHERE id = ?", (json.dumps(options), run_id))
 
     @guarded
-    def keep_experiment_model(self, experiment_id: int, model: Mapping[str, Any]) -> None:
-        """Add the resolved experiment to the plan of one stored before Maximus kept it there."""
+    def runs_without_reading(self) -> list[RunRecord]:
+        """The runs stored before Maximus kept how to read them (``RunRecord.reading``): one query."""
+        return [self._record(row) for row in self._db.execute(f"{_SELECT_RUN} WHERE reading IS NULL ORDER BY id")]
+
+    @guarded
+    def keep_run_reading(self, run_id: int, reading: WorkloadReading) -> None:
+        """Add how to read it to a run stored before Maximus kept that."""
+        with self._db:
+            self._db.execute("UPDATE runs SET reading = ? WHERE id = ?", (_reading_text(reading), run_id))
+
+    @guarded
+    def keep_in_plan(self, experiment_id: int, entry: str, value: Mapping[str, Any]) -> None:
+        """Add an entry (the resolved model, how to read its runs) to the plan of an experiment stored before
+        Maximus kept it there."""
         with self._db:
             row = self._db.execute("SELECT plan FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
-            plan = json.loads(row[0]) | {"model": dict(model)}
+            plan = json.loads(row[0]) | {entry: dict(value)}
             self._db.execute("UPDATE experiments SET plan = ? WHERE id = ?", (json.dumps(plan), experiment_id))
 
     @guarded
@@ -258,10 +271,11 @@ class ResultsStore:
         return [self._experiment(row) for row in self._db.execute(f"{_SELECT_EXPERIMENT} ORDER BY id")]
 
     @guarded
-    def experiments_without_model(self) -> list[ExperimentRecord]:
-        """The experiments stored before Maximus kept their resolved model with their plan: one query, not every
-        plan read whole."""
-        rows = self._db.execute(f"{_SELECT_EXPERIMENT} WHERE json_extract(plan, '$.model') IS NULL ORDER BY id")
+    def experiments_without(self, entry: str) -> list[ExperimentRecord]:
+        """The experiments whose plan lacks ``entry``, stored before Maximus kept it: one query, not every plan read
+        whole."""
+        rows = self._db.execute(f"{_SELECT_EXPERIMENT} WHERE json_extract(plan, ?) IS NULL ORDER BY id",
+                                (f"$.{entry}",))
         return [self._experiment(row) for row in rows]
 
     @guarded
@@ -300,19 +314,16 @@ class ResultsStore:
         return [TxnSample(t, name, s, lat, Outcome(o), a, e) for t, name, s, lat, o, a, e in rows]
 
     @guarded
-    def completions_in_window(self, headlines: Mapping[str, str]) -> dict[int, int]:
-        """Per run, its completed (committed or rolled back) transactions of the one its workload names in
-        ``headlines``, whose whole response time lies inside its window (``Window.holds``): one query for every run,
-        where ``samples`` would read each run's samples whole."""
-        found: dict[int, int] = {}
-        for workload, transaction in headlines.items():
-            rows = self._db.execute(
-                "SELECT r.id, count(s.run_id) FROM runs AS r LEFT JOIN txn_samples AS s ON s.run_id = r.id"
-                " AND s.transaction_name = ? AND s.outcome IN (?, ?) AND s.start >= r.window_start"
-                " AND s.start + s.latency <= r.window_end WHERE r.workload = ? GROUP BY r.id",
-                (transaction, Outcome.COMMITTED.value, Outcome.ROLLED_BACK.value, workload))
-            found.update(rows)
-        return found
+    def completions_in_window(self) -> dict[int, int]:
+        """Per run, its completed (committed or rolled back) transactions of its headline's (as its stored reading
+        names it), whose whole response time lies inside its window (``Window.holds``): one query for every run,
+        where ``samples`` would read each run's samples whole. A run without a stored reading counts none."""
+        rows = self._db.execute(
+            "SELECT r.id, count(s.run_id) FROM runs AS r LEFT JOIN txn_samples AS s ON s.run_id = r.id"
+            " AND s.transaction_name = json_extract(r.reading, '$.presentation.headline.transaction')"
+            " AND s.outcome IN (?, ?) AND s.start >= r.window_start AND s.start + s.latency <= r.window_end"
+            " GROUP BY r.id", (Outcome.COMMITTED.value, Outcome.ROLLED_BACK.value))
+        return dict(rows)
 
     @guarded
     def deferred_results(self, run_id: int) -> list[DeferredResult]:
@@ -341,7 +352,7 @@ class ResultsStore:
     def _record(row: tuple) -> RunRecord:
         (run_id, started, finished, status, engine, workload, workload_settings, terminals, warmup, duration, seed,
          knobs, effective, settings, database, load_s, loaded, load_seed, constants, environment, warnings,
-         errors, w_start, w_end, elapsed, experiment_id, plan_key, options) = row
+         errors, w_start, w_end, elapsed, experiment_id, plan_key, options, reading) = row
         spec = RunSpec(engine, json.loads(knobs), workload, json.loads(workload_settings), terminals, warmup, duration,
                        seed, database, json.loads(options))
         finite = all(isinstance(v, (int, float)) and math.isfinite(v) for v in (w_start, w_end))
@@ -349,7 +360,8 @@ class ResultsStore:
                          json.loads(settings), load_s, bool(loaded), load_seed, json.loads(constants),
                          json.loads(environment), tuple(json.loads(warnings)),
                          tuple(json.loads(errors)) + (() if finite else (NOT_FINITE,)),
-                         Window(w_start, w_end) if finite else Window(0.0, 0.0), elapsed, experiment_id, plan_key)
+                         Window(w_start, w_end) if finite else Window(0.0, 0.0), elapsed, experiment_id, plan_key,
+                         None if reading is None else WorkloadReading.from_data(json.loads(reading)))
 
     @guarded
     def add_metric_samples(self, run_id: int, samples: Iterable[MetricSample]) -> None:
@@ -372,9 +384,13 @@ class ResultsStore:
 _SELECT_RUN = ("SELECT id, started_at, finished_at, status, engine, workload, workload_settings, terminals, warmup_s,"
                " duration_s, seed, knobs, effective_knobs, engine_settings, database,"
                " load_seconds, loaded_in_run, load_seed, constants, environment, warnings, errors, window_start,"
-               " window_end, elapsed_s, experiment_id, plan_key, options FROM runs")
+               " window_end, elapsed_s, experiment_id, plan_key, options, reading FROM runs")
 _SELECT_EXPERIMENT = ("SELECT id, name, created_at, finished_at, source_path, source_text, plan, status"
                       " FROM experiments")
+
+
+def _reading_text(reading: WorkloadReading | None) -> str | None:
+    return None if reading is None else json.dumps(reading.to_data())
 
 
 def _row_id(cursor: sqlite3.Cursor) -> int:

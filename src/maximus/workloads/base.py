@@ -25,7 +25,9 @@ from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
 from maximus.engines.base import Dialect, Engine, Session
 from maximus import limits
 from maximus.errors import UserError
-from maximus.records import CheckResult, DeferredResult, Window
+from maximus.records import Band, Headline, Presentation, WorkloadReading
+from maximus.records import BandResult as BandResult  # where workloads have always found it
+from maximus.records import CheckResult
 
 Progress = Callable[[str, int], None]  # (table, rows just written)
 
@@ -64,40 +66,6 @@ class RunSettings(Protocol):
 
 
 @dataclass(frozen=True)
-class Headline:
-    """The workload's figure of merit: completed ``transaction``s per minute of the measured window,
-    truncated to an integer (TPC-C's tpmC, 5.4), and the same counting committed ones only."""
-
-    key: str  # as exports name it: "tpmc"
-    name: str  # as tables show it: "tpmC"
-    meaning: str  # "New-Orders per minute incl. rollbacks (5.4)"
-    transaction: str  # whose completions it counts: "new_order"
-    committed_key: str  # "nopm"
-    committed_name: str  # "NOPM"
-    committed_meaning: str  # "committed New-Orders per minute"
-    per_second_name: str  # the headline transaction's completions as a timeline counts them: "New-Orders"
-
-
-@dataclass(frozen=True)
-class Presentation:
-    """How tables, reports and exports name a run of a workload with given settings
-    (``Workload.presentation``), so that none of them needs to know the workload."""
-
-    headline: Headline
-    benchmark: str  # "TPC-C"; "TPC-C-like (keying and think times off)" when the settings leave the specification
-    conforming: bool  # the settings follow the workload's specification
-    scale: str  # "2 warehouse(s)"
-    short_scale: str  # as a narrow column shows it: "2 wh"
-    details: str  # the other settings, as a header shows them: "mix deck"
-    conformance: str  # what the settings mean for conformance, a sentence under the report's label
-    transaction_labels: Mapping[str, str]  # name -> as tables show it ("new_order" -> "New-Order")
-    response_time_limits: Mapping[str, float]  # name -> the specification's 90th-percentile limit, seconds
-
-    def label(self, transaction: str) -> str:
-        return self.transaction_labels.get(transaction, transaction)
-
-
-@dataclass(frozen=True)
 class LoadResult:
     scale: int
     seed: int
@@ -116,27 +84,6 @@ class DatabaseInfo:
     fresh: bool  # no run has changed it since the build
     creation_settings: dict[str, str]  # the engine's knobs fixed when it was built
     inputs: Any = None  # the workload's own: what a run's inputs depend on (TPC-C: the NURand C-Load)
-
-
-@dataclass(frozen=True)
-class BandResult:
-    """A figure of the run against the band a valid run must keep it in (TPC-C 5.5.1.5, 5.2.3, 2.7.4.2)."""
-
-    name: str
-    value: float | None  # None: nothing to measure
-    low: float
-    high: float
-    sample: int  # how many draws the value rests on
-    note: str = ""  # why the band does not apply
-    clause: str = ""
-
-    @property
-    def status(self) -> str:
-        if self.note:
-            return "n/a"
-        if self.value is None:
-            return "no data"
-        return "ok" if self.low <= self.value <= self.high else "OUT OF BAND"
 
 
 class Workload(ABC):
@@ -204,15 +151,20 @@ class Workload(ABC):
         """What makes a run of these settings something less than the workload's specification asks."""
         return []
 
-    def validity(self, settings: Any, counts: Mapping[str, int], facts: Mapping[str, int],
-                 deferred: Sequence[DeferredResult], window: Window) -> list[BandResult]:
-        """The run's input-validity bands, from its counts per transaction, its summed facts and its deferred
-        transactions' results."""
-        return []
+    def validity_bands(self, settings: Any) -> Sequence[Band]:
+        """The bands a valid run of these settings keeps its inputs in, as data (``maximus.records.Band``): its
+        counts per transaction, its summed facts, its deferred transactions' records."""
+        return ()
 
-    def mix(self, counts: Mapping[str, int]) -> list[BandResult]:
-        """Each transaction's share of the run against its minimum."""
-        return []
+    def mix_bands(self) -> Sequence[Band]:
+        """Each transaction's share of the run against its minimum, as bands."""
+        return ()
+
+    def reading(self, settings: Any, terminals: int | None) -> WorkloadReading:
+        """What the read side needs to read a run of these settings, stored with the run: it asks no workload."""
+        return WorkloadReading(self.presentation(settings, terminals), self.reported_transactions,
+                               tuple(sorted(self.write_transactions())), tuple(self.validity_bands(settings)),
+                               tuple(self.mix_bands()))
 
     @abstractmethod
     def write_transactions(self) -> set[str]:

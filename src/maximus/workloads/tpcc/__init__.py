@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from maximus.engines.base import Dialect, Engine, Session
-from maximus.records import DeferredResult, Window
-from maximus.workloads.base import (BandResult, CheckResult, DatabaseInfo, Headline, LoadResult, Presentation,
+from maximus.workloads.base import (Band, CheckResult, DatabaseInfo, Headline, LoadResult, Presentation,
                                     Progress, Workload)
 from maximus.workloads.tpcc import generate, loader
 from maximus.workloads.tpcc.constants import (DEFERRED_DELIVERY, RESPONSE_TIME_LIMIT, TERMINALS_PER_WAREHOUSE,
@@ -20,7 +19,7 @@ from maximus.workloads.tpcc.settings import KEYS, TpccSettings, parse_settings
 from maximus.workloads.tpcc.sql import statements
 from maximus.workloads.tpcc.kinds import TRANSACTION_TYPES, transactions_for
 from maximus.workloads.tpcc.transaction import Home, home_of
-from maximus.workloads.tpcc.validity import mix_report, validity_report
+from maximus.workloads.tpcc.validity import mix_bands, validity_bands
 
 class Tpcc(Workload):
     name = "tpcc"
@@ -112,12 +111,11 @@ class Tpcc(Workload):
                             "4.2.2: terminals share (warehouse, district) pairs, which 2.8.1.1 gives one each")
         return warnings
 
-    def validity(self, settings: TpccSettings, counts: Mapping[str, int], facts: Mapping[str, int],
-                 deferred: Sequence[DeferredResult], window: Window) -> list[BandResult]:
-        return validity_report(counts, facts, settings.warehouses, deferred, window)
+    def validity_bands(self, settings: TpccSettings) -> list[Band]:
+        return validity_bands(settings.warehouses)
 
-    def mix(self, counts: Mapping[str, int]) -> list[BandResult]:
-        return mix_report(counts)
+    def mix_bands(self) -> list[Band]:
+        return mix_bands()
 
 
 __all__ = ["Home", "TRANSACTION_TYPES", "Tpcc", "TpccSettings", "home_of"]
