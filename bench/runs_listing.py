@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 
 from maximus.analysis.run import analyse_run, listed_runs
-from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.records import EMBEDDED, Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.workloads.tpcc import Tpcc
 from maximus.store import ResultsStore
 
 MIX = (("new_order", 45), ("payment", 43), ("order_status", 4), ("delivery", 4), ("stock_level", 4))
 SPEC = RunSpec("sqlite", {"journal_mode": "wal"}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 2,
-               5.0, 20.0, 1, database="tpcc-1wh")
+               5.0, 20.0, 1, database="tpcc-1wh", options={EMBEDDED: "yes"})
 
 
 def main() -> None:
@@ -60,11 +61,14 @@ def _arguments() -> argparse.Namespace:
 def _store_runs(results: Path, runs: int, samples: int) -> None:
     rng = random.Random(1)
     names = [name for name, weight in MIX for _ in range(weight)]
+    tpcc = Tpcc()
+    reading = tpcc.reading(tpcc.settings(SPEC.settings), SPEC.terminals)  # as a run stores it when it begins
     store = ResultsStore(results)
     try:
         for _ in range(runs):
             run_id = store.begin_run(RunStart(SPEC, effective_knobs={}, engine_settings={}, load_seconds=1.0,
-                                              loaded_in_run=False, load_seed=1, constants={}, environment={}))
+                                              loaded_in_run=False, load_seed=1, constants={}, environment={},
+                                              reading=reading))
             drawn = [TxnSample(rng.randrange(2), rng.choice(names), start, rng.uniform(0.001, 0.02), Outcome.COMMITTED)
                      for start in sorted(rng.uniform(0.0, 25.0) for _ in range(samples))]
             store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, drawn, elapsed_s=25.0))

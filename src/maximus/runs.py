@@ -327,24 +327,28 @@ def embedded(engine: type[Engine]) -> bool:
 def keep_engine_facts(store: ResultsStore) -> None:
     """Runs stored before Maximus kept whether their engine is embedded (``EMBEDDED`` of their options) get it now,
     from the engine's class where it is registered here: reading their results then needs no engine."""
+    kept = {}
     for run_id, engine in store.runs_without_option(EMBEDDED):
         try:
-            inside = embedded(engine_class(engine))
+            kept[run_id] = "yes" if embedded(engine_class(engine)) else "no"
         except UserError:  # an engine this Maximus does not know
             continue
-        store.keep_run_option(run_id, EMBEDDED, "yes" if inside else "no")
+    if kept:
+        store.keep_run_option(EMBEDDED, kept)
 
 
 def keep_readings(store: ResultsStore) -> None:
     """Runs stored before Maximus kept how to read them (``RunRecord.reading``) get it now, from their workload where
     it is registered here: reading their results then asks no workload."""
+    kept = {}
     for record in store.runs_without_reading():
         try:
             workload = workload_named(record.spec.workload)
-            store.keep_run_reading(record.id, workload.reading(workload.settings(record.spec.settings),
-                                                               record.spec.terminals))
+            kept[record.id] = workload.reading(workload.settings(record.spec.settings), record.spec.terminals)
         except UserError:  # a workload this Maximus does not know, or settings it no longer takes
             continue
+    if kept:
+        store.keep_run_readings(kept)
 
 
 def run_samplers(engine: Engine) -> list[Sampler]:

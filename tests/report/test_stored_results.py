@@ -119,7 +119,7 @@ def test_runs_are_read_from_their_stored_reading_not_their_workload(finished_exp
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """With no workload registered at all, every run and the experiment read as before, and what they show of the
     workload (its benchmark label, its bands) is what the run stored: change it in the store and the report says so."""
-    results, experiment_id = finished_experiment
+    results, experiment_id = _copied(finished_experiment, tmp_path)
     before = _read_all(results, experiment_id)
     monkeypatch.setattr("maximus.workloads.WORKLOADS", {})
     assert _read_all(results, experiment_id) == before
@@ -139,7 +139,7 @@ def test_runs_stored_without_their_reading_get_it_from_their_workload(finished_e
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Stored by an older Maximus: ``open_results`` asks their workload once and keeps it; where the workload is not
     known, reading them says so in one line."""
-    results, experiment_id = finished_experiment
+    results, experiment_id = _copied(finished_experiment, tmp_path)
     before = _read_all(results, experiment_id)
     _drop_readings(results)
     assert _read_all(results, experiment_id) == before
@@ -157,6 +157,13 @@ def test_runs_stored_without_their_reading_get_it_from_their_workload(finished_e
             analyse_experiment(store, experiment_id)
     finally:
         store.close()
+
+
+def _copied(finished: tuple[Path, int], tmp_path: Path) -> tuple[Path, int]:
+    """The experiment's results database, copied: the fixture's is shared by the tests of this module."""
+    results, experiment_id = finished
+    shutil.copy(results, tmp_path / "results.db")
+    return tmp_path / "results.db", experiment_id
 
 
 def _read_all(results: Path, experiment_id: int) -> tuple:

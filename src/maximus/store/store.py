@@ -233,12 +233,11 @@ class ResultsStore:
         return [(run_id, engine) for run_id, engine in rows]
 
     @guarded
-    def keep_run_option(self, run_id: int, name: str, value: str) -> None:
-        """Add an option to a run stored before Maximus kept it."""
+    def keep_run_option(self, name: str, values: Mapping[int, str]) -> None:
+        """Add an option to runs stored before Maximus kept it (run -> its value), in one transaction."""
         with self._db:
-            row = self._db.execute("SELECT options FROM runs WHERE id = ?", (run_id,)).fetchone()
-            options = json.loads(row[0] or "{}") | {name: value}
-            self._db.execute("UPDATE runs SET options = ? WHERE id = ?", (json.dumps(options), run_id))
+            self._db.executemany("UPDATE runs SET options = json_set(coalesce(options, '{}'), ?, ?) WHERE id = ?",
+                                 ((f"$.{name}", value, run_id) for run_id, value in values.items()))
 
     @guarded
     def runs_without_reading(self) -> list[RunRecord]:
@@ -246,10 +245,11 @@ class ResultsStore:
         return [self._record(row) for row in self._db.execute(f"{_SELECT_RUN} WHERE reading IS NULL ORDER BY id")]
 
     @guarded
-    def keep_run_reading(self, run_id: int, reading: WorkloadReading) -> None:
-        """Add how to read it to a run stored before Maximus kept that."""
+    def keep_run_readings(self, readings: Mapping[int, WorkloadReading]) -> None:
+        """Add how to read them to runs stored before Maximus kept that (run -> its reading), in one transaction."""
         with self._db:
-            self._db.execute("UPDATE runs SET reading = ? WHERE id = ?", (_reading_text(reading), run_id))
+            self._db.executemany("UPDATE runs SET reading = ? WHERE id = ?",
+                                 ((_reading_text(reading), run_id) for run_id, reading in readings.items()))
 
     @guarded
     def keep_in_plan(self, experiment_id: int, entry: str, value: Mapping[str, Any]) -> None:
