@@ -16,7 +16,8 @@ from typing import Any, Mapping
 
 from maximus import limits
 from maximus.engines.base import Dialect, Engine, Session
-from maximus.records import CheckResult
+from maximus.bands import COUNT
+from maximus.records import Band, CheckResult
 from maximus.workloads.base import (DatabaseInfo, Headline, LoadResult, Presentation, Progress, SettingError,
                                     Workload)
 
@@ -157,6 +158,12 @@ class KvWorkload(Workload):
 
     def write_transactions(self) -> set[str]:
         return {"write"}
+
+    def validity_bands(self, settings: KvSettings) -> list[Band]:
+        """The writes' share within ten points of the one asked for: stored with each run as data, computed by the
+        read side, which knows no kv workload."""
+        return [Band("write_share_percent", (f"{COUNT}write",), (f"{COUNT}read", f"{COUNT}write"),
+                     settings.write_percent - 10.0, settings.write_percent + 10.0, "kv.2")]
 
     def emulator(self, run_settings: KvRunSettings, terminal: int, dialect: Dialect) -> KvEmulator:
         return KvEmulator(run_settings, terminal)

@@ -129,6 +129,10 @@ def test_a_second_workload_runs_end_to_end_under_its_own_names(kv_registered: No
     assert report.figures.headline > 0 and report.presentation.benchmark == "key-value"
     assert [c.passed for c in report.consistency] == [True]
     assert {t.name for t in report.figures.transactions} == {"read", "write"}
+    (band,) = report.validity
+    assert (band.name, band.low, band.high, band.clause, band.status) == ("write_share_percent", 10, 30, "kv.2", "ok")
+    counts = report.figures.counts
+    assert band.value == pytest.approx(100.0 * counts["write"] / (counts["read"] + counts["write"]))
     listed = CliRunner().invoke(app, ["runs", "--results", str(results)])
     assert "kv 1000" in listed.output and "reads/min" in listed.output
     exported = CliRunner().invoke(app, ["export", "--run", str(record.id), "--format", "csv", "--results",
