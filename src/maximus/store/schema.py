@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from maximus.errors import UserError
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # version 1
         """CREATE TABLE runs (
@@ -91,8 +93,6 @@ def migrate(connection: sqlite3.Connection) -> int:
         row = connection.execute("SELECT version FROM schema_version").fetchone()
         before = row[0] if row else 0
         if before > SCHEMA_VERSION:
-            from maximus.errors import UserError
-
             raise UserError(f"the results database has schema version {before}, newer than this Maximus "
                             f"understands ({SCHEMA_VERSION}): upgrade Maximus")
         for statements in MIGRATIONS[before:]:

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from maximus.engines.base import Dialect, Engine, Session
 from maximus.workloads.base import (Band, CheckResult, DatabaseInfo, Headline, LoadResult, Presentation,
                                     Progress, Workload)
-from maximus.workloads.tpcc import generate, loader
+from maximus.workloads.tpcc import consistency, generate, loader
 from maximus.workloads.tpcc.constants import (DEFERRED_DELIVERY, RESPONSE_TIME_LIMIT, TERMINALS_PER_WAREHOUSE,
                                              TRANSACTION_LABELS, TRANSACTIONS)
 from maximus.workloads.tpcc.emulator import TerminalEmulator, TpccRunSettings
@@ -96,8 +96,6 @@ class Tpcc(Workload):
         return TerminalEmulator(settings, terminal, dialect)
 
     def check(self, session: Session, fresh: bool, dialect: Dialect) -> list[CheckResult]:
-        from maximus.workloads.tpcc import consistency
-
         violations = statements("consistency", consistency.SQL, dialect)["violations"]
         return consistency.check_consistency(session, fresh, money_in_cents(dialect), violations)
 
