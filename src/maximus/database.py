@@ -167,16 +167,23 @@ def _session(engine: Engine) -> Iterator[Any]:
 def check_database(engine: Engine, workload: Workload, fresh: bool | None = None,
                    announce: Callable[[str], None] = lambda message: None) -> list[CheckResult]:
     """The workload's consistency conditions (TPC-C: the twelve of 3.3.2, 11 only on a freshly built
-    database). With no working copy but a pristine one (a build with no run since), the pristine copy is
-    restored, ``announce``d, and checked: the user asked for a check of this build. After a run that is never
-    done (``runs``)."""
+    database), then the engine's own check of its storage (``Engine.integrity_check``). With no working copy but a
+    pristine one (a build with no run since), the pristine copy is restored, ``announce``d, and checked: the user
+    asked for a check of this build. After a run that is never done (``runs``): only the workload's conditions
+    are, there."""
     with running(engine):
         if not engine.exists() and engine.has_snapshot():
             announce(f"No working copy of {engine.database}: checking its pristine copy, restored")
             restored(engine)
         if not engine.exists():
             raise UserError(f"no database at {engine.workdir} named {engine.database}: run `maximus load` first")
-        return check_running(engine, workload, fresh)
+        return check_running(engine, workload, fresh) + integrity_of(engine)
+
+
+def integrity_of(engine: Engine) -> list[CheckResult]:
+    """The engine's own check of the database's storage, on its running server."""
+    with _session(engine) as session:
+        return engine.integrity_check(session)
 
 
 def check_running(engine: Engine, workload: Workload, fresh: bool | None) -> list[CheckResult]:

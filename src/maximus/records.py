@@ -136,6 +136,11 @@ class CheckResult:
     detail: str  # "" when passed; the violations, or why it was skipped
 
 
+ENGINE_CHECK = 100  # the engine's own integrity check (``Engine.integrity_check``) is numbered from here, after the
+# workload's conditions (TPC-C's twelve), so both are stored side by side with a run
+ENGINE_CLAUSE = "engine"  # the clause an engine's check names: not a workload's specification
+
+
 @dataclass(frozen=True)
 class Headline:
     """The workload's figure of merit: completed ``transaction``s per minute of the measured window,

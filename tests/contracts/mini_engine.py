@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 from maximus.engines.base import Capabilities, Dialect, Engine, Session
 from maximus.engines.sqlite import SQLiteSession
 from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue
-from maximus.records import Outcome
+from maximus.records import ENGINE_CHECK, ENGINE_CLAUSE, CheckResult, Outcome
 
 MINI_KNOBS = KnobCatalogue("mini", [
     Knob("synchronous", Choice(("off", "normal", "full"), {"0": "off", "1": "normal", "2": "full"}), "full",
@@ -65,6 +65,11 @@ class MiniEngine(Engine):
                                      timeout=int(settings["busy_timeout"]) / 1000)
         connection.execute(f"PRAGMA synchronous = {settings['synchronous']}")
         return SQLiteSession(connection)
+
+    def integrity_check(self, session: Session) -> list[CheckResult]:
+        (verdict,) = session.fetchone("PRAGMA quick_check") or ("no answer",)
+        return [CheckResult(ENGINE_CHECK, ENGINE_CLAUSE, "PRAGMA quick_check", verdict == "ok",
+                            "" if verdict == "ok" else verdict)]
 
     def reported_settings(self, session: Session) -> dict[str, str]:
         assert isinstance(session, SQLiteSession)

@@ -27,7 +27,7 @@ from maximus.cli.app import app
 from maximus.engines import ENGINES, Driver, Engine
 from maximus.engines.server import ServerEngine
 from maximus.errors import EngineError, UserError, describe
-from maximus.records import Outcome, RunStatus
+from maximus.records import ENGINE_CHECK, ENGINE_CLAUSE, Outcome, RunStatus
 
 # the registered ones, and the minimal one as a registry line would add it
 CANDIDATES = {**ENGINES, MiniEngine.name: MiniEngine}
@@ -156,6 +156,23 @@ def test_a_database_kept_as_pristine_comes_back_with_every_restore(started: Call
         session.close()
     engine.destroy()
     assert not engine.exists()
+
+
+def test_the_engines_own_integrity_check_passes_on_a_sound_database(started: Callable[..., Engine]) -> None:
+    engine = started()
+    engine.provision()
+    session = engine.connect()
+    try:
+        session.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER)")
+        session.execute("CREATE INDEX t_b ON t (b)")
+        for a in range(1, 101):
+            session.execute("INSERT INTO t (a, b) VALUES (?, ?)", (a, a % 7))
+        (checked,) = engine.integrity_check(session)
+    finally:
+        session.close()
+    assert (checked.condition, checked.clause, checked.passed, checked.detail) == (ENGINE_CHECK, ENGINE_CLAUSE, True,
+                                                                                   "")
+    assert checked.description
 
 
 def test_rollback_discards_and_errors_are_classified(started: Callable[..., Engine]) -> None:

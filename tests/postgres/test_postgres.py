@@ -772,7 +772,7 @@ def test_load_keeps_the_build_as_the_pristine_copy_and_leaves_a_working_copy_tha
     def check_passes_all_twelve() -> str:
         checked = maximus("check")
         assert checked.returncode == 0, checked.stdout + checked.stderr
-        assert checked.stdout.count("pass") == 12  # a fresh load: condition 11 applies too
+        assert checked.stdout.count("pass") == 13  # a fresh load: condition 11 applies too; and amcheck
         return checked.stdout
 
     try:

@@ -30,7 +30,7 @@ from maximus.engines.pump import Pump, PythonPump
 from maximus.engines.session import AsyncSession, Session
 from maximus.errors import UserError
 from maximus.knobs import KnobCatalogue
-from maximus.records import Outcome
+from maximus.records import CheckResult, Outcome
 
 if TYPE_CHECKING:
     from maximus.samplers.base import Sampler
@@ -288,6 +288,13 @@ class Engine(ABC):
     @abstractmethod
     def data_path(self) -> Path:
         """Where the data lives, for the environment fingerprint (filesystem, mount options)."""
+
+    @abstractmethod
+    def integrity_check(self, session: Session) -> list[CheckResult]:
+        """The engine's own check of the database's storage, beside the workload's conditions: what a crash can
+        break that no query of the workload shows (a torn page, an index that lost a row). Each a ``CheckResult``
+        numbered from ``records.ENGINE_CHECK``, clause ``records.ENGINE_CLAUSE``; one the engine cannot run here
+        is skipped (``passed`` None) with the reason."""
 
     def reported_settings(self, session: Session) -> dict[str, str]:
         """The settings as the engine itself reports them on a live session: proof the knobs took effect."""

@@ -13,7 +13,7 @@ from maximus.engines.base import Capabilities, Dialect, Engine, Session
 from maximus.errors import UserError
 from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue, Size
 from maximus.knobs.registry import parse_size
-from maximus.records import Outcome
+from maximus.records import ENGINE_CHECK, ENGINE_CLAUSE, CheckResult, Outcome
 from maximus.samplers.base import Sampler
 from maximus.samplers.sqlite import SQLiteSampler
 
@@ -215,6 +215,17 @@ class SQLiteEngine(Engine):
                      "locking_mode", "temp_store", "busy_timeout"):
             connection.execute(f"PRAGMA {name} = {settings[name]}").fetchall()
         return SQLiteSession(connection)
+
+    def integrity_check(self, session: Session) -> list[CheckResult]:
+        """``PRAGMA integrity_check``: every page, index entry and constraint of every table; "ok" alone when whole,
+        else up to a hundred problems, of which the first ten are kept, or the error of a file too broken to check."""
+        try:
+            problems = [row[0] for row in session.fetchall("PRAGMA integrity_check")]
+        except sqlite3.DatabaseError as error:  # too broken to check: "database disk image is malformed"
+            problems = [str(error)]
+        whole = problems == ["ok"]
+        return [CheckResult(ENGINE_CHECK, ENGINE_CLAUSE, "PRAGMA integrity_check: pages, indexes and constraints",
+                            whole, "" if whole else "; ".join(problems[:10]))]
 
     def reported_settings(self, session: Session) -> dict[str, str]:
         """What SQLite reports back: proof the knobs took effect."""

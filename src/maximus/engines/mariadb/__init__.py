@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from maximus.engines._copy_text import copy_text
+from maximus.engines.mariadb import integrity
 from maximus.engines.base import Capabilities, Dialect, Driver, Session
 from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
@@ -27,7 +28,7 @@ from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYN
 from maximus.engines.pump import Pump
 from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
-from maximus.records import Outcome
+from maximus.records import CheckResult, Outcome
 
 _RETRYABLE = {1213, 1205, 1020}  # deadlock found, lock wait timeout exceeded, record changed since last read
 # (a write conflict under innodb_snapshot_isolation=ON): each rolled back, to be run again
@@ -204,6 +205,9 @@ class MariaDBEngine(ServerEngine):
     def classify(self, error: BaseException) -> Outcome:
         code = error.args[0] if getattr(error, "args", None) else None
         return Outcome.RETRY if code in _RETRYABLE else Outcome.FAILED
+
+    def integrity_check(self, session: Session) -> list[CheckResult]:
+        return integrity.integrity_check(session, self.driver_error())
 
     def reported_settings(self, session: Session) -> dict[str, str]:
         """The variables a DBA looks at first and the run's knobs, as SHOW VARIABLES gives them."""

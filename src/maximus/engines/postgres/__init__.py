@@ -23,7 +23,7 @@ import numpy as np
 
 from maximus.engines._copy_text import copy_text
 from maximus.engines.base import Capabilities, ConnectionOption, Dialect, Driver, Session
-from maximus.engines.postgres import pump
+from maximus.engines.postgres import integrity, pump
 from maximus.engines.postgres.catalogue import DURABILITY
 from maximus.engines.postgres.external import ExternalServer, system_service_in
 from maximus.engines.postgres.managed import ManagedServer
@@ -36,7 +36,7 @@ from maximus.engines.postgres.settings import BIN_DIR, find_bin_dir, plain_versi
 from maximus.engines.pump import Pump
 from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
-from maximus.records import Outcome
+from maximus.records import CheckResult, Outcome
 from maximus.samplers.base import Sampler
 from maximus.samplers.postgres import IO_TIMING, WAL_IO_TIMING, PostgresSampler
 
@@ -215,6 +215,9 @@ class PostgresEngine(ServerEngine):
         default = self.effective_settings.get("default_transaction_isolation", "read committed")
         return "repeatable read" if one_snapshot and not procedure and default in PER_STATEMENT_SNAPSHOTS \
             else default
+
+    def integrity_check(self, session: Session) -> list[CheckResult]:
+        return integrity.integrity_check(session, self.driver_error())
 
     def reported_settings(self, session: Session) -> dict[str, str]:
         """The settings a DBA looks at first and the run's knobs, as ``SHOW`` spells them (``2GB``)."""
