@@ -265,7 +265,8 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
     except BaseException as error:  # the run row must not stay "running": record why it ended
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
         reason, warnings = f"{type(error).__name__}: {error}", monitor.warnings if monitor else []
-        _store_end(store, begun, monitor, RunEnd(status, errors=(reason,), warnings=tuple(warnings)))
+        nothing = Window(options.warmup_s, options.warmup_s)  # no sample is stored: nothing was measured
+        _store_end(store, begun, monitor, RunEnd(status, errors=(reason,), warnings=tuple(warnings), window=nothing))
         raise
     # The monitor's own notes (a sampler that failed) are the run's; the cross-checks and the client-bound verdict are
     # the read side's, recomputed from the stored samples (analysis.run.RunReport.warnings)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from maximus import api
+from maximus import api, runs
+from maximus.errors import EngineError
 from maximus.records import Outcome, RunStatus
 
 RUN = ("run", "--warmup", "0.5", "--duration", "20")
@@ -176,3 +177,29 @@ def test_a_run_whose_server_stops_mid_experiment_counts_in_no_figure(harness, tm
     baseline = summary.cell(0, 1)
     assert baseline.headline.n == 1 and baseline.failed == 1
     assert summary.cell(1, 1).vs_baseline.verdict.value == "needs repeats"
+
+
+def test_a_server_that_dies_as_the_terminals_start_is_the_runs_cause(postgres_build: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server killed after the run was stored and before its terminals connected: the run fails with the
+    server's death as its cause (the watch's words), not "terminal process 0 could not start", and is stored as
+    measuring nothing, not as the seconds it planned."""
+    real_drive = runs.drive
+
+    def drive_on_a_dead_server(spec, *args, **kwargs):
+        os.kill(spec.engine.server_pid(), signal.SIGKILL)
+        return real_drive(spec, *args, **kwargs)
+
+    monkeypatch.setattr(runs, "drive", drive_on_a_dead_server)
+    results = tmp_path / "results.db"
+    with pytest.raises(EngineError) as failed:
+        api.run_benchmark(api.BenchmarkOptions(engine="postgres", workdir=postgres_build, results=results,
+                                               terminals=2, warmup_s=0.5, duration_s=5.0, monitor=False))
+    assert "the PostgreSQL server stopped" in str(failed.value) and "could not start" not in str(failed.value)
+    store = api.open_results(results)
+    try:
+        [run] = store.runs()
+    finally:
+        store.close()
+    assert run.status is RunStatus.FAILED and "the PostgreSQL server stopped" in run.errors[0]
+    assert run.window.end == run.window.start  # nothing measured

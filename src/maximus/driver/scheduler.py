@@ -338,7 +338,9 @@ class Run:
                 return
             if self.errors or time.monotonic() > deadline or not all(p.is_alive() for p in processes):
                 self.stop()
-                raise EngineError(self.errors[0] if self.errors else "a worker process failed to start")
+                self._found(self.watch())  # a server that died as the terminals started is the cause, not them
+                raise EngineError(self.fault or (self.errors[0] if self.errors else "a worker process failed to "
+                                                 "start"))
         self.channels.origin.value = time.monotonic() + 0.05
         if self.monitor:  # its first reading comes before any transaction starts
             self.monitor.start(self.channels.origin.value, [p.pid for p in processes])
