@@ -22,6 +22,7 @@ from maximus.cli.console import out
 from maximus.cli.experiments import ConsoleProgress, compare, experiment_app, finish_experiment
 from maximus.cli.reports import export, report
 from maximus.cli.system import system_app
+from maximus.cli.workload_options import as_option, with_workload_options
 from maximus.errors import ConsistencyError, EngineError, MaximusError, cause
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
@@ -32,6 +33,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 Engine = Annotated[str, typer.Option("--engine", "-e", help=f"Database engine: {' or '.join(api.engines())}.")]
 Connection = Optional[dict[str, str]]  # the engines' connection options (cli/connection.py) stand in its place
+Settings = Optional[dict[str, Any]]  # the workloads' own options (cli/workload_options.py) stand in its place
 Knobs = Annotated[Optional[list[str]], typer.Option(
     "--knob", "-k", help="Engine or operating-system setting NAME=VALUE, repeatable (e.g. -k journal_mode=wal, "
     "-k vm.dirty_ratio=5).")]
@@ -39,8 +41,6 @@ AllowSystemChanges = Annotated[bool, typer.Option("--allow-system-changes", help
                                "operating-system knobs given with -k (as root); they are put back after.")]
 WorkloadName = Annotated[str, typer.Option("--workload", help="The workload: tpcc, or another registered one (its "
                                            "other settings come from an experiment file).")]
-Warehouses = Annotated[Optional[int], typer.Option("--warehouses", "-w", help="TPC-C's scale: number of "
-                                                   "warehouses \\[default: 1].")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random stream (load and run).")]
 Workdir = Annotated[Optional[Path], typer.Option(
     "--workdir", help="Where databases are built \\[default: $MAXIMUS_WORKDIR or ./maximus-work].")]
@@ -65,17 +65,11 @@ def _main(version: Annotated[bool, typer.Option("--version", is_eager=True, call
     pass  # the options of ``maximus`` itself, before a command: --version
 
 
-def _given(**settings: Any) -> dict[str, Any]:
-    """The workload settings given on the command line: the workload defaults the others (and refuses one it
-    does not have, as the option of that name)."""
-    return {key: value for key, value in settings.items() if value is not None}
-
-
 def _options(engine: str, knobs: list[str] | None, settings: dict[str, Any] | None, workdir: Path | None,
              results: Path | None, connection: dict[str, str] | None, workload: str,
              **rest: Any) -> api.BenchmarkOptions:
-    """The command's options, validated; the workload's settings come from options named as its keys
-    (``--warehouses``, ``--keying``, ``--mix``), so a bad one is reported as that option."""
+    """The command's options, validated; the workload's settings come from the options it declares, so a bad
+    one is reported as that option."""
     options = api.BenchmarkOptions(engine=engine, knobs=api.parse_knobs(knobs or []), workload=workload,
                                    settings=settings or {}, workdir=workdir or api.default_workdir(),
                                    results=results or api.default_results_path(), connection=connection or {},
@@ -83,7 +77,7 @@ def _options(engine: str, knobs: list[str] | None, settings: dict[str, Any] | No
     try:
         options.validate()
     except api.SettingError as error:
-        raise error.for_option(f"--{error.key}") from None
+        raise as_option(error, workload) from None
     return options
 
 
@@ -107,11 +101,12 @@ def demo(workdir: Workdir = None, results: Results = None,
 
 @app.command()
 @with_connection_options("text", "path", "flag")
-def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None, seed: Seed = 1,
+@with_workload_options(chooses_database=True)
+def load(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None, seed: Seed = 1,
          workdir: Workdir = None, connection: Connection = None, workload: WorkloadName = "tpcc",
          allow_system_changes: AllowSystemChanges = False) -> None:
     """Build a TPC-C database from scratch (timed) and keep a pristine copy for later runs."""
-    options = _options(engine, knob, _given(warehouses=warehouses), workdir, None, connection, workload, seed=seed,
+    options = _options(engine, knob, settings, workdir, None, connection, workload, seed=seed,
                        system_changes=allow_system_changes)
     loaded = api.load(options, LoadBars(out))
     out.print(f"Loaded {loaded.scale}, {loaded.rows:,} rows in [bold]{loaded.seconds:,.1f} s[/] into {loaded.path}")
@@ -119,13 +114,9 @@ def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses =
 
 @app.command()
 @with_connection_options("text", "path", "flag")
-def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None, terminals: Terminals = 2,
+@with_workload_options()
+def run(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None, terminals: Terminals = 2,
         warmup: Warmup = 5.0, duration: Duration = 30.0, seed: Seed = 1,
-        keying: Annotated[Optional[bool], typer.Option("--keying/--no-keying", help="TPC-C: keying and think "
-                                                       "times of 5.2.5 (off: TPC-C-like) \\[default: off].")] = None,
-        mix: Annotated[Optional[str], typer.Option("--mix", help="TPC-C: deck (23 cards, 5.2.4.2) or weights such as "
-                                                   "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4 "
-                                                   "\\[default: deck].")] = None,
         check: Annotated[bool, typer.Option("--check/--no-check",
                                             help="Check consistency (3.3.2) after the run.")] = True,
         rebuild: Annotated[bool, typer.Option("--rebuild", help="Build the database again even if a "
@@ -141,8 +132,7 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 
         workdir: Workdir = None, results: Results = None, connection: Connection = None, yes: Yes = False,
         workload: WorkloadName = "tpcc", allow_system_changes: AllowSystemChanges = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
-    options = _options(engine, knob, _given(warehouses=warehouses, keying=keying, mix=mix), workdir, results,
-                       connection, workload, terminals=terminals,
+    options = _options(engine, knob, settings, workdir, results, connection, workload, terminals=terminals,
                        warmup_s=warmup, duration_s=duration, seed=seed, check=check, rebuild=rebuild, monitor=monitor,
                        transactions=transactions, max_failed_percent=max_failed, system_changes=allow_system_changes)
     _announce(options.estimate(), yes)
@@ -158,10 +148,11 @@ def _announce(estimate: limits.Estimate, yes: bool) -> None:
 
 @app.command("check")
 @with_connection_options("text", "path")  # how to reach the server; a check changes nothing on it
-def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None,
+@with_workload_options(chooses_database=True)
+def check_command(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None,
                   workdir: Workdir = None, connection: Connection = None, workload: WorkloadName = "tpcc") -> None:
     """Check the twelve consistency conditions of 3.3.2 on the database of the last run."""
-    options = _options(engine, knob, _given(warehouses=warehouses), workdir, None, connection, workload)
+    options = _options(engine, knob, settings, workdir, None, connection, workload)
     results = api.check(options, announce=out.print)
     view.render_consistency(out, results)
     failed = [r for r in results if r.passed is False]
