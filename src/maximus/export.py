@@ -1,6 +1,6 @@
 """Every figure of a run or an experiment, and the raw time series, as JSON documents or CSV tables.
 
-Pure functions of ``analysis.bundle`` objects; ``cli/reports.py`` writes what they return. Formats,
+Pure functions of ``analysis.bundle`` objects; ``api.export`` writes what they return. Formats,
 column by column, are in docs/report.md. Conventions shared by both formats:
 
 - latencies and times are in seconds in JSON (as the analysis computes them); CSV columns say
@@ -322,3 +322,20 @@ def _csv_value(value: Any) -> Any:
     if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
         return ""
     return value
+
+
+def document_text(data: ExperimentData | RunData) -> str:
+    """The JSON document of a run or of an experiment: every figure and the raw series."""
+    return to_json(run_document(data) if isinstance(data, RunData) else experiment_document(data))
+
+
+def table_text(data: ExperimentData | RunData, table: str = "runs") -> str:
+    """One CSV table of a run or of an experiment: ``runs`` (a row per run), ``series`` (the raw time series),
+    ``result_file`` (Delivery's, 2.7.2.3) or ``cells`` (a row per step and client count: an experiment's)."""
+    if table == "cells":
+        if isinstance(data, RunData):
+            raise ValueError("a single run has no cells: no steps, no repeats")
+        return to_csv(*cells_table(data))
+    runs = [data] if isinstance(data, RunData) else list(data.runs)
+    tables = {"runs": runs_table, "series": series_table, "result_file": result_file_table}
+    return to_csv(*tables[table](runs))

@@ -1,9 +1,9 @@
 """A minimal second workload, for the contract tests: a key-value table read and written at random.
 
 It implements ``workloads.base.Workload`` and nothing else: registered with one line (the tests put it in
-``WORKLOADS``), it runs through ``maximus run`` and is reported, stored and exported under its own names,
-which shows that generic code asks the workload instead of assuming TPC-C. The terminal processes receive
-it as it is (``DriveSpec.workload``), so it need not be registered there.
+``WORKLOADS``), it runs through ``maximus run``, which offers its own options (``--keys``), and is reported,
+stored and exported under its own names, which shows that generic code asks the workload instead of assuming
+TPC-C. The terminal processes receive it as it is (``DriveSpec.workload``), so it need not be registered there.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from maximus import limits
 from maximus.engines.base import Dialect, Engine, Session
 from maximus.bands import COUNT
 from maximus.records import Band, CheckResult
-from maximus.workloads.base import (DatabaseInfo, Headline, LoadResult, Presentation, Progress, SettingError,
-                                    Workload)
+from maximus.workloads.base import (CommandLineSetting, DatabaseInfo, Headline, LoadResult, Presentation, Progress,
+                                    SettingError, Workload)
 
 ROWS = limits.Limit(1, 1_000_000)
 
@@ -92,6 +92,9 @@ class KvWorkload(Workload):
                         "committed reads/min", "committed reads per minute", "Reads")
     reported_transactions = ("read", "write")
     setting_names = ("rows", "write_percent")
+    # a flag need not be the key's name: `--keys` gives `rows`
+    options = (CommandLineSetting("rows", "--keys", int, "kv: number of keys, a row each", chooses_database=True),
+               CommandLineSetting("write_percent", "--write-percent", int, "kv: share of transactions that write, %"))
 
     def settings(self, given: Mapping[str, Any]) -> KvSettings:
         unknown = set(given) - set(self.setting_names)

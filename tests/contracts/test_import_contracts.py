@@ -1,6 +1,6 @@
 """The import contracts of pyproject.toml fail where the flow is broken: the same linter on a scratch copy of the
-source with one import that breaks it, from the read side into the run side, or from generic code into one
-engine's package."""
+source with one import that breaks it, from the read side into the run side, from generic code into one
+engine's package, or from the command line below the api."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+CLI_OVER_API = "The command line calls the api's verbs and nothing below them"
 
 
 def _lint(tree: Path) -> subprocess.CompletedProcess:
@@ -46,6 +47,8 @@ def test_the_source_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
     ("runs.py", "import maximus.engines.postgres", "Generic code imports no one engine's or workload's package"),
     ("runs.py", "from maximus.analysis import metrics", "The run side imports nothing of the read side"),
     ("driver/scheduler.py", "import maximus.report.console", "The run side imports nothing of the read side"),
+    ("cli/app.py", "from maximus.store import ResultsStore", CLI_OVER_API),
+    ("cli/reports.py", "from maximus.workloads.base import SettingError", CLI_OVER_API),
 ])
 def test_a_probe_import_that_breaks_the_flow_breaks_its_contract(tmp_path: Path, module: str, probe: str,
                                                                  contract: str) -> None:

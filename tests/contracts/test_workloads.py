@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from typer.testing import CliRunner
 
 from maximus import api
 from maximus.cli.app import app
+from maximus.cli.workload_options import offered
 from maximus.engines import ENGINES
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.errors import UserError
@@ -22,6 +26,10 @@ from maximus.workloads.base import SettingError, Workload
 # the registered ones, and the minimal one as a registry line would add it
 CANDIDATES = {**WORKLOADS, KvWorkload.name: KvWorkload}
 SMALLEST = {"tpcc": {"warehouses": 1}, "kv": {"rows": 200}}
+# `maximus` with the minimal workload registered as a registry line would, before the command line is built
+KV_MAXIMUS = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from kv_workload import KvWorkload; "
+              "from maximus.workloads import WORKLOADS; WORKLOADS['kv'] = KvWorkload; "
+              "from maximus.cli.app import main; main()")
 
 
 @pytest.fixture(params=sorted(CANDIDATES), ids=str)
@@ -65,6 +73,51 @@ def test_the_presentation_names_every_reported_transaction_and_the_headline(chos
     assert chosen.headline.key != chosen.headline.committed_key
     assert shown.benchmark and shown.scale and shown.short_scale and shown.conformance
     assert set(shown.response_time_limits) <= set(chosen.reported_transactions)
+
+
+def test_the_command_line_settings_are_settings_with_their_type(chosen: Workload) -> None:
+    defaults = chosen.settings({}).to_mapping()
+    for option in chosen.options:
+        assert option.key in chosen.setting_names and option.flag.startswith("--")
+        assert isinstance(defaults[option.key], option.type), f"{option.flag} is not of its setting's type"
+        assert option.help and not option.help.endswith("."), "the command line adds the default and the full stop"
+        assert option.short is None or (option.short.startswith("-") and len(option.short) == 2)
+        assert chosen.settings({option.key: defaults[option.key]}) == chosen.settings({})
+
+
+def test_a_flag_declared_by_two_workloads_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Twin(KvWorkload):
+        name = "twin"
+
+    monkeypatch.setitem(WORKLOADS, KvWorkload.name, KvWorkload)
+    assert "--keys" in [option.setting.flag for option in offered()]
+    monkeypatch.setitem(WORKLOADS, Twin.name, Twin)
+    with pytest.raises(ValueError, match="--keys is declared by the kv and the twin workloads"):
+        offered()
+
+
+def _kv_maximus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", KV_MAXIMUS, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "200"})
+
+
+def test_the_command_line_offers_a_registered_workloads_own_options(tmp_path: Path) -> None:
+    """The minimal workload's declarations become options of `maximus run` (all) and `load` (those that choose
+    the database), beside TPC-C's; each is given to its workload alone, and refused as its own flag."""
+    run_help = _kv_maximus("run", "--help", cwd=tmp_path).stdout
+    assert all(flag in run_help for flag in ("--keys", "--write-percent", "--warehouses", "--no-keying", "--mix"))
+    assert "kv: number of keys, a row each [default: 1000]." in run_help
+    load_help = _kv_maximus("load", "--help", cwd=tmp_path).stdout
+    assert "--keys" in load_help and "--warehouses" in load_help
+    assert "--write-percent" not in load_help and "--mix" not in load_help
+    workdir = str(tmp_path / "work")
+    loaded = _kv_maximus("load", "--workload", "kv", "--keys", "300", "--workdir", workdir, cwd=tmp_path)
+    assert loaded.returncode == 0 and "Loaded 300 rows, 300 rows" in loaded.stdout, loaded.stdout + loaded.stderr
+    too_few = _kv_maximus("load", "--workload", "kv", "--keys", "0", "--workdir", workdir, cwd=tmp_path)
+    assert too_few.returncode == 2
+    assert too_few.stderr == "error: --keys must be at least 1 and at most 1,000,000, got 0\n"  # not --rows
+    not_tpccs = _kv_maximus("load", "--keys", "300", "--workdir", workdir, cwd=tmp_path)
+    assert (not_tpccs.returncode, not_tpccs.stderr) == (2, "error: --keys: not a setting of the tpcc workload\n")
 
 
 def test_transactions_are_what_is_reported(chosen: Workload) -> None:

@@ -9,7 +9,6 @@ import logging
 import signal
 import sys
 import threading
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -23,21 +22,18 @@ from maximus.cli.console import out
 from maximus.cli.experiments import ConsoleProgress, compare, experiment_app, finish_experiment
 from maximus.cli.reports import export, report
 from maximus.cli.system import system_app
-from maximus.engines import ENGINES
-from maximus.errors import ConsistencyError, EngineError, MaximusError, UserError, cause
-from maximus.experiment import runner
-from maximus.knobs.registry import parse_assignments
+from maximus.cli.workload_options import as_option, with_workload_options
+from maximus.errors import ConsistencyError, EngineError, MaximusError, cause
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
 from maximus.report.progress import LoadBars, RunCountdown
-from maximus.store import default_results_path
-from maximus.workloads.base import SettingError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Maximus: benchmark a database with TPC-C and find out which change makes it faster.")
 
-Engine = Annotated[str, typer.Option("--engine", "-e", help=f"Database engine: {' or '.join(ENGINES)}.")]
+Engine = Annotated[str, typer.Option("--engine", "-e", help=f"Database engine: {' or '.join(api.engines())}.")]
 Connection = Optional[dict[str, str]]  # the engines' connection options (cli/connection.py) stand in its place
+Settings = Optional[dict[str, Any]]  # the workloads' own options (cli/workload_options.py) stand in its place
 Knobs = Annotated[Optional[list[str]], typer.Option(
     "--knob", "-k", help="Engine or operating-system setting NAME=VALUE, repeatable (e.g. -k journal_mode=wal, "
     "-k vm.dirty_ratio=5).")]
@@ -45,8 +41,6 @@ AllowSystemChanges = Annotated[bool, typer.Option("--allow-system-changes", help
                                "operating-system knobs given with -k (as root); they are put back after.")]
 WorkloadName = Annotated[str, typer.Option("--workload", help="The workload: tpcc, or another registered one (its "
                                            "other settings come from an experiment file).")]
-Warehouses = Annotated[Optional[int], typer.Option("--warehouses", "-w", help="TPC-C's scale: number of "
-                                                   "warehouses \\[default: 1].")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random stream (load and run).")]
 Workdir = Annotated[Optional[Path], typer.Option(
     "--workdir", help="Where databases are built \\[default: $MAXIMUS_WORKDIR or ./maximus-work].")]
@@ -71,23 +65,19 @@ def _main(version: Annotated[bool, typer.Option("--version", is_eager=True, call
     pass  # the options of ``maximus`` itself, before a command: --version
 
 
-def _given(**settings: Any) -> dict[str, Any]:
-    """The workload settings given on the command line: the workload defaults the others (and refuses one it
-    does not have, as the option of that name)."""
-    return {key: value for key, value in settings.items() if value is not None}
-
-
-def _options(engine: str, knobs: list[str] | None, settings: dict[str, Any], workdir: Path | None,
-             results: Path | None, connection: dict[str, str] | None, **rest: Any) -> api.BenchmarkOptions:
-    """The command's options, validated; the workload's settings come from options named as its keys
-    (``--warehouses``, ``--keying``, ``--mix``), so a bad one is reported as that option."""
-    options = api.BenchmarkOptions(engine=engine, knobs=parse_assignments(knobs or []), settings=settings,
-                                   workdir=workdir or api.default_workdir(),
-                                   results=results or default_results_path(), connection=connection or {}, **rest)
+def _options(engine: str, knobs: list[str] | None, settings: dict[str, Any] | None, workdir: Path | None,
+             results: Path | None, connection: dict[str, str] | None, workload: str,
+             **rest: Any) -> api.BenchmarkOptions:
+    """The command's options, validated; the workload's settings come from the options it declares, so a bad
+    one is reported as that option."""
+    options = api.BenchmarkOptions(engine=engine, knobs=api.parse_knobs(knobs or []), workload=workload,
+                                   settings=settings or {}, workdir=workdir or api.default_workdir(),
+                                   results=results or api.default_results_path(), connection=connection or {},
+                                   **rest)
     try:
         options.validate()
-    except SettingError as error:
-        raise error.for_option(f"--{error.key}") from None
+    except api.SettingError as error:
+        raise as_option(error, workload) from None
     return options
 
 
@@ -96,19 +86,12 @@ def demo(workdir: Workdir = None, results: Results = None,
          duration: Duration = 10.0, yes: Yes = False) -> None:
     """Run a small experiment on SQLite (baseline, page size 8K, WAL; 2 repeats; about two minutes)."""
     limits.check("--duration", duration, limits.DURATION_S)
-    workdir, results = workdir or api.default_workdir(), results or default_results_path()
+    workdir, results = workdir or api.default_workdir(), results or api.default_results_path()
     out.print(f"[bold]Maximus demo[/]: TPC-C on SQLite, 1 warehouse, 2 terminals; baseline and two steps, "
               f"2 repeats of {duration:g} s each (databases in {workdir}, results in {results})")
     progress = ConsoleProgress(out)
-    with resources.as_file(resources.files("maximus.experiment") / "demo.toml") as path:
-        experiment_id = runner.start(path, workdir, results, progress, overrides=lambda e: _with_duration(e, duration),
-                                     yes=yes)
-    store = api.open_results(results)
-    try:
-        complete = [r.id for r in store.runs(experiment_id) if r.status is RunStatus.COMPLETE]
-        report = api.analyse_run(store, complete[-1]) if complete else None
-    finally:
-        store.close()
+    experiment_id = api.run_demo(duration, progress, workdir, results, yes=yes)
+    report = api.last_complete_run(experiment_id, results)
     if report:
         out.rule(f"The last run in detail (run {report.record.id})")
         _show(report, histograms=False, environment=False)
@@ -116,43 +99,24 @@ def demo(workdir: Workdir = None, results: Results = None,
     finish_experiment(out, experiment_id, results, progress)
 
 
-def _with_duration(experiment, duration: float):
-    from dataclasses import replace
-
-    return replace(experiment, workload=replace(experiment.workload, duration_s=duration))
-
-
 @app.command()
 @with_connection_options("text", "path", "flag")
-def load(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None, seed: Seed = 1,
+@with_workload_options(chooses_database=True)
+def load(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None, seed: Seed = 1,
          workdir: Workdir = None, connection: Connection = None, workload: WorkloadName = "tpcc",
          allow_system_changes: AllowSystemChanges = False) -> None:
     """Build a TPC-C database from scratch (timed) and keep a pristine copy for later runs."""
-    options = _options(engine, knob, _given(warehouses=warehouses), workdir, None, connection, seed=seed,
-                       workload=workload, system_changes=allow_system_changes)
-    build = options.build
-    if api.Layout.of(options.os_knobs):
-        raise UserError("storage.* knobs put a run's database on a file system made for it and removed after it: "
-                        "use `maximus run` (its load is timed on the layout) or an experiment")
-    target = api.make_engine(options.engine, options.workdir, build, options.engine_knobs, None, options.connection)
-    with api.system_applied(options.os_knobs, target.data_path(), options.system_changes), api.running(target):
-        result = api.load_database(target, build, seed, LoadBars(out))
-        if not target.exists():
-            target.restore()  # a working copy to look at, as `load` always left
-    rows = sum(result.rows.values())
-    out.print(f"Loaded {build.workload.presentation(build.settings).scale}, {rows:,} rows in "
-              f"[bold]{result.seconds:,.1f} s[/] into {target.workdir / target.database}")
+    options = _options(engine, knob, settings, workdir, None, connection, workload, seed=seed,
+                       system_changes=allow_system_changes)
+    loaded = api.load(options, LoadBars(out))
+    out.print(f"Loaded {loaded.scale}, {loaded.rows:,} rows in [bold]{loaded.seconds:,.1f} s[/] into {loaded.path}")
 
 
 @app.command()
 @with_connection_options("text", "path", "flag")
-def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None, terminals: Terminals = 2,
+@with_workload_options()
+def run(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None, terminals: Terminals = 2,
         warmup: Warmup = 5.0, duration: Duration = 30.0, seed: Seed = 1,
-        keying: Annotated[Optional[bool], typer.Option("--keying/--no-keying", help="TPC-C: keying and think "
-                                                       "times of 5.2.5 (off: TPC-C-like) \\[default: off].")] = None,
-        mix: Annotated[Optional[str], typer.Option("--mix", help="TPC-C: deck (23 cards, 5.2.4.2) or weights such as "
-                                                   "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4 "
-                                                   "\\[default: deck].")] = None,
         check: Annotated[bool, typer.Option("--check/--no-check",
                                             help="Check consistency (3.3.2) after the run.")] = True,
         rebuild: Annotated[bool, typer.Option("--rebuild", help="Build the database again even if a "
@@ -168,11 +132,9 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = 
         workdir: Workdir = None, results: Results = None, connection: Connection = None, yes: Yes = False,
         workload: WorkloadName = "tpcc", allow_system_changes: AllowSystemChanges = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
-    options = _options(engine, knob, _given(warehouses=warehouses, keying=keying, mix=mix), workdir, results,
-                       connection, terminals=terminals, warmup_s=warmup,
-                       duration_s=duration, seed=seed, check=check, rebuild=rebuild, monitor=monitor,
-                       transactions=transactions, max_failed_percent=max_failed, workload=workload,
-                       system_changes=allow_system_changes)
+    options = _options(engine, knob, settings, workdir, results, connection, workload, terminals=terminals,
+                       warmup_s=warmup, duration_s=duration, seed=seed, check=check, rebuild=rebuild, monitor=monitor,
+                       transactions=transactions, max_failed_percent=max_failed, system_changes=allow_system_changes)
     _announce(options.estimate(), yes)
     _run_and_show(options)
 
@@ -186,13 +148,12 @@ def _announce(estimate: limits.Estimate, yes: bool) -> None:
 
 @app.command("check")
 @with_connection_options("text", "path")  # how to reach the server; a check changes nothing on it
-def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: Warehouses = None,
+@with_workload_options(chooses_database=True)
+def check_command(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None,
                   workdir: Workdir = None, connection: Connection = None, workload: WorkloadName = "tpcc") -> None:
     """Check the twelve consistency conditions of 3.3.2 on the database of the last run."""
-    options = _options(engine, knob, _given(warehouses=warehouses), workdir, None, connection, workload=workload)
-    build = options.build
-    target = api.make_engine(options.engine, options.workdir, build, options.engine_knobs, None, options.connection)
-    results = api.check_database(target, build.workload, announce=out.print)
+    options = _options(engine, knob, settings, workdir, None, connection, workload)
+    results = api.check(options, announce=out.print)
     view.render_consistency(out, results)
     failed = [r for r in results if r.passed is False]
     if failed:
@@ -203,12 +164,7 @@ def check_command(engine: Engine = "sqlite", knob: Knobs = None, warehouses: War
 @app.command()
 def runs(results: Results = None) -> None:
     """List the stored runs."""
-    store = api.open_results(results)
-    try:
-        listed = api.listed_runs(store)
-    finally:
-        store.close()
-    view.render_runs(out, listed)
+    view.render_runs(out, api.list_runs(results))
 
 
 @app.command()
@@ -217,8 +173,7 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN", help="Run number, 
                                                   "histograms (5.6.1).")] = False,
          results: Results = None) -> None:
     """Print one stored run: figures, response times, validity, consistency, environment."""
-    _show(api.report_of_run(results or default_results_path(), run_id), histograms, environment=True,
-          just_stored=False)
+    _show(api.report_of_run(results, run_id), histograms, environment=True, just_stored=False)
 
 
 app.add_typer(experiment_app, name="experiment")
@@ -231,7 +186,7 @@ app.add_typer(system_app, name="system")
 def _run_and_show(options: api.BenchmarkOptions) -> None:
     countdown = RunCountdown(out)
     try:
-        outcome = api.run_benchmark(options, countdown, LoadBars(out))
+        outcome = api.run(options, countdown, LoadBars(out))
     finally:
         countdown.stop()
     _show(api.report_of_run(options.results, outcome.run_id), histograms=False, environment=False)

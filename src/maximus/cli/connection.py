@@ -9,7 +9,8 @@ from typing import Annotated, Any, Callable, Iterable, Mapping, Optional
 
 import typer
 
-from maximus.engines import ConnectionOption, connection_options
+from maximus import api
+from maximus.cli.declared import offering
 
 _TYPES = {"text": Optional[str], "path": Optional[Path], "flag": bool}
 
@@ -19,19 +20,13 @@ def with_connection_options(*kinds: str) -> Callable[[Callable[..., Any]], Calla
     ``connection``, which it receives as ``Engine.connection`` takes them: the options given, a flag as
     "yes"."""
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        options = [option for option in connection_options() if option.kind in kinds]
-
-        def with_connection(**given: Any) -> Any:
-            connection = connection_of(options, {option.name: given.pop(option.name) for option in options})
-            return command(**given, connection=connection)
-
-        with_connection.__signature__ = _signature(command, options)  # type: ignore[attr-defined]
-        with_connection.__name__, with_connection.__doc__ = command.__name__, command.__doc__
-        return with_connection
+        options = [option for option in api.connection_options() if option.kind in kinds]
+        return offering(command, "connection", [_parameter(option) for option in options],
+                        lambda given, _: connection_of(options, given))
     return decorate
 
 
-def connection_of(options: Iterable[ConnectionOption], given: Mapping[str, Any]) -> dict[str, str]:
+def connection_of(options: Iterable[api.ConnectionOption], given: Mapping[str, Any]) -> dict[str, str]:
     """The options given, as text; an option that implies another is named just before it, so that a refusal
     names the one the user gave (``--allow-restart is not an option of sqlite``)."""
     options = list(options)
@@ -44,15 +39,7 @@ def connection_of(options: Iterable[ConnectionOption], given: Mapping[str, Any])
     return connection
 
 
-def _signature(command: Callable[..., Any], options: list[ConnectionOption]) -> inspect.Signature:
-    signature = inspect.signature(command, eval_str=True)
-    parameters = []
-    for parameter in signature.parameters.values():
-        parameters += [_parameter(option) for option in options] if parameter.name == "connection" else [parameter]
-    return signature.replace(parameters=parameters)
-
-
-def _parameter(option: ConnectionOption) -> inspect.Parameter:
+def _parameter(option: api.ConnectionOption) -> inspect.Parameter:
     kind = _TYPES[option.kind]  # a type chosen at run time, which mypy cannot follow into Annotated
     annotation = Annotated[kind, typer.Option(option.flag, help=option.help)]  # type: ignore[valid-type]
     default = False if option.kind == "flag" else None

@@ -14,14 +14,10 @@ from maximus import api, limits
 from maximus.cli.console import out
 from maximus.cli.reports import write_experiment_report
 from maximus.errors import EngineError, MaximusError
-from maximus.experiment import runner
-from maximus.experiment.plan import PlannedRun
-from maximus.analysis.bundle import gather_experiment
 from maximus.report.charts import clients_label
 from maximus.report.experiment_console import render_comparison, render_experiment, render_experiments
 from maximus.report.tables import experiment_notices
 from maximus.report.progress import RunCountdown
-from maximus.store import default_results_path
 
 experiment_app = typer.Typer(no_args_is_help=True, help="Run experiments: a baseline, then one change per step.")
 
@@ -45,14 +41,14 @@ class ConsoleProgress:
         self._countdown: RunCountdown | None = None
         self.failed: list[tuple[int | None, str]] = []  # (run, cause) of each run that failed here
 
-    def run_starting(self, position: int, total: int, planned: PlannedRun) -> RunCountdown:
+    def run_starting(self, position: int, total: int, planned: api.PlannedRun) -> RunCountdown:
         build = " · builds its database" if planned.build else ""
         self.console.print(f"[bold]run {position}/{total}[/] · step {planned.step} {planned.step_name!r} · "
                            f"{clients_label(planned.clients)} · repeat {planned.repeat}{build}")
         self._countdown = RunCountdown(self.console)
         return self._countdown
 
-    def run_finished(self, planned: PlannedRun, run_id: int | None, error: str | None) -> None:
+    def run_finished(self, planned: api.PlannedRun, run_id: int | None, error: str | None) -> None:
         if self._countdown:
             self._countdown.stop()
         if error:
@@ -67,21 +63,13 @@ class ConsoleProgress:
         self.console.print(f"[yellow]note:[/] {message}")
 
 
-def _paths(workdir: Path | None, results: Path | None) -> tuple[Path, Path]:
-    return workdir or api.default_workdir(), results or default_results_path()
-
-
-def show_experiment(console: Console, experiment_id: int, results: Path) -> None:
-    store = api.open_results(results)
-    try:
-        data = gather_experiment(store, experiment_id)
-    finally:
-        store.close()
+def show_experiment(console: Console, experiment_id: int, results: Path | None) -> None:
+    data = api.show_experiment(experiment_id, results)
     render_experiment(console, data.report, experiment_notices(data))
 
 
-def finish_experiment(console: Console, experiment_id: int, results: Path, progress: ConsoleProgress | None = None
-                      ) -> None:
+def finish_experiment(console: Console, experiment_id: int, results: Path | None,
+                      progress: ConsoleProgress | None = None) -> None:
     """The end of every experiment: its step tables and summary, then its HTML report; then, when runs failed
     here, an error that names the first (exit code 3): the experiment went on without them."""
     show_experiment(console, experiment_id, results)
@@ -98,9 +86,8 @@ def run_command(file: Annotated[Path, typer.Argument(metavar="FILE", help="Exper
                 yes: Annotated[bool, typer.Option("--yes", help="Run a plan estimated to take more than a day "
                                                   "(asked for otherwise).")] = False) -> None:
     """Validate FILE, then run every planned run, storing each as it ends; print the step tables."""
-    workdir, results = _paths(workdir, results)
     progress = ConsoleProgress(out)
-    finish_experiment(out, runner.start(file, workdir, results, progress, yes=yes), results, progress)
+    finish_experiment(out, api.run_experiment(file, progress, workdir, results, yes=yes), results, progress)
 
 
 @experiment_app.command("resume")
@@ -108,26 +95,21 @@ def resume_command(experiment_id: Annotated[Optional[int], typer.Argument(
         metavar="[EXPERIMENT]", help="Experiment number [default: the newest unfinished one].")] = None,
         workdir: Workdir = None, results: Results = None) -> None:
     """Run what is left of a stopped experiment; finished runs are never run again."""
-    workdir, results = _paths(workdir, results)
     progress = ConsoleProgress(out)
-    finish_experiment(out, runner.resume(experiment_id, workdir, results, progress), results, progress)
+    finish_experiment(out, api.resume_experiment(experiment_id, progress, workdir, results), results, progress)
 
 
 @experiment_app.command("show")
 def show_command(experiment_id: Annotated[int, typer.Argument(metavar="EXPERIMENT", help="Experiment number.")],
                  results: Results = None) -> None:
     """Print an experiment's step tables and summary, recomputed from the stored samples."""
-    show_experiment(out, experiment_id, results or default_results_path())
+    show_experiment(out, experiment_id, results)
 
 
 @experiment_app.command("list")
 def list_command(results: Results = None) -> None:
     """List the stored experiments."""
-    store = api.open_results(results or default_results_path())
-    try:
-        render_experiments(out, store.experiments())
-    finally:
-        store.close()
+    render_experiments(out, api.list_experiments(results))
 
 
 def compare(a: Annotated[str, typer.Argument(metavar="A", help="Run number, or step name/index with --experiment.")],
@@ -144,11 +126,7 @@ def compare(a: Annotated[str, typer.Argument(metavar="A", help="Run number, or s
     """Compare tpmC of two runs or two steps: ratio B/A with its 95 % interval and a verdict."""
     if fail_if_slower is not None:
         limits.check("--fail-if-slower", fail_if_slower, limits.PERCENT)
-    store = api.open_results(results or default_results_path())
-    try:
-        comparison = api.compare_targets(store, a, b, experiment, clients)
-    finally:
-        store.close()
+    comparison = api.compare(a, b, experiment, clients, results)
     if as_json:
         print(json.dumps(_as_json(comparison), indent=2))
     else:

@@ -86,11 +86,27 @@ class DatabaseInfo:
     inputs: Any = None  # the workload's own: what a run's inputs depend on (TPC-C: the NURand C-Load)
 
 
+@dataclass(frozen=True)
+class CommandLineSetting:
+    """One of the workload's settings as an option of ``maximus run`` (and of ``load`` and ``check`` when it
+    chooses which database is built): the command line offers it as declared, and the workload receives the
+    value given under ``key``, as from an experiment file. Not given, the workload's default applies, which the
+    help shows. A flag names one setting of one workload, and no option of the commands themselves."""
+
+    key: str  # the setting it gives: "warehouses", one of ``Workload.setting_names``
+    flag: str  # "--warehouses"; an on/off setting is offered as a pair, "--keying/--no-keying"
+    type: type  # int, float, str, or bool (on or off)
+    help: str  # one sentence without its full stop: the command line adds the default
+    short: str | None = None  # "-w"
+    chooses_database: bool = False  # the setting tells which database is built: ``load`` and ``check`` take it
+
+
 class Workload(ABC):
     name: ClassVar[str]
     headline: ClassVar[Headline]
     reported_transactions: ClassVar[tuple[str, ...]]  # in the order tables show them, deferred ones included
     setting_names: ClassVar[tuple[str, ...]]  # the keys ``settings`` takes
+    options: ClassVar[tuple[CommandLineSetting, ...]] = ()  # settings the command line offers
 
     @abstractmethod
     def settings(self, given: Mapping[str, Any]) -> Settings:

@@ -15,7 +15,7 @@ from maximus.workloads.tpcc.emulator import TerminalEmulator, TpccRunSettings
 from maximus.workloads.tpcc.mix import parse_mix
 from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.schema import money_in_cents
-from maximus.workloads.tpcc.settings import KEYS, TpccSettings, parse_settings
+from maximus.workloads.tpcc.settings import KEYS, OPTIONS, TpccSettings, parse_settings
 from maximus.workloads.tpcc.sql import statements
 from maximus.workloads.tpcc.kinds import TRANSACTION_TYPES, transactions_for
 from maximus.workloads.tpcc.transaction import Home, home_of
@@ -27,6 +27,7 @@ class Tpcc(Workload):
                         "committed New-Orders per minute", "New-Orders")
     reported_transactions = TRANSACTIONS[:3] + (TRANSACTIONS[3], DEFERRED_DELIVERY, TRANSACTIONS[4])
     setting_names = KEYS
+    options = OPTIONS
 
     def settings(self, given: Mapping[str, Any]) -> TpccSettings:
         return parse_settings(given)

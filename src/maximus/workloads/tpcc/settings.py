@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from maximus import limits
 from maximus.errors import UserError
-from maximus.workloads.base import SettingError
+from maximus.workloads.base import CommandLineSetting, SettingError
 from maximus.workloads.tpcc.mix import parse_mix
 
 WAREHOUSES = limits.Limit(1, 10_000)  # about 90 MB each on SQLite: 10,000 fill about 0.9 TB per copy
@@ -25,6 +25,15 @@ class TpccSettings:
 
 
 KEYS = tuple(TpccSettings.__dataclass_fields__)
+
+# `maximus run` offers each of them; `load` and `check` the scale, which tells the database apart
+OPTIONS = (
+    CommandLineSetting("warehouses", "--warehouses", int, "TPC-C's scale: number of warehouses", short="-w",
+                       chooses_database=True),
+    CommandLineSetting("keying", "--keying", bool, "TPC-C: keying and think times of 5.2.5 (off: TPC-C-like)"),
+    CommandLineSetting("mix", "--mix", str, "TPC-C: deck (23 cards, 5.2.4.2) or weights such as "
+                       "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4"),
+)
 
 
 def parse_settings(given: Mapping[str, Any]) -> TpccSettings:
