@@ -20,6 +20,7 @@ from maximus.engines._copy_text import copy_text
 from maximus.engines.base import Capabilities, Dialect, Driver, Session
 from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
+from maximus.engines.mariadb.privileges import AdminConnection
 from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
 from maximus.engines.mariadb.servers import MariaDBServer, connect
 from maximus.engines.mariadb.sessions import SQL_MODE, UTC_NOW, MariaDBSession, array_of_ints
@@ -125,8 +126,9 @@ class MariaDBEngine(ServerEngine):
 
     # -- databases -----------------------------------------------------------------------------------
 
-    def _admin(self) -> Any:
-        return _Closing(connect(self.server.connect_arguments()))
+    def _admin(self) -> AdminConnection:
+        """A connection for Maximus's own statements on its database: one its user may not run is one line."""
+        return AdminConnection(connect(self.server.connect_arguments()), self.database)
 
     @property
     def _pristine(self) -> TablespaceCopy | TwinDatabase:
