@@ -172,3 +172,30 @@ def test_the_page_size_takes_the_sizes_mariadbd_takes(harness, traversable: Path
     (server,) = workdir.glob(f"mariadb-*-{pages}-tpcc-1wh-innodb_page_size*")
     assert server.name.endswith(f"innodb_page_size{int(pages[:-1]) * 1024}")
     harness.assert_nothing_left(workdir)
+
+
+def test_a_set_global_left_by_a_killed_maximus_is_put_back_by_the_next_command_on_that_server(
+        harness, users_server, traversable: Path, monkeypatch) -> None:
+    """A SIGKILL leaves no one to put back the run's SET GLOBAL: the journal beside Maximus's state does, at the next
+    command that uses the server, before it reads what the server runs with."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(traversable / "state"))  # the commands' journal of changes
+    io_capacity = "SELECT @@GLOBAL.innodb_io_capacity"
+    before = _as_admin(users_server, io_capacity)
+    where = ("--workdir", str(traversable / "work"), "--results", str(harness.results))
+    try:
+        killed = harness.spawn("run", "-e", "mariadb", "-w", "1", "-t", "1", "--warmup", "0", "-d", "120", "--dsn",
+                               users_server["admin"], "--allow-changes", "-k", "innodb_io_capacity=1000", *where)
+        harness.running_run(killed)
+        killed.kill()
+        killed.wait()
+        assert _as_admin(users_server, io_capacity) == [(1000,)]  # left changed, with no one to put it back
+        result = harness.run(*RUN, "--dsn", users_server["admin"], *where)
+        assert result.returncode == 0, result.stderr
+        assert (f"note: your MariaDB server: put back innodb_io_capacity={before[0][0]}, left changed by a Maximus "
+                f"that was killed (process {killed.pid})") in " ".join(result.stdout.split()), result.stdout
+        assert _as_admin(users_server, io_capacity) == before
+        assert harness.runs()[-1].effective_knobs["innodb_io_capacity"] == str(before[0][0])  # measured as it was
+        assert not list((traversable / "state").rglob("*.json"))
+        harness.assert_nothing_left(traversable)
+    finally:
+        _as_admin(users_server, "DROP DATABASE IF EXISTS `tpcc-1wh`", "DROP DATABASE IF EXISTS `tpcc-1wh_pristine`")

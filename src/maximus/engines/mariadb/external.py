@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 from maximus.engines import server
 from maximus.engines.mariadb.servers import MariaDBServer, connect, query_variables
 from maximus.engines.mariadb.settings import LOG_BIN, PAGE_SIZE, catalogue_of, set_global
+from maximus.engines.mariadb.changes import Abandoned, ChangesJournal
 from maximus.engines.mariadb.privileges import is_denied, on_variable
 from maximus.errors import EngineError, MaximusError, UserError
 from maximus.knobs import KnobCatalogue
@@ -94,6 +95,28 @@ class ExternalServer(MariaDBServer, server.ExternalServer):
                             "server restarts: set it in your server's configuration (Maximus does not restart a server "
                             "it does not own), or use managed mode")
 
+    @property
+    def journal(self) -> ChangesJournal:
+        arguments = self.connect_arguments()
+        return ChangesJournal(arguments["host"], arguments["port"])
+
+    def start(self) -> None:
+        """What a Maximus that was killed left changed on this server is put back first: the values before this run
+        are read after it, and this run measures the server as the user has it."""
+        for left in self.journal.abandoned():
+            self._put_back_abandoned(left)
+        super().start()
+
+    def _put_back_abandoned(self, left: Abandoned) -> None:
+        with closing(connect(self.connect_arguments())) as connection:
+            failed = self._put_back(connection, left.before)
+        left.path.unlink()  # put back, or the user is told how: once
+        if failed:
+            raise EngineError(f"your MariaDB server still has variables that a Maximus that was killed (process "
+                              f"{left.pid}) set, and they could not be put back: run {'; '.join(failed)}")
+        _log.info("your MariaDB server: put back %s, left changed by a Maximus that was killed (process %d)",
+                  ", ".join(f"{name}={value}" for name, value in left.before.items()), left.pid)
+
     def values_before(self, names: list[str]) -> dict[str, str | None]:
         """Each variable's global value."""
         with closing(connect(self.connect_arguments())) as connection:
@@ -106,6 +129,7 @@ class ExternalServer(MariaDBServer, server.ExternalServer):
                   ", ".join(f"{name}={value}" for name, value in values.items()))
         changed: list[str] = []
         with closing(connect(self.connect_arguments())) as connection:
+            self.journal.write(self.kept)  # before the first change: a Maximus killed after it leaves what to put back
             try:
                 for name, value in values.items():
                     _set_global(connection, {name: value}, self.knobs)
@@ -113,6 +137,7 @@ class ExternalServer(MariaDBServer, server.ExternalServer):
             except BaseException as error:
                 kept, self.kept = self.kept, {}
                 left = self._put_back(connection, {name: kept[name] for name in changed if name in kept})
+                self.journal.forget()
                 if not isinstance(error, Exception):
                     raise
                 raise self._refused(name, value, error, left) from None
@@ -130,6 +155,7 @@ class ExternalServer(MariaDBServer, server.ExternalServer):
     def put_back(self, before: Mapping[str, str | None]) -> None:
         with closing(connect(self.connect_arguments())) as connection:
             left = self._put_back(connection, before)
+        self.journal.forget()  # what is left, the error names
         if left:
             raise EngineError(_not_put_back(left))
 
