@@ -42,7 +42,7 @@ def server_data(workdir: Path) -> str:
 def users_server(server_workdir: Path) -> Iterator[dict[str, str]]:
     """A running server, as a user's would be, with accounts of the user's reached over TCP by their DSNs: ``admin``
     (every privilege), ``nobody`` (none), ``bench`` (every privilege on Maximus's databases, BINLOG ADMIN, but not
-    SUPER, which most SET GLOBALs need)."""
+    SUPER, which most SET GLOBALs need), ``reader`` (may create, drop and read Maximus's databases, not write them)."""
     owner = MariaDBEngine(server_workdir, "faults-dsn", {})
     owner.start()
     try:
@@ -53,11 +53,13 @@ def users_server(server_workdir: Path) -> Iterator[dict[str, str]]:
                         "CREATE USER IF NOT EXISTS 'nobody'@'127.0.0.1' IDENTIFIED BY 'pw'",
                         "CREATE USER IF NOT EXISTS 'bench'@'127.0.0.1' IDENTIFIED BY 'pw'",
                         "GRANT ALL PRIVILEGES ON `tpcc-1wh%`.* TO 'bench'@'127.0.0.1'",
-                        "GRANT BINLOG ADMIN ON *.* TO 'bench'@'127.0.0.1'")
+                        "GRANT BINLOG ADMIN ON *.* TO 'bench'@'127.0.0.1'",
+                        "CREATE USER IF NOT EXISTS 'reader'@'127.0.0.1' IDENTIFIED BY 'pw'",
+                        "GRANT CREATE, DROP, SELECT ON `tpcc-1wh%`.* TO 'reader'@'127.0.0.1'")
         finally:
             root.close()
         port = owner.server.port
-        yield {user: f"mysql://{user}:pw@127.0.0.1:{port}/mysql" for user in ("admin", "nobody", "bench")}
+        yield {user: f"mysql://{user}:pw@127.0.0.1:{port}/mysql" for user in ("admin", "nobody", "bench", "reader")}
     finally:
         owner.stop()
 
@@ -130,14 +132,22 @@ def test_character_sets_and_collations_are_knobs_with_any_value_the_server_takes
     harness.assert_nothing_left(workdir)
 
 
-def test_a_user_who_may_not_create_or_drop_maximuss_databases_is_one_line(harness, users_server, tmp_path) -> None:
-    result = harness.run(*RUN, "--dsn", users_server["nobody"], "--workdir", str(tmp_path / "work"), "--results",
+@pytest.mark.parametrize(("user", "refused"), [
+    ("nobody", "run DROP DATABASE `tpcc-1wh` (it lacks DROP: Access denied for user 'nobody'@'127.0.0.1' to database "
+               "'tpcc-1wh')"),
+    ("reader", "run INSERT INTO `tpcc-1wh`.maximus_probe ... (it lacks INSERT: INSERT command denied to user "
+               "'reader'@'127.0.0.1' for table `tpcc-1wh`.`maximus_probe`)"),
+])
+def test_a_user_who_may_not_create_drop_or_write_maximuss_databases_is_one_line(harness, users_server, tmp_path,
+                                                                                user: str, refused: str) -> None:
+    """Before anything is built: a user who may create the database but not write it fails now, where the loader's
+    first LOAD DATA did, in a traceback."""
+    result = harness.run(*RUN, "--dsn", users_server[user], "--workdir", str(tmp_path / "work"), "--results",
                          str(harness.results))
     assert result.returncode == 2, result.stderr
-    line = harness.one_error(result.stderr)
-    assert line.startswith("error: your MariaDB user may not run DROP DATABASE `tpcc-1wh` (it lacks DROP: Access "
-                           "denied for user 'nobody'@'127.0.0.1' to database 'tpcc-1wh'): give it every privilege on "
-                           "Maximus's databases, GRANT ALL PRIVILEGES ON `tpcc-1wh%`.* TO the user"), line
+    assert harness.one_error(result.stderr) == (
+        f"error: your MariaDB user may not {refused}: give it every privilege on Maximus's databases, GRANT ALL "
+        "PRIVILEGES ON `tpcc-1wh%`.* TO the user")
     assert not harness.runs() and not _maximus_databases(users_server)
     harness.assert_nothing_left(tmp_path)
 

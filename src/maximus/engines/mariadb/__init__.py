@@ -20,7 +20,7 @@ from maximus.engines._copy_text import copy_text
 from maximus.engines.base import Capabilities, Dialect, Driver, Session
 from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
-from maximus.engines.mariadb.privileges import AdminConnection
+from maximus.engines.mariadb.privileges import AdminConnection, probe
 from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
 from maximus.engines.mariadb.servers import MariaDBServer, connect
 from maximus.engines.mariadb.sessions import SQL_MODE, UTC_NOW, MariaDBSession, array_of_ints
@@ -142,6 +142,7 @@ class MariaDBEngine(ServerEngine):
         with self._admin() as admin:
             admin.query(f"DROP DATABASE IF EXISTS `{self.database}`".encode())
             admin.query(f"CREATE DATABASE `{self.database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin".encode())
+            probe(admin)  # a privilege the user lacks (a --dsn's) is one line now, not a traceback in the loader
 
     def exists(self) -> bool:
         with self._admin() as admin:

@@ -14,13 +14,26 @@ from typing import Any
 from maximus.errors import UserError
 
 # ER_DBACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
-# ER_PROCACCESS_DENIED_ERROR
-DENIED = {1044, 1142, 1143, 1227, 1370}
+# ER_PROCACCESS_DENIED_ERROR, ER_BINLOG_CREATE_ROUTINE_NEED_SUPER (a function created with the binary log on)
+DENIED = {1044, 1142, 1143, 1227, 1370, 1419}
 # The privilege a statement needs, by its first words, where the server's message does not name it (1044 names the
 # database only). LOAD DATA LOCAL needs INSERT only (FILE is for the server's own files).
 _NEEDS = (("DROP", "DROP"), ("CREATE", "CREATE"), ("ALTER", "ALTER"), ("INSERT", "INSERT"), ("LOAD", "INSERT"),
           ("RENAME", "ALTER and DROP on the old name, CREATE and INSERT on the new"), ("SELECT", "SELECT"))
-_SPECIFIC = re.compile(r"you need \(at least one of\) the (.+?) privilege")
+_SPECIFIC = re.compile(r"you need \(at least one of\) the (.+?) privilege|You do not have the (\w+) privilege")
+# What a build and a run do in Maximus's database, each once on a table and a function of the probe's own: the first
+# statement the user may not run is refused before the build begins, where the loader's would end it midway.
+_PROBE = ("CREATE TABLE `{db}`.maximus_probe (a INT PRIMARY KEY, b INT)",
+          "INSERT INTO `{db}`.maximus_probe VALUES (1, 1)",
+          "UPDATE `{db}`.maximus_probe SET b = 2 WHERE a = 1",
+          "SELECT b FROM `{db}`.maximus_probe",
+          "DELETE FROM `{db}`.maximus_probe",
+          "CREATE INDEX maximus_probe_b ON `{db}`.maximus_probe (b)",
+          "ALTER TABLE `{db}`.maximus_probe DROP INDEX maximus_probe_b",
+          "CREATE FUNCTION `{db}`.maximus_probe() RETURNS INT DETERMINISTIC RETURN 1",
+          "SELECT `{db}`.maximus_probe()",
+          "DROP FUNCTION `{db}`.maximus_probe",
+          "DROP TABLE `{db}`.maximus_probe")
 
 
 def is_denied(error: BaseException) -> bool:
@@ -32,7 +45,7 @@ def privilege(statement: str, message: str) -> str:
     """The privilege the refused ``statement`` needed: as the server names it (1227), else by the statement's verb."""
     named = _SPECIFIC.search(message)
     if named:
-        return named.group(1)
+        return named.group(1) or named.group(2)
     words = statement.split()
     verb = words[0].upper() if words else ""
     return next((needed for first, needed in _NEEDS if verb == first), verb or "a privilege")
@@ -51,6 +64,14 @@ def on_variable(name: str, statement: str, error: BaseException) -> UserError:
     message = str(error.args[-1])
     return UserError(f"your MariaDB user may not set {name} ({statement}: {message}): grant it "
                      f"{privilege(statement, message)}, or run without the knob")
+
+
+def probe(admin: AdminConnection) -> None:
+    """Every kind of statement a build and a run send, run once in the new, empty database of ``admin``: one the user
+    may not run is a ``UserError`` naming its privilege (``on_database``), before anything is loaded."""
+    for statement in _PROBE:
+        admin.query(statement.format(db=admin.database).encode())
+        admin.store_result()
 
 
 def _doing(statement: str) -> str:
