@@ -117,6 +117,32 @@ def test_a_read_only_innodb_is_refused_before_anything_runs(harness, server_work
     harness.assert_nothing_left(tmp_path)
 
 
+def test_a_users_server_that_runs_read_only_is_one_line_before_anything_runs(harness, server_workdir: Path,
+                                                                             tmp_path: Path) -> None:
+    """A server of the user's started with innodb_read_only=ON (which a managed server's knobs refuse: the test
+    writes its option file itself) takes no build: one line, exit 3, nothing stored, the server as it was."""
+    owner = MariaDBEngine(server_workdir, "faults-read-only", {})
+    owner.server.settings["innodb_read_only"] = "ON"  # the option file's, as a user's configuration has it
+    owner.server.start()  # the server alone: the engine's start would refuse it as the run's does
+    try:
+        root = connect(owner.server.connect_arguments())
+        try:
+            _statements(root, "CREATE USER IF NOT EXISTS 'dba'@'127.0.0.1' IDENTIFIED BY 'pw'",
+                        "GRANT ALL PRIVILEGES ON *.* TO 'dba'@'127.0.0.1'")
+        finally:
+            root.close()
+        result = harness.run(*RUN, "--dsn", f"mysql://dba:pw@127.0.0.1:{owner.server.port}/mysql", "--workdir",
+                             str(tmp_path / "work"), "--results", str(harness.results))
+    finally:
+        owner.server.stop()
+    assert result.returncode == 3, result.stderr
+    assert harness.one_error(result.stderr) == (
+        "error: the MariaDB server runs with innodb_read_only=ON: it refuses every write, and a benchmark writes (its "
+        "build, its restores, its transactions): use a server that takes writes")
+    assert not harness.runs()
+    harness.assert_nothing_left(tmp_path)
+
+
 def test_character_sets_and_collations_are_knobs_with_any_value_the_server_takes(harness, traversable: Path) -> None:
     """SYSTEM_VARIABLES lists no values for these ENUMs: every value was refused, Maximus's own utf8mb4 too."""
     workdir = traversable / "work"

@@ -24,7 +24,7 @@ from maximus.engines.mariadb.privileges import AdminConnection, probe
 from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
 from maximus.engines.mariadb.servers import MariaDBServer, connect
 from maximus.engines.mariadb.sessions import SQL_MODE, UTC_NOW, MariaDBSession, array_of_ints
-from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
+from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG, read_only
 from maximus.engines.pump import Pump
 from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
@@ -121,6 +121,10 @@ class MariaDBEngine(ServerEngine):
             admin.query(b"SHOW GLOBAL VARIABLES")
             rows = admin.store_result().fetch_row(0)
         found = {_text(name): _text(value) for name, value in rows}
+        if read_only(found):  # a server of the user's that runs so: no knob of the run's asked for it
+            raise EngineError(f"the MariaDB server runs with {read_only(found)}: it refuses every write, and a "
+                              "benchmark writes (its build, its restores, its transactions): use a server that takes "
+                              "writes")
         return ({name: value for name, value in found.items() if name in self.knobs},
                 found.get("version", "").split("-")[0] or None)
 

@@ -156,12 +156,18 @@ def _float(value: Any) -> float | None:
     return None if value in (None, "") else float(value)
 
 
+def read_only(settings: Mapping[str, str]) -> str | None:
+    """``innodb_read_only=ON`` when ``settings`` (the run's knobs, or what a server reports) make the server refuse
+    every write, where a benchmark writes: its build, its restores, its transactions."""
+    return next((f"{name}={value}" for name, value in READ_ONLY.items() if settings.get(name) == value), None)
+
+
 def refuse_read_only(settings: Mapping[str, str]) -> None:
     """A one-line ``UserError`` for knobs that would make the server refuse every write, before anything runs."""
-    asked = [f"{name}={value}" for name, value in READ_ONLY.items() if settings.get(name) == value]
+    asked = read_only(settings)
     if asked:
-        raise UserError(f"{asked[0]} makes the MariaDB server refuse every write, and a benchmark writes (its build, "
-                        "its restores, its transactions): drop the knob")
+        raise UserError(f"{asked} makes the MariaDB server refuse every write, and a benchmark writes (its build, its "
+                        "restores, its transactions): drop the knob")
 
 
 def option_line(name: str, value: str) -> str:
