@@ -319,16 +319,19 @@ def _servable(source: _Source, engine: str, steps: tuple[Step, ...], clients: tu
     can make, fail now, not in the middle of the night: each step is checked as deep as a run's ``-k`` is."""
     for index, step in enumerate(steps):
         where = ("baseline",) if index == 0 else ("steps", index - 1, "set")
-        served = engine_class(engine)(Path("."), "validation", system.split(step.knobs)[0])
         try:
-            _placeable(served, system.OS.resolve(system.split(step.knobs)[1]))
+            _placeable(_served(engine, step), system.OS.resolve(system.split(step.knobs)[1]))
         except UserError as error:
             raise source.error(where, str(error)) from None
         for count in clients:
             try:
-                served.validate_run(count)
+                _served(engine, step).validate_run(count)  # a fresh engine each: one completes its knobs for them
             except UserError as error:
                 raise source.error(where, f"with {count} clients: {error}") from None
+
+
+def _served(engine: str, step: Step) -> Engine:
+    return engine_class(engine)(Path("."), "validation", system.split(step.knobs)[0])
 
 
 def _placeable(engine: Engine, os_knobs: Mapping[str, str]) -> None:

@@ -110,7 +110,7 @@ class ExternalServer(MariaDBServer, server.ExternalServer):
     def _put_back_abandoned(self, left: Abandoned) -> None:
         with closing(connect(self.connect_arguments())) as connection:
             failed = self._put_back(connection, left.before)
-        left.path.unlink()  # put back, or the user is told how: once
+        left.path.unlink(missing_ok=True)  # put back, or the user is told how: once
         if failed:
             raise EngineError(f"your MariaDB server still has variables that a Maximus that was killed (process "
                               f"{left.pid}) set, and they could not be put back: run {'; '.join(failed)}")
