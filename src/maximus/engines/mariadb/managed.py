@@ -135,6 +135,12 @@ class ManagedServer(MariaDBServer, server.ManagedServer):
     def version(self, reported: str | None) -> str:
         return server_version()
 
+    def remove_data(self) -> bool:
+        """The log (and the pid file of a server that crashed) stay: they tell why the build failed."""
+        self.stop()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+        return True
+
     def connect_arguments(self) -> dict[str, Any]:
         if self.port is None:
             raise EngineError("cannot connect to MariaDB: the managed server is not running (start() it first)")

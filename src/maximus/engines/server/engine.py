@@ -113,7 +113,7 @@ class ServerEngine(Engine):
             return None
         stopped = self._stopped_soon()
         if stopped:
-            return stopped
+            return self._stopped_on_full_disk() or stopped
         crash = self.server.log_says(self.server.errors.crashed) if self.server.errors.crashed else None
         if crash:
             return f"the {self.server.title} server ended every session to recover from a crash during the run: {crash}"
@@ -126,6 +126,14 @@ class ServerEngine(Engine):
         if full:
             return f"the disk holding {self.data_path()} is full ({full})"
         return f"the {self.server.title} server could not write its files ({first_line}): its error log says why"
+
+    def _stopped_on_full_disk(self) -> str | None:
+        """A server that stopped after its log (this start's part) said its disk was full: MariaDB aborts when a
+        rollback finds no space ("[FATAL] InnoDB: Error (Out of disk space) in rollback"), and the full disk is the
+        cause to name, not the stop."""
+        full = self.server.log_says(self.server.errors.full_in_log)
+        return f"the disk holding {self.data_path()} is full, and the {self.server.title} server stopped ({full})" \
+            if full else None
 
     def _stopped_soon(self) -> str | None:
         """The server's end, if it ended, waiting ``errors.stop_seen_within_s`` for a managed server's."""
