@@ -20,7 +20,9 @@ DENIED = {1044, 1142, 1143, 1227, 1370, 1419}
 # database only). LOAD DATA LOCAL needs INSERT only (FILE is for the server's own files).
 _NEEDS = (("DROP", "DROP"), ("CREATE", "CREATE"), ("ALTER", "ALTER"), ("INSERT", "INSERT"), ("LOAD", "INSERT"),
           ("RENAME", "ALTER and DROP on the old name, CREATE and INSERT on the new"), ("SELECT", "SELECT"))
-_SPECIFIC = re.compile(r"you need \(at least one of\) the (.+?) privilege|You do not have the (\w+) privilege")
+# How the server names the privilege in its message: 1227, 1419, and 1142/1370's "INDEX command denied"
+_NAMED = re.compile(r"you need \(at least one of\) the (.+?) privilege|You do not have the (\w+) privilege|"
+                    r"^(\w+(?: routine)?) command denied", re.IGNORECASE)
 # What a build and a run do in Maximus's database, each once on a table and a function of the probe's own: the first
 # statement the user may not run is refused before the build begins, where the loader's would end it midway.
 _PROBE = ("CREATE TABLE `{db}`.maximus_probe (a INT PRIMARY KEY, b INT)",
@@ -42,10 +44,11 @@ def is_denied(error: BaseException) -> bool:
 
 
 def privilege(statement: str, message: str) -> str:
-    """The privilege the refused ``statement`` needed: as the server names it (1227), else by the statement's verb."""
-    named = _SPECIFIC.search(message)
+    """The privilege the refused ``statement`` needed: as the server's ``message`` names it, else by the statement's
+    verb (1044 names the database only)."""
+    named = _NAMED.search(message)
     if named:
-        return named.group(1) or named.group(2)
+        return next(group for group in named.groups() if group).upper()
     words = statement.split()
     verb = words[0].upper() if words else ""
     return next((needed for first, needed in _NEEDS if verb == first), verb or "a privilege")
