@@ -10,7 +10,9 @@ file of a live process (another Maximus using the same server now) is that proce
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import Mapping
 
 from maximus.pids import start_time
+
+_log = logging.getLogger(__name__)  # what the user should know (the CLI prints it as a note)
 
 
 def state_dir() -> Path:
@@ -46,21 +50,31 @@ class ChangesJournal:
         return state_dir() / f"{self.server}-{os.getpid()}.json"
 
     def write(self, before: Mapping[str, str | None]) -> None:
-        """Before the first change: what each variable was, and who changes it (written whole, then renamed)."""
-        state_dir().mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".partial")
-        partial.write_text(json.dumps({"pid": os.getpid(), "started": start_time(os.getpid()),
-                                       "before": dict(before)}))
-        partial.rename(self.path)
+        """Before the first change: what each variable was, and who changes it (written whole, then renamed). Where
+        it cannot be written the run goes on, as before there was a journal, and the user is told what it means."""
+        try:
+            state_dir().mkdir(parents=True, exist_ok=True)
+            partial = self.path.with_suffix(".partial")
+            partial.write_text(json.dumps({"pid": os.getpid(), "started": start_time(os.getpid()),
+                                           "before": dict(before)}))
+            partial.rename(self.path)
+        except (OSError, RuntimeError) as error:  # RuntimeError: no home directory to find
+            _log.warning("cannot keep the journal of your MariaDB server's changes (%s): if this Maximus is killed, "
+                         "put back %s yourself", error, ", ".join(f"{name}={value}" for name, value in before.items()))
 
     def forget(self) -> None:
         """Everything is put back (or the user was told how to)."""
-        self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError, RuntimeError):
+            self.path.unlink(missing_ok=True)
 
     def abandoned(self) -> list[Abandoned]:
         """The journals of this server whose Maximus no longer runs; an unreadable one (cut short) holds nothing."""
+        try:
+            paths = sorted(state_dir().glob(f"{self.server}-*.json"))
+        except (OSError, RuntimeError):
+            return []
         found = []
-        for path in sorted(state_dir().glob(f"{self.server}-*.json")):
+        for path in paths:
             try:
                 entry = json.loads(path.read_text())
                 pid, started, before = int(entry["pid"]), entry["started"], dict(entry["before"])
