@@ -19,3 +19,9 @@ def mariadb_loaded(server_workdir: Path) -> Path:
         if not engine.has_snapshot():
             api.load_database(engine, ONE_WAREHOUSE, seed=1)
     return server_workdir
+
+
+@pytest.fixture(autouse=True)
+def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's journal of changes to a server of the user's in a directory of its own, not the home's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))

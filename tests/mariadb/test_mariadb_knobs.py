@@ -126,3 +126,20 @@ def test_a_faults_cause_is_read_from_its_error_code_not_from_any_number_in_it(tm
                                                                              cause: str | None) -> None:
     found = MariaDBEngine(tmp_path, "fault", {}).fault(error)
     assert found is None if cause is None else cause in found
+
+
+def test_a_file_innodb_could_not_extend_is_a_full_disk_when_this_starts_log_says_error_28(tmp_path: Path) -> None:
+    """MariaDB's error to the client lost the errno ("Errcode: 1543832208"): the server's log has it, and only the
+    part of the log this start wrote counts."""
+    engine = MariaDBEngine(tmp_path, "fault", {})
+    error = ("InternalError: (14, 'Can\\'t change size of file (Errcode: 1543832208 \"Unknown error 1543832208\")')")
+    log = engine.server.server_log
+    log.parent.mkdir(parents=True)
+    said = ("2026-11-27 18:05:16 8 [ERROR] InnoDB: preallocating 79691776 bytes for file ./ibdata1 failed with "
+            "error 28\n")
+    log.write_text(said)  # an earlier start's
+    engine.server.begin_log()
+    assert engine.fault(error) == f"the MariaDB server could not write its files ({error}): its error log says why"
+    log.write_text(said + said)
+    assert engine.fault(error) == (f"the disk holding {engine.data_path()} is full (InnoDB: preallocating 79691776 "
+                                   "bytes for file ./ibdata1 failed with error 28)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from maximus import limits, system
-from maximus.engines import engine_class, runnable_engine
+from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
 from maximus.experiment.model import from_data as model_from_data
@@ -315,14 +315,32 @@ def _step(source: _Source, index: int, raw: Any, engine: str, previous: Step) ->
 
 
 def _servable(source: _Source, engine: str, steps: tuple[Step, ...], clients: tuple[int, ...]) -> None:
-    """Knob combinations the engine cannot serve at a client count fail now, not in the middle of the night."""
+    """Knob combinations the engine cannot serve at a client count, or that name no storage layout or process Maximus
+    can make, fail now, not in the middle of the night: each step is checked as deep as a run's ``-k`` is."""
     for index, step in enumerate(steps):
+        where = ("baseline",) if index == 0 else ("steps", index - 1, "set")
+        try:
+            _placeable(_served(engine, step), system.OS.resolve(system.split(step.knobs)[1]))
+        except UserError as error:
+            raise source.error(where, str(error)) from None
         for count in clients:
             try:
-                engine_class(engine)(Path("."), "validation", system.split(step.knobs)[0]).validate_run(count)
+                _served(engine, step).validate_run(count)  # a fresh engine each: one completes its knobs for them
             except UserError as error:
-                where = ("baseline",) if index == 0 else ("steps", index - 1, "set")
                 raise source.error(where, f"with {count} clients: {error}") from None
+
+
+def _served(engine: str, step: Step) -> Engine:
+    return engine_class(engine)(Path("."), "validation", system.split(step.knobs)[0])
+
+
+def _placeable(engine: Engine, os_knobs: Mapping[str, str]) -> None:
+    """What a run checks of its operating-system knobs before it starts (``runs.run_benchmark``): the storage layout
+    the ``storage.*`` knobs name, and ``server.*`` knobs and throttles only where Maximus runs the engine's server."""
+    system.Layout.of(os_knobs)
+    runs_server = engine.capabilities.server_process and engine.manages_server
+    system.check_server(os_knobs, runs_server, engine.name)
+    system.check_throttle(os_knobs, not engine.capabilities.server_process or engine.manages_server, engine.name)
 
 
 def _step_name(source: _Source, where: tuple, raw: Mapping) -> str:

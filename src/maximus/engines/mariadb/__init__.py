@@ -21,10 +21,11 @@ from maximus.engines.mariadb import integrity
 from maximus.engines.base import Capabilities, Dialect, Driver, Session
 from maximus.engines.mariadb.external import ExternalServer
 from maximus.engines.mariadb.managed import ManagedServer
+from maximus.engines.mariadb.privileges import AdminConnection, probe
 from maximus.engines.mariadb.pristine import TablespaceCopy, TwinDatabase, tables_of
 from maximus.engines.mariadb.servers import MariaDBServer, connect
 from maximus.engines.mariadb.sessions import SQL_MODE, UTC_NOW, MariaDBSession, array_of_ints
-from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG
+from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYNC_BINLOG, read_only
 from maximus.engines.pump import Pump
 from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
@@ -121,13 +122,18 @@ class MariaDBEngine(ServerEngine):
             admin.query(b"SHOW GLOBAL VARIABLES")
             rows = admin.store_result().fetch_row(0)
         found = {_text(name): _text(value) for name, value in rows}
+        if read_only(found):  # a server of the user's that runs so: no knob of the run's asked for it
+            raise EngineError(f"the MariaDB server runs with {read_only(found)}: it refuses every write, and a "
+                              "benchmark writes (its build, its restores, its transactions): use a server that takes "
+                              "writes")
         return ({name: value for name, value in found.items() if name in self.knobs},
                 found.get("version", "").split("-")[0] or None)
 
     # -- databases -----------------------------------------------------------------------------------
 
-    def _admin(self) -> Any:
-        return _Closing(connect(self.server.connect_arguments()))
+    def _admin(self) -> AdminConnection:
+        """A connection for Maximus's own statements on its database: one its user may not run is one line."""
+        return AdminConnection(connect(self.server.connect_arguments()), self.database)
 
     @property
     def _pristine(self) -> TablespaceCopy | TwinDatabase:
@@ -141,6 +147,17 @@ class MariaDBEngine(ServerEngine):
         with self._admin() as admin:
             admin.query(f"DROP DATABASE IF EXISTS `{self.database}`".encode())
             admin.query(f"CREATE DATABASE `{self.database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin".encode())
+            probe(admin)  # a privilege the user lacks (a --dsn's) is one line now, not a traceback in the loader
+
+    def discard_build(self) -> None:
+        """A managed server's data directory holds this database alone: it is removed whole, with the pristine copy
+        (the next start makes it again). Dropping the database would leave what the load's undo took in InnoDB's
+        system tablespace (tens of MB), which InnoDB never gives back, and a server that a full disk aborted (a
+        rollback that finds no space) drops nothing. On a server of the user's, the database and its twin dropped."""
+        if self.server.remove_data():
+            self._pristine.destroy()
+        else:
+            super().discard_build()
 
     def exists(self) -> bool:
         with self._admin() as admin:

@@ -17,7 +17,9 @@ from urllib.parse import unquote, urlsplit
 from maximus.engines import server
 from maximus.engines.mariadb.servers import MariaDBServer, connect, query_variables
 from maximus.engines.mariadb.settings import LOG_BIN, PAGE_SIZE, catalogue_of, set_global
-from maximus.errors import EngineError, UserError
+from maximus.engines.mariadb.changes import Abandoned, ChangesJournal
+from maximus.engines.mariadb.privileges import is_denied, on_variable
+from maximus.errors import EngineError, MaximusError, UserError
 from maximus.knobs import KnobCatalogue
 
 _log = logging.getLogger(__name__)  # what a user should know happened to their server (the CLI prints it)
@@ -31,16 +33,26 @@ def dsn_arguments(dsn: str) -> dict[str, Any]:
     shown = _without_password(dsn.strip())
     if parts.scheme not in _SCHEMES or not parts.hostname:
         raise UserError(f"bad MariaDB --dsn {shown!r}: expected mysql://user:password@host:port/database")
-    try:
-        port = parts.port or 3306
-    except ValueError:
-        raise UserError(f"bad MariaDB --dsn {shown!r}: the port is not a number") from None
+    port = _port(parts.netloc, shown)
     # the client library takes "localhost" for its default Unix socket and ignores the port: another server
     host = "127.0.0.1" if parts.hostname == "localhost" else parts.hostname
     arguments: dict[str, Any] = {"host": host, "port": port, "user": unquote(parts.username or "root")}
     if parts.password is not None:
         arguments["password"] = unquote(parts.password)
     return arguments
+
+
+def _port(netloc: str, shown: str) -> int:
+    """The DSN's port (3306 when it names none): a TCP port, 1 to 65535. Read from the text, as urlsplit says "out of
+    range" and "not a number" alike with one ValueError, and takes a port of 0 for none."""
+    text = netloc.rpartition("@")[2].rpartition("]")[2].partition(":")[2]
+    if not text:
+        return 3306
+    if not text.isascii() or not text.isdigit():
+        raise UserError(f"bad MariaDB --dsn {shown!r}: the port {text!r} is not a number")
+    if not 1 <= int(text) <= 65535:
+        raise UserError(f"bad MariaDB --dsn {shown!r}: the port {int(text)} is out of range: a TCP port is 1 to 65535")
+    return int(text)
 
 
 def _without_password(dsn: str) -> str:
@@ -83,40 +95,84 @@ class ExternalServer(MariaDBServer, server.ExternalServer):
                             "server restarts: set it in your server's configuration (Maximus does not restart a server "
                             "it does not own), or use managed mode")
 
+    @property
+    def journal(self) -> ChangesJournal:
+        arguments = self.connect_arguments()
+        return ChangesJournal(arguments["host"], arguments["port"])
+
+    def start(self) -> None:
+        """What a Maximus that was killed left changed on this server is put back first: the values before this run
+        are read after it, and this run measures the server as the user has it."""
+        for left in self.journal.abandoned():
+            self._put_back_abandoned(left)
+        super().start()
+
+    def _put_back_abandoned(self, left: Abandoned) -> None:
+        with closing(connect(self.connect_arguments())) as connection:
+            failed = self._put_back(connection, left.before)
+        left.path.unlink(missing_ok=True)  # put back, or the user is told how: once
+        if failed:
+            raise EngineError(f"your MariaDB server still has variables that a Maximus that was killed (process "
+                              f"{left.pid}) set, and they could not be put back: run {'; '.join(failed)}")
+        _log.info("your MariaDB server: put back %s, left changed by a Maximus that was killed (process %d)",
+                  ", ".join(f"{name}={value}" for name, value in left.before.items()), left.pid)
+
     def values_before(self, names: list[str]) -> dict[str, str | None]:
         """Each variable's global value."""
         with closing(connect(self.connect_arguments())) as connection:
             return {name: _global(connection, name) for name in names}
 
     def change(self, values: Mapping[str, str]) -> None:
-        """SET GLOBAL each value; on a refusal, or a Ctrl-C among the SETs, what was set is put back."""
+        """SET GLOBAL each value; on a refusal, or a Ctrl-C among the SETs, what was set is put back: only that, as a
+        variable the server refused to set is as the user had it."""
         _log.info("your MariaDB server: SET GLOBAL %s (put back after the run)",
                   ", ".join(f"{name}={value}" for name, value in values.items()))
+        changed: list[str] = []
         with closing(connect(self.connect_arguments())) as connection:
+            self.journal.write(self.kept)  # before the first change: a Maximus killed after it leaves what to put back
             try:
-                _set_global(connection, values, self.knobs)
+                for name, value in values.items():
+                    _set_global(connection, {name: value}, self.knobs)
+                    changed.append(name)
             except BaseException as error:
                 kept, self.kept = self.kept, {}
-                self._put_back(connection, kept)
+                left = self._put_back(connection, {name: kept[name] for name in changed if name in kept})
+                self.journal.forget()
                 if not isinstance(error, Exception):
                     raise
-                raise EngineError(f"MariaDB refused the knobs: {error.args[-1]}") from None
+                raise self._refused(name, value, error, left) from None
+
+    def _refused(self, name: str, value: str, error: Exception, left: list[str]) -> MaximusError:
+        """Why ``SET GLOBAL name = value`` failed, in one line: a privilege the user lacks (``UserError``), or the
+        server's refusal; with the statements that put back what could not be."""
+        statement = set_global(name, value, self.knobs)
+        refused: MaximusError = on_variable(name, statement, error) if is_denied(error) else \
+            EngineError(f"MariaDB refused {name}={value}: {error.args[-1] if error.args else error}")
+        if left:
+            refused = EngineError(f"{refused}; and {_not_put_back(left)}")
+        return refused
 
     def put_back(self, before: Mapping[str, str | None]) -> None:
         with closing(connect(self.connect_arguments())) as connection:
-            self._put_back(connection, before)
+            left = self._put_back(connection, before)
+        self.journal.forget()  # what is left, the error names
+        if left:
+            raise EngineError(_not_put_back(left))
 
-    def _put_back(self, connection: Any, before: Mapping[str, str | None]) -> None:
-        """Every variable on its own, so one refusal leaves none of the others changed; what could not be put back
-        is one line with the statements that do it."""
+    def _put_back(self, connection: Any, before: Mapping[str, str | None]) -> list[str]:
+        """Every variable on its own, so one refusal leaves none of the others changed; the statements that put
+        back what could not be."""
         failed = []
         for name, value in before.items():
             try:
                 _set_global(connection, {name: value}, self.knobs)
             except Exception:
                 failed.append(set_global(name, value, self.knobs))
-        if failed:
-            raise EngineError(f"could not put your MariaDB server's variables back: run {'; '.join(failed)}")
+        return failed
+
+
+def _not_put_back(statements: list[str]) -> str:
+    return f"could not put your MariaDB server's variables back: run {'; '.join(statements)}"
 
 
 def _global(connection: Any, name: str) -> str | None:

@@ -25,7 +25,7 @@ from maximus.engines import _process, server
 from maximus.engines.server.log import first_error
 from maximus.engines.mariadb.servers import COLUMNS, MariaDBServer, connect, is_error, message, query_variables
 from maximus.engines.mariadb.settings import (LOG_BIN, OWNED, PAGE_SIZE, MariaValue, catalogue_of, option_line,
-                                              set_global)
+                                              refuse_read_only, set_global)
 from maximus.errors import EngineError, UserError
 from maximus.knobs import KnobCatalogue
 
@@ -82,6 +82,7 @@ class ManagedServer(MariaDBServer, server.ManagedServer):
         if owned:
             raise UserError(f"{', '.join(owned)} {'is' if len(owned) == 1 else 'are'} chosen by Maximus for a managed "
                             "MariaDB server (its directory, socket and port)")
+        refuse_read_only(settings)
         self._process: subprocess.Popen | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -133,6 +134,12 @@ class ManagedServer(MariaDBServer, server.ManagedServer):
 
     def version(self, reported: str | None) -> str:
         return server_version()
+
+    def remove_data(self) -> bool:
+        """The log (and the pid file of a server that crashed) stay: they tell why the build failed."""
+        self.stop()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+        return True
 
     def connect_arguments(self) -> dict[str, Any]:
         if self.port is None:

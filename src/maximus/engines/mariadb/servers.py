@@ -19,6 +19,10 @@ ERRORS = ServerErrors(
     lost=("(2006, ", "(2013, ", "(2055, ", "server has gone away", "Lost connection", "Can't connect"),
     full=("(1114, ", "is full", "No space left on device", "errno: 28"),
     corrupt=("(1877, ", "(1034, ", "is corrupt", "Index for table"),
+    # EE_CANT_CHSIZE: InnoDB could not extend a file (its system tablespace, say); the errno it shows is garbage,
+    # the log has the real one: "preallocating 79691776 bytes for file ./ibdata1 failed with error 28" (ENOSPC)
+    unexplained_io=("change size of file",),  # str() of the error writes it with repr's quotes: Can\'t change
+    full_in_log=("failed with error 28", "No space left on device", "errno: 28", "Out of disk space"),
     stop_seen_within_s=1.0,  # a killed server's sockets close before its process is seen gone
 )
 
@@ -32,6 +36,11 @@ class MariaDBServer(ServerControl):
     @abstractmethod
     def connect_arguments(self) -> dict[str, Any]:
         """MySQLdb.connect's arguments for the server (without a database)."""
+
+    def remove_data(self) -> bool:
+        """Where Maximus owns the server (whose data is one database of Maximus's alone): the server stopped and its
+        data directory removed, its log kept; whether it was."""
+        return False
 
     def pristine_files(self) -> tuple[Path, Path, Callable[[Path], None]] | None:
         """Where the server keeps its data and Maximus may keep a database's pristine copy as files (the data

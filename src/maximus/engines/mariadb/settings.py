@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from maximus.errors import UserError
 from maximus.knobs import Applies, Knob, KnobCatalogue, one_line, spelled
 
 _BOOLEANS = {"on": "ON", "off": "OFF", "1": "ON", "0": "OFF", "true": "ON", "false": "OFF", "yes": "ON", "no": "OFF"}
@@ -32,6 +33,9 @@ PAGE_SIZES = ("4096", "8192", "16384", "32768", "65536")
 DURABILITY = {"innodb_flush_log_at_trx_commit": {"0", "2"}, "innodb_doublewrite": {"OFF"},
               "innodb_flush_method": {"nosync", "littlesync"}}  # both skip fsync: MariaDB's testing-only values
 SYNC_BINLOG = "sync_binlog"
+# Values under which InnoDB takes no write at all, where a benchmark writes: a build's rows, every run's restore and
+# transactions. (read_only=ON is not one: it spares a user with the READ ONLY ADMIN privilege, as Maximus's root.)
+READ_ONLY = {"innodb_read_only": "ON"}
 # What Maximus chooses itself for a managed server: where it lives and how it is reached.
 OWNED = ("datadir", "socket", "pid_file", "log_error", "bind_address", "basedir", "port", "skip_networking",
          "skip_grant_tables", "plugin_dir", "tmpdir", "innodb_data_home_dir", "innodb_log_group_home_dir",
@@ -59,8 +63,8 @@ class MariaValue:
             return ",".join(self._choice(part.strip()) for part in text.split(",") if part.strip())
         if self.vartype in _INTEGERS:
             value = self._integer(text)
-            if not self._within(value):
-                raise ValueError(f"expected {self.describe()}")
+            if not self._within(value) or (self.choices and str(value) not in self.choices):
+                raise ValueError(f"expected {'one of ' if self.choices else ''}{self.describe()}")
             return str(value)
         if self.vartype == "DOUBLE":
             if not _DECIMAL.fullmatch(text):
@@ -122,11 +126,10 @@ def catalogue_of(rows: Iterable[Mapping[str, Any]]) -> KnobCatalogue:
 
 def _knob(row: Mapping[str, Any]) -> Knob:
     name = row["VARIABLE_NAME"].lower()
-    choices = tuple(row["ENUM_VALUE_LIST"].split(",")) if row["ENUM_VALUE_LIST"] else ()
-    value_type = MariaValue(row["VARIABLE_TYPE"], _float(row["NUMERIC_MIN_VALUE"]), _float(row["NUMERIC_MAX_VALUE"]),
-                            choices, row["COMMAND_LINE_ARGUMENT"] is not None)
-    if name == PAGE_SIZE:
-        value_type, applies = MariaValue("ENUM", choices=PAGE_SIZES), Applies.CREATION
+    value_type = MariaValue(_vartype(row), _float(row["NUMERIC_MIN_VALUE"]), _float(row["NUMERIC_MAX_VALUE"]),
+                            _choices(row), row["COMMAND_LINE_ARGUMENT"] is not None)
+    if name == PAGE_SIZE:  # a size, as mariadbd takes it (64k, 4K, 16384), of the five InnoDB pages come in
+        value_type, applies = MariaValue("INT UNSIGNED", choices=PAGE_SIZES), Applies.CREATION
     elif row["READ_ONLY"] == "YES":
         applies = Applies.RESTART
     else:
@@ -136,8 +139,35 @@ def _knob(row: Mapping[str, Any]) -> Knob:
                 weakens_durability_when=frozenset(DURABILITY.get(name, ())))
 
 
+def _choices(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(row["ENUM_VALUE_LIST"].split(",")) if row["ENUM_VALUE_LIST"] else ()
+
+
+def _vartype(row: Mapping[str, Any]) -> str:
+    """The variable's type; an ENUM whose values SYSTEM_VARIABLES does not list is text. MariaDB lists none for
+    a character set, a collation or a locale (``character_set_server``, ``collation_server``, ``lc_messages``):
+    their values are the server's character sets and collations, which the server itself checks when it is set."""
+    if row["VARIABLE_TYPE"] == "ENUM" and not _choices(row):
+        return "VARCHAR"
+    return row["VARIABLE_TYPE"]
+
+
 def _float(value: Any) -> float | None:
     return None if value in (None, "") else float(value)
+
+
+def read_only(settings: Mapping[str, str]) -> str | None:
+    """``innodb_read_only=ON`` when ``settings`` (the run's knobs, or what a server reports) make the server refuse
+    every write, where a benchmark writes: its build, its restores, its transactions."""
+    return next((f"{name}={value}" for name, value in READ_ONLY.items() if settings.get(name) == value), None)
+
+
+def refuse_read_only(settings: Mapping[str, str]) -> None:
+    """A one-line ``UserError`` for knobs that would make the server refuse every write, before anything runs."""
+    asked = read_only(settings)
+    if asked:
+        raise UserError(f"{asked} makes the MariaDB server refuse every write, and a benchmark writes (its build, its "
+                        "restores, its transactions): drop the knob")
 
 
 def option_line(name: str, value: str) -> str:

@@ -27,6 +27,10 @@ class ServerErrors:
     full: tuple[str, ...]  # the disk is full
     corrupt: tuple[str, ...]  # a data file is corrupt
     crashed: tuple[str, ...] = ()  # the server's log: it ended every session to recover from a crash
+    # A failed write to the server's files whose cause the error lost (MariaDB's "Can't change size of file", whose
+    # errno is garbage), and the words of the server's log that name a full disk as the cause.
+    unexplained_io: tuple[str, ...] = ()
+    full_in_log: tuple[str, ...] = ()
     # How long a lost connection waits for a managed server to be seen stopped: a killed server's sockets may close
     # before its process is gone, and before its log says so.
     stop_seen_within_s: float = 0.0

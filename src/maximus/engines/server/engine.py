@@ -107,15 +107,33 @@ class ServerEngine(Engine):
             return f"the disk holding {self.data_path()} is full ({first_line})"
         if _says(error, self.server.errors.corrupt):
             return f"the {self.server.title} database {self.database} is corrupt ({first_line})"
+        if _says(error, self.server.errors.unexplained_io):
+            return self._io_fault(first_line)
         if not _says(error, self.server.errors.lost):
             return None
         stopped = self._stopped_soon()
         if stopped:
-            return stopped
+            return self._stopped_on_full_disk() or stopped
         crash = self.server.log_says(self.server.errors.crashed) if self.server.errors.crashed else None
         if crash:
             return f"the {self.server.title} server ended every session to recover from a crash during the run: {crash}"
         return f"the connection to the {self.server.title} server was lost during the run ({first_line})"
+
+    def _io_fault(self, first_line: str) -> str:
+        """A write to the server's files that failed for a cause the error lost: a full disk where the server's log
+        (this start's part) says so, else the error, with where to look."""
+        full = self.server.log_says(self.server.errors.full_in_log)
+        if full:
+            return f"the disk holding {self.data_path()} is full ({full})"
+        return f"the {self.server.title} server could not write its files ({first_line}): its error log says why"
+
+    def _stopped_on_full_disk(self) -> str | None:
+        """A server that stopped after its log (this start's part) said its disk was full: MariaDB aborts when a
+        rollback finds no space ("[FATAL] InnoDB: Error (Out of disk space) in rollback"), and the full disk is the
+        cause to name, not the stop."""
+        full = self.server.log_says(self.server.errors.full_in_log)
+        return f"the disk holding {self.data_path()} is full, and the {self.server.title} server stopped ({full})" \
+            if full else None
 
     def _stopped_soon(self) -> str | None:
         """The server's end, if it ended, waiting ``errors.stop_seen_within_s`` for a managed server's."""
