@@ -79,7 +79,7 @@ class PowerCutFs(pyfuse3.Operations):
         self.sequence = itertools.count(1)
         self.next_inode = itertools.count(pyfuse3.ROOT_INODE + 1)
         self.next_handle = itertools.count(1)
-        self.syncs = {"fsync": 0, "fsyncdir": 0, "sync_writes": 0}
+        self.counts = {"writes": 0, "sync_writes": 0, "fsync": 0, "fsyncdir": 0}  # since mounted
 
     # -- the control protocol's commands (maximus.durability.powercut) --
 
@@ -103,7 +103,7 @@ class PowerCutFs(pyfuse3.Operations):
         states = [node.state for node in self.nodes.values() if node.state and node.state.pending]
         return {"pending_files": len(states), "pending_changes": sum(len(state.pending) for state in states),
                 "pending_bytes": sum(state.pending_bytes for state in states),
-                "pending_namespace": len(self.namespace.changes), "stopped": self.stopped, **self.syncs}
+                "pending_namespace": len(self.namespace.changes), "stopped": self.stopped, **self.counts}
 
     # -- names --
 
@@ -212,7 +212,7 @@ class PowerCutFs(pyfuse3.Operations):
 
     @served
     async def fsyncdir(self, fh: int, datasync: bool) -> None:
-        self.syncs["fsyncdir"] += 1
+        self.counts["fsyncdir"] += 1
         self.namespace.make_durable_through(self.handles[fh].inode)
 
     @served
@@ -380,9 +380,10 @@ class PowerCutFs(pyfuse3.Operations):
     async def write(self, fh: int, off: int, buf: bytes) -> int:
         handle = self.handles[fh]
         state = self._state(handle.inode, handle.fd)
+        self.counts["writes"] += 1
         if handle.sync_writes:  # durable when it returns, with every earlier write of the file (docs/durability.md)
             written = os.pwrite(handle.fd, buf, off)
-            self.syncs["sync_writes"] += 1
+            self.counts["sync_writes"] += 1
             state.make_durable(os.fstat(handle.fd).st_size)
             return written
         state.save_before_change(handle.fd, off, off + len(buf))
@@ -414,7 +415,7 @@ class PowerCutFs(pyfuse3.Operations):
     @served
     async def fsync(self, fh: int, datasync: bool) -> None:
         handle = self.handles[fh]
-        self.syncs["fsync"] += 1
+        self.counts["fsync"] += 1
         self._state(handle.inode, handle.fd).make_durable(os.fstat(handle.fd).st_size)
 
     async def flush(self, fh: int) -> None:
