@@ -4,7 +4,8 @@ yet is remembered (maximus.durability.pending) until a sync makes it durable or 
 Inodes are held as O_PATH descriptors of the backing files and every change is made relative to its directory's
 descriptor (the *at system calls), so a renamed directory needs no path bookkeeping. An unlinked file, a removed
 directory and a rename's displaced target are moved to a hidden stash in the backing directory until the change is
-durable, so a cut can put them back. The handlers never await, so each runs whole before the next: no locks."""
+durable, so a cut can put them back (maximus.durability.entries). The handlers never await, so each runs whole before
+the next: no locks."""
 
 from __future__ import annotations
 
@@ -20,10 +21,9 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 import pyfuse3
 
-from maximus.durability.pending import (FileAtCut, FileState, NamespaceChange, NamespaceLog, PendingTruncate,
-                                        PendingWrite, Weights, cut)
+from maximus.durability.entries import STASH, Place, Stash
+from maximus.durability.pending import FileAtCut, FileState, NamespaceLog, PendingTruncate, PendingWrite, Weights, cut
 
-STASH = ".maximus-powercut-stash"  # in the backing root, never listed: what a pending unlink or rmdir moved aside
 SYNC_FLAGS = os.O_DSYNC  # O_SYNC includes this bit on Linux
 # The kernel caches names and attributes this long: every change goes through this file system, so they stay true
 TIMEOUT_S = 1.0
@@ -71,7 +71,7 @@ class PowerCutFs(pyfuse3.Operations):
         self.weights = weights
         self.stopped = False
         self.root_fd = os.open(backing, os.O_PATH | os.O_DIRECTORY)
-        self.stash_fd = _fresh_stash(backing)
+        self.stash = Stash(backing)
         self.nodes: dict[int, Node] = {pyfuse3.ROOT_INODE: Node(self.root_fd, 1, "")}
         self.identities: dict[tuple[int, int], int] = {_identity(self.root_fd): pyfuse3.ROOT_INODE}
         self.handles: dict[int, Handle] = {}
@@ -89,7 +89,7 @@ class PowerCutFs(pyfuse3.Operations):
         files = [FileAtCut(node.name, functools.partial(os.open, _proc(node.fd), os.O_RDWR), node.state)
                  for node in self.nodes.values() if node.state and node.state.pending and _alive(node.fd)]
         report = cut(seed, files, self.namespace, self.weights)
-        os.rmdir(STASH, dir_fd=self.root_fd)
+        self.stash.remove()
         return report
 
     def shut_down(self) -> None:
@@ -97,7 +97,7 @@ class PowerCutFs(pyfuse3.Operations):
         if not self.stopped:
             self.stopped = True
             self.namespace.make_all_durable()
-            os.rmdir(STASH, dir_fd=self.root_fd)
+            self.stash.remove()
 
     def stats(self) -> dict[str, Any]:
         states = [node.state for node in self.nodes.values() if node.state and node.state.pending]
@@ -221,7 +221,7 @@ class PowerCutFs(pyfuse3.Operations):
         parent = self._writable_parent(parent_inode, name)
         os.mkdir(name, mode & ~ctx.umask, dir_fd=parent)
         self._own(parent, name, ctx)
-        self._record("mkdir", parent_inode, name, undo=lambda fd: shutil.rmtree(name, dir_fd=fd))
+        self._created("mkdir", parent_inode, name, undo=_remove_tree)
         return self._attributes(*self._entry(parent_inode, name))
 
     @served
@@ -229,7 +229,7 @@ class PowerCutFs(pyfuse3.Operations):
         parent = self._writable_parent(parent_inode, name)
         if os.listdir(os.path.join(_proc(parent), os.fsdecode(name))):
             raise pyfuse3.FUSEError(errno.ENOTEMPTY)
-        self._move_to_stash("rmdir", parent_inode, name)
+        self._move_aside("rmdir", parent_inode, name)
 
     # -- entries --
 
@@ -238,7 +238,7 @@ class PowerCutFs(pyfuse3.Operations):
         parent = self._writable_parent(parent_inode, name)
         if stat.S_ISDIR(os.lstat(name, dir_fd=parent).st_mode):
             raise pyfuse3.FUSEError(errno.EISDIR)
-        self._move_to_stash("unlink", parent_inode, name)
+        self._move_aside("unlink", parent_inode, name)
 
     @served
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
@@ -246,7 +246,7 @@ class PowerCutFs(pyfuse3.Operations):
         parent = self._writable_parent(parent_inode, name)
         fd = os.open(name, _backing_flags(flags) | os.O_CREAT | os.O_EXCL, mode & ~ctx.umask, dir_fd=parent)
         self._own(parent, name, ctx)
-        self._record("create", parent_inode, name, undo=lambda fd: os.unlink(name, dir_fd=fd))
+        self._created("create", parent_inode, name, undo=_unlink)
         inode, attributes = self._entry(parent_inode, name)
         return self._file_info(fd, inode, flags), self._attributes(inode, attributes)
 
@@ -256,7 +256,7 @@ class PowerCutFs(pyfuse3.Operations):
         parent = self._writable_parent(parent_inode, name)
         os.mknod(name, mode & ~ctx.umask, rdev, dir_fd=parent)
         self._own(parent, name, ctx)
-        self._record("mknod", parent_inode, name, undo=lambda fd: os.unlink(name, dir_fd=fd))
+        self._created("mknod", parent_inode, name, undo=_unlink)
         return self._attributes(*self._entry(parent_inode, name))
 
     @served
@@ -265,7 +265,7 @@ class PowerCutFs(pyfuse3.Operations):
         parent = self._writable_parent(parent_inode, name)
         os.symlink(target, name, dir_fd=parent)
         self._own(parent, name, ctx)
-        self._record("symlink", parent_inode, name, undo=lambda fd: os.unlink(name, dir_fd=fd))
+        self._created("symlink", parent_inode, name, undo=_unlink)
         return self._attributes(*self._entry(parent_inode, name))
 
     @served
@@ -273,7 +273,7 @@ class PowerCutFs(pyfuse3.Operations):
                    ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         parent = self._writable_parent(new_parent_inode, new_name)
         os.link(os.fsencode(_proc(self.nodes[inode].fd)), new_name, dst_dir_fd=parent, follow_symlinks=True)
-        self._record("link", new_parent_inode, new_name, undo=lambda fd: os.unlink(new_name, dir_fd=fd))
+        self._created("link", new_parent_inode, new_name, undo=_unlink)
         return self._attributes(*self._entry(new_parent_inode, new_name))
 
     @served
@@ -289,58 +289,17 @@ class PowerCutFs(pyfuse3.Operations):
             return  # two names of one file: rename(2) does nothing
         if target is not None:
             _check_replaceable(source, target, flags, os.path.join(_proc(new), os.fsdecode(name_new)))
-        self._rename(parent_inode_old, name_old, parent_inode_new, name_new, displaced=target is not None)
+        self.namespace.record(self.stash.renamed(next(self.sequence), self._place(parent_inode_old, name_old),
+                                                 self._place(parent_inode_new, name_new), replaces=target is not None))
 
-    def _rename(self, parent_old: int, name_old: bytes, parent_new: int, name_new: bytes, displaced: bool) -> None:
-        seq = next(self.sequence)
-        stashed = f"{seq}".encode()
-        old, new = os.dup(self.nodes[parent_old].fd), os.dup(self.nodes[parent_new].fd)
-        if displaced:
-            os.rename(name_new, stashed, src_dir_fd=new, dst_dir_fd=self.stash_fd)
-        os.rename(name_old, name_new, src_dir_fd=old, dst_dir_fd=new)
+    def _place(self, directory: int, name: bytes) -> Place:
+        return Place(directory, self.nodes[directory].fd, name, _join(self.nodes[directory].name, name))
 
-        def undo() -> None:
-            os.rename(name_new, name_old, src_dir_fd=new, dst_dir_fd=old)
-            if displaced:
-                os.rename(stashed, name_new, src_dir_fd=self.stash_fd, dst_dir_fd=new)
-            _close(old, new)
+    def _created(self, kind: str, parent_inode: int, name: bytes, undo: Callable[[bytes, int], None]) -> None:
+        self.namespace.record(self.stash.created(next(self.sequence), kind, self._place(parent_inode, name), undo))
 
-        def settle() -> None:
-            if displaced:
-                _remove(stashed, self.stash_fd)
-            _close(old, new)
-        description = " -> ".join((_join(self.nodes[parent_old].name, name_old),
-                                   _join(self.nodes[parent_new].name, name_new)))
-        self.namespace.record(NamespaceChange(seq, "rename", description, frozenset({parent_old, parent_new}),
-                                              undo, settle))
-
-    def _move_to_stash(self, kind: str, parent_inode: int, name: bytes) -> None:
-        """Unlink and rmdir move the entry aside until the change is durable: a cut that drops it moves it back."""
-        seq = next(self.sequence)
-        stashed = f"{seq}".encode()
-        parent = os.dup(self.nodes[parent_inode].fd)
-        os.rename(name, stashed, src_dir_fd=parent, dst_dir_fd=self.stash_fd)
-
-        def undo() -> None:
-            os.rename(stashed, name, src_dir_fd=self.stash_fd, dst_dir_fd=parent)
-            os.close(parent)
-
-        def settle() -> None:
-            _remove(stashed, self.stash_fd)
-            os.close(parent)
-        self.namespace.record(NamespaceChange(seq, kind, _join(self.nodes[parent_inode].name, name),
-                                              frozenset({parent_inode}), undo, settle))
-
-    def _record(self, kind: str, parent_inode: int, name: bytes, undo: Callable[[int], None]) -> None:
-        """A change that made a new entry; ``undo`` removes it, relative to its directory's descriptor."""
-        parent = os.dup(self.nodes[parent_inode].fd)
-
-        def undo_in_parent() -> None:
-            undo(parent)
-            os.close(parent)
-        self.namespace.record(NamespaceChange(next(self.sequence), kind, _join(self.nodes[parent_inode].name, name),
-                                              frozenset({parent_inode}), undo_in_parent,
-                                              functools.partial(os.close, parent)))
+    def _move_aside(self, kind: str, parent_inode: int, name: bytes) -> None:
+        self.namespace.record(self.stash.moved_aside(next(self.sequence), kind, self._place(parent_inode, name)))
 
     def _writable_parent(self, parent_inode: int, name: bytes) -> int:
         if parent_inode == pyfuse3.ROOT_INODE and name == STASH.encode():
@@ -425,16 +384,6 @@ class PowerCutFs(pyfuse3.Operations):
         os.close(self.handles.pop(fh).fd)
 
 
-def _fresh_stash(backing: Path) -> int:
-    """The stash starts empty: one left by a killed file system held unlinks that then went through to the backing
-    store, the state a clean shutdown leaves."""
-    stash = backing / STASH
-    if stash.exists():
-        shutil.rmtree(stash)
-    stash.mkdir(mode=0o700)
-    return os.open(stash, os.O_PATH | os.O_DIRECTORY)
-
-
 def _backing_flags(flags: int) -> int:
     """The backing file is opened for reading too (a change saves the bytes it overwrites), without O_APPEND (the
     kernel sends each write's offset), O_DIRECT (Python's buffers are not aligned) or a sync flag (the disk here is
@@ -475,13 +424,9 @@ def _check_replaceable(source: os.stat_result, target: os.stat_result, flags: in
         raise pyfuse3.FUSEError(errno.ENOTEMPTY)
 
 
-def _close(*fds: int) -> None:
-    for fd in fds:
-        os.close(fd)
+def _unlink(name: bytes, directory: int) -> None:
+    os.unlink(name, dir_fd=directory)
 
 
-def _remove(name: bytes, parent: int) -> None:
-    if stat.S_ISDIR(os.lstat(name, dir_fd=parent).st_mode):
-        os.rmdir(name, dir_fd=parent)
-    else:
-        os.unlink(name, dir_fd=parent)
+def _remove_tree(name: bytes, directory: int) -> None:
+    shutil.rmtree(name, dir_fd=directory)
