@@ -29,3 +29,5 @@ def mountpoint(tmp_path: Path) -> Iterator[Path]:
 def layer(backing: Path, mountpoint: Path) -> Iterator[PowerCutMount]:
     with PowerCutMount(backing, mountpoint) as mount:
         yield mount
+        if mount.pid is not None:  # still mounted: no handler of the layer failed with a bug of its own
+            assert mount.stats()["errors"] == 0

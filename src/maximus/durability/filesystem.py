@@ -15,6 +15,7 @@ import itertools
 import os
 import shutil
 import stat
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
@@ -33,15 +34,22 @@ Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
 
 def served(handler: Handler) -> Handler:
     """After a cut every operation fails with EIO, as on a disk that lost power; an OSError of the backing store is
-    the caller's error number."""
+    the caller's error number. Any other exception is a bug of ours: its traceback goes to the log and the count of
+    errors (which the tests check is 0), and the caller gets EIO, where pyfuse3 would end the file system."""
     @functools.wraps(handler)
     async def serve(self: PowerCutFs, *args: Any, **kwargs: Any) -> Any:
         if self.stopped:
             raise pyfuse3.FUSEError(errno.EIO)
         try:
             return await handler(self, *args, **kwargs)
+        except pyfuse3.FUSEError:
+            raise
         except OSError as error:
             raise pyfuse3.FUSEError(error.errno or errno.EIO) from None
+        except Exception:
+            self.counts["errors"] += 1
+            traceback.print_exc()
+            raise pyfuse3.FUSEError(errno.EIO) from None
     return serve  # type: ignore[return-value]
 
 
@@ -79,7 +87,7 @@ class PowerCutFs(pyfuse3.Operations):
         self.sequence = itertools.count(1)
         self.next_inode = itertools.count(pyfuse3.ROOT_INODE + 1)
         self.next_handle = itertools.count(1)
-        self.counts = {"writes": 0, "sync_writes": 0, "fsync": 0, "fsyncdir": 0}  # since mounted
+        self.counts = {"writes": 0, "sync_writes": 0, "fsync": 0, "fsyncdir": 0, "errors": 0}  # since mounted
 
     # -- the control protocol's commands (maximus.durability.powercut) --
 
@@ -90,7 +98,7 @@ class PowerCutFs(pyfuse3.Operations):
                  for node in self.nodes.values() if node.state and node.state.pending and _alive(node.fd)]
         report = cut(seed, files, self.namespace, self.weights)
         self.stash.remove()
-        return report
+        return {**report, "errors": self.counts["errors"]}
 
     def shut_down(self) -> None:
         """After a clean unmount the backing directory holds every change, as a disk does after a clean shutdown."""

@@ -121,7 +121,11 @@ class PowerCutMount:
         """The file system stops serving (from now on every operation fails with EIO, as on a disk without power)
         and the backing directory becomes the crash state drawn by ``seed``; still mounted, so a server can be
         stopped before ``unmount`` without ever seeing the crash state."""
-        return CutReport.from_answer(self._ask(f"cut {seed}", timeout_s=CUT_TIMEOUT_S))
+        answer = self._ask(f"cut {seed}", timeout_s=CUT_TIMEOUT_S)
+        if answer["errors"]:  # the crash state may be wrong: no verdict may rest on it
+            raise PowerCutError(f"the power-cut file system failed {answer['errors']} operations with a bug of its "
+                                f"own: {self._log()}")
+        return CutReport.from_answer(answer)
 
     @property
     def pid(self) -> int | None:
