@@ -132,15 +132,20 @@ class FileAtCut:
 
 @dataclass(frozen=True)
 class Weights:
-    """How likely a pending write is kept, dropped or garbled (truncations are kept or dropped, 1:1)."""
+    """How likely a pending write is kept, dropped or garbled (a truncation: kept or dropped, at the same odds)."""
 
     kept: float = 1.0
     dropped: float = 1.0
     garbled: float = 1.0
 
+    def __post_init__(self) -> None:
+        if min(self.kept, self.dropped, self.garbled) < 0 or self.kept + self.dropped + self.garbled <= 0:
+            raise ValueError(f"weights must be at least 0 and not all 0: {self}")
+
     def draw(self, rng: random.Random, can_garble: bool) -> Fate:
-        if not can_garble:
-            return Fate.KEPT if rng.random() < 0.5 else Fate.DROPPED
+        if not can_garble:  # a truncation; with only garbling allowed, it reached the disk
+            odds = (self.kept, self.dropped) if self.kept + self.dropped > 0 else (1.0, 0.0)
+            return rng.choices((Fate.KEPT, Fate.DROPPED), weights=odds)[0]
         fates = (Fate.KEPT, Fate.DROPPED, Fate.GARBLED)
         return rng.choices(fates, weights=(self.kept, self.dropped, self.garbled))[0]
 
