@@ -7,9 +7,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -126,3 +129,24 @@ def test_importing_the_api_imports_no_fuse_binding() -> None:
     code = "import sys, maximus.durability.mount; print('pyfuse3' in sys.modules, 'trio' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+def test_an_entry_belongs_to_the_user_who_made_it(tmp_path: Path) -> None:
+    """As root the layer mounts with allow_other and gives a new entry to its maker, as a local file system does:
+    PostgreSQL, run as its own user, checks that its data directory is its own."""
+    nobody = pwd.getpwnam("nobody")
+    shared = Path(tempfile.mkdtemp(prefix="maximus-powercut-test-"))  # traversable by nobody, unlike tmp_path
+    try:
+        shared.chmod(0o755)
+        for directory in ("backing", "mnt"):
+            (shared / directory).mkdir()
+        (shared / "backing").chmod(0o777)  # the mount's root, writable by anyone
+        with PowerCutMount(shared / "backing", shared / "mnt") as layer:
+            made = subprocess.run(["runuser", "-u", "nobody", "--", "mkdir", "-m", "700",
+                                   str(layer.mountpoint / "data")], capture_output=True, text=True, timeout=60)
+            assert made.returncode == 0, made.stderr
+            assert (layer.mountpoint / "data").stat().st_uid == nobody.pw_uid
+        assert (shared / "backing" / "data").stat().st_uid == nobody.pw_uid
+        assert not is_mounted(shared / "mnt")
+    finally:
+        shutil.rmtree(shared)
