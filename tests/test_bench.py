@@ -67,6 +67,13 @@ SMOKES = {
         rf"  \(a\) peer settings, 1 terminal: {N} NO/min = {N}x the quoted 25,000",
         rf"  \(a\) 1 terminal vs delete\+full fsync ceiling after the runs \({N} NO/min\): {N}$",
         rf"  best: .*, 1 terminal\(s\): {N} NO/min = {N}x the quoted peer figure$")),
+    "powercut_overhead.py": Smoke(lines=(
+        r"SQLite WAL, 50 one-row commits per measurement, 2 rounds, in /tmp/maximus-bench-powercut-",
+        *(rf"  synchronous={setting}\s+round {index}: mount\s+{N} commits/s · plain\s+{N} commits/s · time ratio "
+          rf"{N} \((mount|plain) first\)$" for setting in ("off", "full") for index in (1, 2)),
+        *(rf"synchronous={setting}: time on the mount / without it: median {N} over 2 rounds \(range {N}-{N}\)$"
+          for setting in ("off", "full")),
+        rf"  pass-through cost: {N} FUSE writes per commit, {N} µs added per write \({N} µs per commit\)$")),
     "monitoring_overhead.py": Smoke(takes_workdir=True, lines=(
         rf"pair 1: monitored\s+{N} TPM \({N} tpmC\) · unmonitored\s+{N} TPM \({N} tpmC\) · ratio {N} "
         r"\(monitored first\)$",

@@ -1,0 +1,152 @@
+"""The cut itself: seeded (the same seed gives a byte-identical backing directory, another seed another one), the end
+of serving, and unmounting that leaves nothing mounted, even when a process holds a file or the file system's own
+process was killed."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from maximus.durability.mount import FSNAME, PowerCutError, PowerCutMount, is_mounted, mounted
+
+from .files import fsync_directory, tree_digest, write_durably, write_pending
+
+
+def _busy_scenario(root: Path) -> None:
+    """A fixed history of durable and pending changes: data, truncations and directory changes."""
+    (root / "db").mkdir()
+    fsync_directory(root)
+    for index in range(6):
+        write_durably(root / "db" / f"table-{index}", bytes([index]) * 9000)
+    for index in range(6):
+        write_pending(root / "db" / f"table-{index}", bytes([index + 100]) * 700, offset=index * 1500)
+        write_pending(root / "db" / f"table-{index}", b"end", offset=9000 + index)
+    os.truncate(root / "db" / "table-0", 100)
+    os.rename(root / "db" / "table-1", root / "db" / "renamed")
+    os.unlink(root / "db" / "table-2")
+    (root / "db" / "sub").mkdir()
+    write_pending(root / "db" / "sub" / "new", b"fresh" * 300)
+
+
+def _crash_state(tmp_path: Path, name: str, seed: int) -> str:
+    backing, mountpoint = tmp_path / name / "backing", tmp_path / name / "mnt"
+    backing.mkdir(parents=True), mountpoint.mkdir()
+    with PowerCutMount(backing, mountpoint) as layer:
+        _busy_scenario(layer.mountpoint)
+        layer.cut(seed, remount=False)
+    return tree_digest(backing)
+
+
+def test_the_same_seed_gives_a_byte_identical_backing_directory(tmp_path: Path) -> None:
+    assert _crash_state(tmp_path, "first", seed=7) == _crash_state(tmp_path, "again", seed=7)
+
+
+def test_different_seeds_give_different_crash_states(tmp_path: Path) -> None:
+    states = {_crash_state(tmp_path, f"seed-{seed}", seed) for seed in (7, 8, 9)}
+    assert len(states) == 3
+
+
+def test_after_the_cut_the_mount_is_gone_and_nothing_is_mounted(layer: PowerCutMount) -> None:
+    write_pending(layer.mountpoint / "file", b"x")
+    layer.cut(seed=3, remount=False)
+    assert not is_mounted(layer.mountpoint)
+    assert str(layer.mountpoint) not in mounted(FSNAME)
+    assert ".maximus-powercut-stash" not in os.listdir(layer.backing)
+    with pytest.raises(PowerCutError):
+        layer.stats()
+
+
+def test_a_process_holding_a_file_gets_errors_after_the_cut_and_the_mount_still_goes(layer: PowerCutMount) -> None:
+    fd = os.open(layer.mountpoint / "file", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        layer.cut(seed=3, remount=False)  # busy: unmounted lazily
+        assert not is_mounted(layer.mountpoint)
+        with pytest.raises(OSError) as failed:
+            os.pwrite(fd, b"after the cut", 0)
+        assert failed.value.errno in (errno.EIO, errno.ENOTCONN)
+    finally:
+        with contextlib.suppress(OSError):  # its flush fails too: the file system is gone
+            os.close(fd)
+
+
+def test_every_operation_fails_with_eio_once_cut(backing: Path, mountpoint: Path) -> None:
+    """Between the cut and the unmount a server still running must see a dead disk, not the crash state."""
+    script = ("import os, sys, time\n"
+              "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)\n"
+              "print('open', flush=True)\n"
+              "sys.stdin.readline()\n"
+              "try:\n    os.pwrite(fd, b'late', 0)\n    print('written')\n"
+              "except OSError as error:\n    print(error.errno)\n")
+    with PowerCutMount(backing, mountpoint) as layer:
+        holder = subprocess.Popen([sys.executable, "-c", script, str(mountpoint / "file")], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+            layer.crash(seed=1)  # not unmounted yet
+            answer, _ = holder.communicate("go\n", timeout=30)
+        finally:
+            if holder.poll() is None:
+                holder.kill()
+                holder.wait()
+    assert answer.strip() == str(errno.EIO)
+
+
+def test_the_mount_is_put_back_when_the_with_block_fails(backing: Path, mountpoint: Path) -> None:
+    with pytest.raises(RuntimeError):
+        with PowerCutMount(backing, mountpoint):
+            write_pending(mountpoint / "file", b"x")
+            raise RuntimeError("the test failed")
+    assert not is_mounted(mountpoint)
+    assert (backing / "file").read_bytes() == b"x"  # a clean unmount keeps everything
+
+
+def test_a_killed_file_system_process_is_still_unmounted(layer: PowerCutMount) -> None:
+    assert layer.pid is not None
+    os.kill(layer.pid, signal.SIGKILL)
+    os.waitpid(layer.pid, 0)
+    assert is_mounted(layer.mountpoint)  # the kernel keeps a dead mount until it is unmounted
+    layer.unmount()
+    assert not is_mounted(layer.mountpoint)
+
+
+def test_mounting_over_a_mount_point_in_use_is_refused(layer: PowerCutMount, tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    with pytest.raises(PowerCutError, match="already a mount point"):
+        PowerCutMount(tmp_path / "other", layer.mountpoint).mount()
+
+
+def test_importing_the_api_imports_no_fuse_binding() -> None:
+    code = "import sys, maximus.durability.mount; print('pyfuse3' in sys.modules, 'trio' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+def test_an_entry_belongs_to_the_user_who_made_it(tmp_path: Path) -> None:
+    """As root the layer mounts with allow_other and gives a new entry to its maker, as a local file system does:
+    PostgreSQL, run as its own user, checks that its data directory is its own."""
+    nobody = pwd.getpwnam("nobody")
+    shared = Path(tempfile.mkdtemp(prefix="maximus-powercut-test-"))  # traversable by nobody, unlike tmp_path
+    try:
+        shared.chmod(0o755)
+        for directory in ("backing", "mnt"):
+            (shared / directory).mkdir()
+        (shared / "backing").chmod(0o777)  # the mount's root, writable by anyone
+        with PowerCutMount(shared / "backing", shared / "mnt") as layer:
+            made = subprocess.run(["runuser", "-u", "nobody", "--", "mkdir", "-m", "700",
+                                   str(layer.mountpoint / "data")], capture_output=True, text=True, timeout=60)
+            assert made.returncode == 0, made.stderr
+            assert (layer.mountpoint / "data").stat().st_uid == nobody.pw_uid
+        assert (shared / "backing" / "data").stat().st_uid == nobody.pw_uid
+        assert not is_mounted(shared / "mnt")
+    finally:
+        shutil.rmtree(shared)
