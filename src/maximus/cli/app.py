@@ -262,6 +262,10 @@ def _noting_terminations() -> threading.Event:
     return terminated
 
 
+def _restoring(arguments: list[str]) -> bool:
+    return [word for word in arguments if not word.startswith("-")][:2] == ["system", "restore"]
+
+
 def main() -> None:
     """Entry point: one-line errors with an exit code instead of tracebacks, and the engines' notes. Typer
     turns a KeyboardInterrupt into exit code 130 without a word, as it does a stopped run's ``Exit(130)``
@@ -269,7 +273,8 @@ def main() -> None:
     _print_notes()
     terminated = _noting_terminations()
     try:
-        api.recover_system()  # what a Maximus that did not finish left changed, put back before anything else
+        if not _restoring(sys.argv[1:]):  # `system restore` puts back itself, and says what it put back
+            api.recover_system()  # what a Maximus that did not finish left changed, put back before anything else
         code = app(standalone_mode=False)
     except TyperException as error:  # bad command line: typer's usage errors, one line
         _fail(error.format_message())
