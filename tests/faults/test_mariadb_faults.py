@@ -259,3 +259,14 @@ def test_a_set_global_left_by_a_killed_maximus_is_put_back_by_the_next_command_o
         harness.assert_nothing_left(traversable)
     finally:
         _as_admin(users_server, "DROP DATABASE IF EXISTS `tpcc-1wh`", "DROP DATABASE IF EXISTS `tpcc-1wh_pristine`")
+
+
+def test_a_wrong_password_in_the_dsn_is_the_users_input(harness, users_server, tmp_path: Path) -> None:
+    wrong = users_server["admin"].replace(":pw@", ":not-the-password@")
+    result = harness.run(*RUN, "--dsn", wrong, "--workdir", str(tmp_path / "work"), "--results", str(harness.results))
+    assert result.returncode == 2, result.stderr
+    line = harness.one_error(result.stderr)
+    assert line.startswith("error: MariaDB refused the user and password of --dsn (Access denied for user 'admin'")
+    assert line.endswith("): check them")
+    assert not harness.runs()
+    harness.assert_nothing_left(tmp_path)

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from maximus.engines.server import ServerControl, ServerErrors
-from maximus.errors import EngineError
+from maximus.errors import EngineError, UserError
 
 CONNECT_TIMEOUT_S = 10
+ACCESS_DENIED = 1045  # ER_ACCESS_DENIED_ERROR: the login itself refused (a wrong user or password)
 
 
 ERRORS = ServerErrors(
@@ -70,6 +71,9 @@ def connect(arguments: Mapping[str, Any], database: str | None = None) -> Any:
                                client_flag=CLIENT.MULTI_STATEMENTS | CLIENT.FOUND_ROWS, local_infile=1,
                                charset="utf8mb4", connect_timeout=CONNECT_TIMEOUT_S)
     except MySQLdb.Error as error:
+        if error.args and error.args[0] == ACCESS_DENIED:  # the user and password given: the user's input
+            raise UserError(f"MariaDB refused the user and password of --dsn ({error.args[-1]}): check them") \
+                from None
         raise EngineError(f"cannot connect to MariaDB: {error.args[-1]}") from None
 
 
