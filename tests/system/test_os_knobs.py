@@ -73,6 +73,13 @@ def test_every_knob_is_applied_read_back_and_put_back(journal: Path, tmp_path: P
     assert not journal.exists()
 
 
+def test_every_knob_is_taken_by_a_kind_of_change_of_the_one_table() -> None:
+    """Adding an OS knob is one entry of its catalogue (docs/extending.md): a kind of change of ``system.CHANGES``
+    takes it by its table or prefix, so the run applies it at that kind's stage with no other line."""
+    for knob in system.OS:
+        assert [kind for _, kind in system.CHANGES if kind({knob.name: "1"})], knob.name  # by name
+
+
 def test_a_knob_the_kernel_resets_with_another_is_put_back_too(journal: Path, tmp_path: Path) -> None:
     """A new I/O scheduler brings its own queue depth, and so does the old one when it is put back: a depth the
     user had set (64, not the scheduler's default) comes back with block.scheduler."""
