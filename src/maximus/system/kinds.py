@@ -49,7 +49,12 @@ class StorageLayout:
 
     def check(self, target: Target) -> None:
         require(list(self.settings), target.allowed)
-        Layout.of(self.settings)  # a layout that cannot be is one line here, before anything is made
+        layout = Layout.of(self.settings)  # a layout that cannot be is one line here, before anything is made
+        if layout is not None and layout.made and target.on_users_server:
+            names = ", ".join(sorted(name for name in self.settings if name not in THROTTLES))
+            raise UserError(f"{names}: {target.engine.name} runs on a server of yours (--dsn), whose data stays where "
+                            "it keeps it: a file system Maximus made would hold no database; put your server's data "
+                            "on the file system to measure yourself, or let Maximus manage a server")
 
     @contextmanager
     def applied(self, target: Target) -> Iterator[list[str]]:
