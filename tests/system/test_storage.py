@@ -320,3 +320,16 @@ def test_without_the_opt_in_or_root_no_layout_is_made(journal: Path, tmp_path: P
         api.run_benchmark(api.BenchmarkOptions(knobs={"storage.filesystem": "xfs"}, workdir=work, results=results,
                                                system_changes=True))
     assert not work.exists() and not results.exists() and _attached() == attached and not journal.exists()
+
+
+def test_every_change_is_checked_before_any_is_made(journal: Path, tmp_path: Path) -> None:
+    """The layout comes first of the run's changes, the server's scheduling later: refused by its check, the
+    server.* knob leaves no layout made before it (system.CHANGES: every check runs before the first stage)."""
+    work, results = tmp_path / "work", tmp_path / "results.db"
+    attached = _attached()
+    refused = _maximus("run", "-k", "storage.filesystem=ext4", "-k", "server.nice=5", "--allow-system-changes",
+                       "--workdir", str(work), "--results", str(results))
+    assert refused.returncode == 2
+    assert refused.stderr == ("error: server.nice: sqlite runs no server process of Maximus's here (an embedded "
+                              "engine, or a server of yours): use the client.* knobs\n")
+    assert not work.exists() and not results.exists() and _attached() == attached and not journal.exists()

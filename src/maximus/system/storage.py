@@ -163,7 +163,7 @@ STORAGE_KNOBS: tuple[StorageKnob, ...] = (
 )
 STORAGE = {knob.name: knob for knob in STORAGE_KNOBS}
 THROTTLES = {"storage.read_iops": "read_iops_device", "storage.write_iops": "write_iops_device",
-              "storage.read_bps": "read_bps_device", "storage.write_bps": "write_bps_device"}
+             "storage.read_bps": "read_bps_device", "storage.write_bps": "write_bps_device"}
 
 
 def _weakening(name: str, value: str) -> list[str]:
