@@ -37,8 +37,9 @@ OTHER_VALUES = {
 
 
 @pytest.fixture
-def journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A journal of the test's own, so that no other test's command puts back what this one changes."""
+def journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, machine_knobs: None) -> Path:
+    """A journal of the test's own, so that no other test's command puts back what this one changes; the machine's
+    knobs are the test's alone meanwhile (tests/system/conftest.py)."""
     path = tmp_path / "system-journal.json"
     monkeypatch.setenv(JOURNAL_VARIABLE, str(path))
     return path

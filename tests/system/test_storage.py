@@ -197,7 +197,8 @@ multi = true
 
 @pytest.mark.parametrize("engine, clients", [("sqlite", [1]), ("postgres", [1, 2])])
 def test_an_experiment_moves_the_database_onto_ext4_and_xfs(journal: Path, server_workdir: Path, tmp_path: Path,
-                                                            engine: str, clients: list[int]) -> None:
+                                                            engine: str, clients: list[int],
+                                                            machine_knobs: None) -> None:
     """Each step's runs share the layout its knobs name (built once, kept between its runs), which goes after the
     last run; each run records the file system it ran on. A run's knob is put back after it, the server on the
     layout stopped by the run as usual, not by the layout's undoing."""
@@ -247,7 +248,8 @@ def test_a_layout_that_cannot_be_made_fails_its_steps_runs_and_the_experiment_go
 
 def test_after_a_sigkill_the_next_command_stops_the_server_and_removes_the_layout(journal: Path,
                                                                                   server_workdir: Path,
-                                                                                  tmp_path: Path) -> None:
+                                                                                  tmp_path: Path,
+                                                                                  machine_knobs: None) -> None:
     work, dirty_ratio = server_workdir / "killed", Path("/proc/sys/vm/dirty_ratio").read_text()
     asked = "17" if dirty_ratio.strip() != "17" else "18"
     process = subprocess.Popen([sys.executable, "-m", "maximus", "run", "-e", "postgres", "-k",
