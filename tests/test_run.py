@@ -90,8 +90,8 @@ def test_what_an_engine_sets_for_many_terminals_reaches_the_engine_that_runs(tmp
 
     seen: dict[str, str | None] = {}
 
-    def capture(store, engine, *args, **kwargs):
-        seen["max_connections"] = engine.effective_settings.get("max_connections")
+    def capture(store, machine, *args, **kwargs):
+        seen["max_connections"] = machine.engine.effective_settings.get("max_connections")
         raise _Seen()
 
     monkeypatch.setattr(runs, "_run", capture)

@@ -4,9 +4,10 @@ everything stored as it ends, its consistency checked, and a fault made a failed
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from maximus import environment, limits, system
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
@@ -100,14 +101,31 @@ class _Begun:
     run_settings: Any  # the workload's, shared by the terminals
 
 
-def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None,
-                  progress: LoadProgress | None = None) -> RunOutcome:
-    """Load if needed, restore the pristine data, drive the terminals, store everything, check consistency."""
+def run_benchmark(options: BenchmarkOptions, observer: Observer | None = None, progress: LoadProgress | None = None,
+                  layouts: system.KeptLayouts | None = None) -> RunOutcome:
+    """Load if needed, restore the pristine data, drive the terminals, store everything, check consistency.
+    ``layouts``: the storage layouts an experiment keeps between its runs (else the run makes its own)."""
     options.validate()
-    _check(make_engine(options.engine, options.workdir, options.build, options.engine_knobs, options.database,
-                       options.connection), options)  # before a layout is made for it
-    with system.placed(options.os_knobs, options.workdir) as place:  # a layout's load is timed on it
-        return _run_placed(options, place, observer, progress)
+    named = _engine(options, options.workdir)
+    _check(named, options)
+    with system.changed(options.os_knobs, named, lambda workdir: _engine_on(options, workdir), options.system_changes,
+                        layouts) as machine:  # a layout's load is timed on it
+        return _run_changed(options, machine, observer, progress)
+
+
+def _engine(options: BenchmarkOptions, workdir: Path) -> Engine:
+    return make_engine(options.engine, workdir, options.build, options.engine_knobs, options.database,
+                       options.connection)
+
+
+@contextmanager
+def _engine_on(options: BenchmarkOptions, workdir: Path) -> Iterator[Engine]:
+    """The engine that runs, on the work directory the run's changes chose (a layout's), kept from other Maximus
+    processes."""
+    engine = _engine(options, workdir)
+    engine.validate_run(options.terminals)  # on the engine that runs: what it sets for the terminals is kept
+    with locked(engine):
+        yield engine
 
 
 def _check(engine: Engine, options: BenchmarkOptions) -> None:
@@ -115,47 +133,36 @@ def _check(engine: Engine, options: BenchmarkOptions) -> None:
     engine.validate_run(options.terminals)
     if options.transactions == "server" and not engine.capabilities.server_side_procedures:
         raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
-    system.check_server(options.os_knobs, engine.capabilities.server_process and engine.manages_server, engine.name)
-    system.check_throttle(options.os_knobs, not engine.capabilities.server_process or engine.manages_server,
-                          engine.name)
 
 
-def _run_placed(options: BenchmarkOptions, place: system.Placement, observer: Observer | None,
-                progress: LoadProgress | None) -> RunOutcome:
-    build = options.build
-    engine = make_engine(options.engine, place.workdir, build, options.engine_knobs, options.database,
-                         options.connection)
-    engine.validate_run(options.terminals)  # on the engine that runs: what it sets for the terminals is kept
-    with locked(engine):
-        store = ResultsStore(options.results)
-        try:
-            with system.applied(system.machine(options.os_knobs), engine.data_path(),
-                                options.system_changes) as taken_otherwise:
-                outcome = _run(store, engine, build, options, observer, progress, place, taken_otherwise)
-        except BaseException as error:
-            store.close()
-            quietly(engine.stop, f"stopping {engine.name}")  # the error on its way is the cause
-            raise_fault(engine, error)
-            raise
+def _run_changed(options: BenchmarkOptions, machine: system.Machine[Engine], observer: Observer | None,
+                 progress: LoadProgress | None) -> RunOutcome:
+    engine = machine.engine
+    store = ResultsStore(options.results)
+    try:
+        outcome = _run(store, machine, options.build, options, observer, progress)
+    except BaseException as error:
         store.close()
-        if outcome.status is RunStatus.FAILED:
-            quietly(engine.stop, f"stopping {engine.name}")
-        else:
-            _stop_after(engine, outcome.run_id)
-        return outcome
+        quietly(engine.stop, f"stopping {engine.name}")  # the error on its way is the cause
+        raise_fault(engine, error)
+        raise
+    store.close()
+    if outcome.status is RunStatus.FAILED:
+        quietly(engine.stop, f"stopping {engine.name}")
+    else:
+        _stop_after(engine, outcome.run_id)
+    return outcome
 
 
-def _run(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOptions, observer: Observer | None,
-         progress: LoadProgress | None, place: system.Placement, os_warnings: list[str]) -> RunOutcome:
+def _run(store: ResultsStore, machine: system.Machine[Engine], build: Build, options: BenchmarkOptions,
+         observer: Observer | None, progress: LoadProgress | None) -> RunOutcome:
+    engine = machine.engine
     store.check_writable()  # before a build that may take an hour
     engine.start()  # a fresh server for every run: restarted between runs, as the tuning articles rebooted
-    place.server_started(engine.server_pid())  # stopped before its layout is unmounted, even after a SIGKILL
-    system.apply_to_server(options.os_knobs, engine.server_pid())  # its backends, forked later, inherit them
-    # the processes that do the database's I/O: the server's, or (embedded) this one's and its terminals'
-    io_pid = engine.server_pid() if engine.capabilities.server_process else os.getpid()
-    with place.throttled(io_pid or os.getpid()), system.client_applied(options.os_knobs):
+    machine.server_started()
+    with machine.working():
         prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore)
-        begun = _begin(store, engine, build, options, prepared, place, os_warnings)
+        begun = _begin(store, engine, build, options, prepared, machine.done())
         watch = engine.watch()
         result = _drive_and_store(store, begun, engine, build, options, observer, watch)
         consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
@@ -173,7 +180,7 @@ def _stop_after(engine: Engine, run_id: int | None) -> None:
 
 
 def _begin(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOptions,
-           prepared: PreparedDatabase, place: system.Placement, os_warnings: list[str]) -> _Begun:
+           prepared: PreparedDatabase, changes: system.Done) -> _Begun:
     """The run's row, stored as it starts."""
     server_side = options.transactions == "server" or (
         options.transactions == "auto" and engine.capabilities.server_side_procedures)
@@ -197,26 +204,13 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
         constants=dict(build.workload.recorded_inputs(prepared.info, run_settings)),
         environment=environment.fingerprint(engine.data_path(), engine.name, engine.version())
-        | {"os_knobs": system.current_values(engine.data_path()), "processes": _scheduling(engine)}
-        | ({"layout": place.record} if place.record else {}),
-        warnings=(*engine.durability_warnings(), *system.durability_warnings(options.os_knobs),
+        | changes.environment,
+        warnings=(*engine.durability_warnings(), *changes.durability,
                   *build.workload.warnings(build.settings, options.terminals),
-                  *engine.reported_otherwise(reported), *os_warnings, *place.warnings()),
+                  *engine.reported_otherwise(reported), *changes.warnings),
         experiment_id=options.experiment_id, plan_key=options.plan_key,
         reading=build.workload.reading(build.settings, options.terminals))
     return _Begun(store.begin_run(start), start, run_settings)
-
-
-def _scheduling(engine: Engine) -> dict[str, dict[str, str]]:
-    """How the client (this process, whose terminals inherit it) and the server's main process are scheduled; a
-    server gone meanwhile is the run's watch's to report, not this record's."""
-    scheduled = {"client": system.scheduling(os.getpid())}
-    server = engine.server_pid()
-    try:
-        scheduled |= {"server": system.scheduling(server)} if server else {}
-    except ProcessLookupError:
-        pass
-    return scheduled
 
 
 def isolation_text(engine: Engine, build: Build, run_settings: Any) -> str:

@@ -37,8 +37,9 @@ OTHER_VALUES = {
 
 
 @pytest.fixture
-def journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A journal of the test's own, so that no other test's command puts back what this one changes."""
+def journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, machine_knobs: None) -> Path:
+    """A journal of the test's own, so that no other test's command puts back what this one changes; the machine's
+    knobs are the test's alone meanwhile (tests/system/conftest.py)."""
     path = tmp_path / "system-journal.json"
     monkeypatch.setenv(JOURNAL_VARIABLE, str(path))
     return path
@@ -71,6 +72,13 @@ def test_every_knob_is_applied_read_back_and_put_back(journal: Path, tmp_path: P
         assert journal.exists()  # written before the changes, with the values they replaced
     assert system.current_values(tmp_path) == before
     assert not journal.exists()
+
+
+def test_every_knob_is_taken_by_a_kind_of_change_of_the_one_table() -> None:
+    """Adding an OS knob is one entry of its catalogue (docs/extending.md): a kind of change of ``system.CHANGES``
+    takes it by its table or prefix, so the run applies it at that kind's stage with no other line."""
+    for knob in system.OS:
+        assert [kind for _, kind in system.CHANGES if kind({knob.name: "1"})], knob.name  # by name
 
 
 def test_a_knob_the_kernel_resets_with_another_is_put_back_too(journal: Path, tmp_path: Path) -> None:

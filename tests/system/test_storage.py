@@ -197,7 +197,8 @@ multi = true
 
 @pytest.mark.parametrize("engine, clients", [("sqlite", [1]), ("postgres", [1, 2])])
 def test_an_experiment_moves_the_database_onto_ext4_and_xfs(journal: Path, server_workdir: Path, tmp_path: Path,
-                                                            engine: str, clients: list[int]) -> None:
+                                                            engine: str, clients: list[int],
+                                                            machine_knobs: None) -> None:
     """Each step's runs share the layout its knobs name (built once, kept between its runs), which goes after the
     last run; each run records the file system it ran on. A run's knob is put back after it, the server on the
     layout stopped by the run as usual, not by the layout's undoing."""
@@ -247,7 +248,8 @@ def test_a_layout_that_cannot_be_made_fails_its_steps_runs_and_the_experiment_go
 
 def test_after_a_sigkill_the_next_command_stops_the_server_and_removes_the_layout(journal: Path,
                                                                                   server_workdir: Path,
-                                                                                  tmp_path: Path) -> None:
+                                                                                  tmp_path: Path,
+                                                                                  machine_knobs: None) -> None:
     work, dirty_ratio = server_workdir / "killed", Path("/proc/sys/vm/dirty_ratio").read_text()
     asked = "17" if dirty_ratio.strip() != "17" else "18"
     process = subprocess.Popen([sys.executable, "-m", "maximus", "run", "-e", "postgres", "-k",
@@ -319,4 +321,17 @@ def test_without_the_opt_in_or_root_no_layout_is_made(journal: Path, tmp_path: P
     with pytest.raises(UserError, match="^storage.filesystem: changing the operating system needs root"):
         api.run_benchmark(api.BenchmarkOptions(knobs={"storage.filesystem": "xfs"}, workdir=work, results=results,
                                                system_changes=True))
+    assert not work.exists() and not results.exists() and _attached() == attached and not journal.exists()
+
+
+def test_every_change_is_checked_before_any_is_made(journal: Path, tmp_path: Path) -> None:
+    """The layout comes first of the run's changes, the server's scheduling later: refused by its check, the
+    server.* knob leaves no layout made before it (system.CHANGES: every check runs before the first stage)."""
+    work, results = tmp_path / "work", tmp_path / "results.db"
+    attached = _attached()
+    refused = _maximus("run", "-k", "storage.filesystem=ext4", "-k", "server.nice=5", "--allow-system-changes",
+                       "--workdir", str(work), "--results", str(results))
+    assert refused.returncode == 2
+    assert refused.stderr == ("error: server.nice: sqlite runs no server process of Maximus's here (an embedded "
+                              "engine, or a server of yours): use the client.* knobs\n")
     assert not work.exists() and not results.exists() and _attached() == attached and not journal.exists()

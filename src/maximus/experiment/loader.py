@@ -337,10 +337,7 @@ def _served(engine: str, step: Step) -> Engine:
 def _placeable(engine: Engine, os_knobs: Mapping[str, str]) -> None:
     """What a run checks of its operating-system knobs before it starts (``runs.run_benchmark``): the storage layout
     the ``storage.*`` knobs name, and ``server.*`` knobs and throttles only where Maximus runs the engine's server."""
-    system.Layout.of(os_knobs)
-    runs_server = engine.capabilities.server_process and engine.manages_server
-    system.check_server(os_knobs, runs_server, engine.name)
-    system.check_throttle(os_knobs, not engine.capabilities.server_process or engine.manages_server, engine.name)
+    system.check_changes(os_knobs, engine)
 
 
 def _step_name(source: _Source, where: tuple, raw: Mapping) -> str:

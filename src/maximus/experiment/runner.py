@@ -140,11 +140,11 @@ def execute(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], 
             observer: ExperimentObserver) -> None:
     done = _finished_keys(results, experiment_id)
     try:
-        with system.kept():  # a step's storage layout, and its pristine copy on it, serve all its runs
+        with system.KeptLayouts() as layouts:  # a step's layout, and its pristine copy on it, serve all its runs
             for position, planned in enumerate(runs, start=1):
                 if planned.key not in done:
                     _execute_one(experiment_id, experiment, planned, (position, len(runs)), workdir, results,
-                                 observer)
+                                 observer, layouts)
     except (KeyboardInterrupt, *NOT_THE_RUNS):
         observer.note(f"experiment {experiment_id} stopped: `maximus experiment resume {experiment_id}` runs what "
                       "is left")
@@ -157,13 +157,13 @@ def execute(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], 
 
 
 def _execute_one(experiment_id: int, experiment: Experiment, planned: PlannedRun, position: tuple[int, int],
-                 workdir: Path, results: Path, observer: ExperimentObserver) -> None:
+                 workdir: Path, results: Path, observer: ExperimentObserver, layouts: system.KeptLayouts) -> None:
     """One planned run, stored complete, failed (the experiment goes on) or interrupted (it stops)."""
     _hygiene(experiment, observer)
     options = _options(experiment, planned, workdir, results, experiment_id)
     live = observer.run_starting(*position, planned)
     try:
-        outcome = run_benchmark(options, live)
+        outcome = run_benchmark(options, live, layouts=layouts)
     except NOT_THE_RUNS:
         raise
     except MaximusError as error:  # stored with its reason; the experiment goes on

@@ -1,16 +1,19 @@
-"""The operating system and the storage stack as experiment variables: the machine's knobs (``knobs``, journaled
-and put back by ``changes``), the processes' (``processes``: the server's and the client's scheduling), and the
-storage layouts a run's database is put on (``storage``); every change to the machine is in ``journal`` before it
-is made."""
+"""The operating system and the storage stack as experiment variables, behind one protocol (``protocol``): each kind
+of change (``kinds``: the machine's knobs, the server's and the client's scheduling, a storage layout, a throttle)
+is checked before anything is made, applied at its stage of the run and put back after it; a run enters them once
+(``machine.changed``), an experiment keeps its layouts between its runs (``storage.KeptLayouts``). Every change to
+the machine is in ``journal`` before it is made."""
 
 from maximus.system.changes import OPT_IN, applied, require
 from maximus.system.journal import journal_path, recover
 from maximus.system.knobs import OS, OsKnob, current_values, durability_warnings, is_os_knob, machine, split
-from maximus.system.processes import (ProcessKnob, apply_to_server, check_server, client_applied, io_class,
-                                      scheduling)
-from maximus.system.storage import Layout, Placement, StorageKnob, check_throttle, kept, placed
+from maximus.system.machine import CHANGES, Done, Machine, changed, check_changes
+from maximus.system.processes import ProcessKnob, apply_to_server, io_class, scheduling
+from maximus.system.protocol import MachineChange, Stage, Target
+from maximus.system.storage import KeptLayouts, Layout, Placement, StorageKnob, placed
 
-__all__ = ["OPT_IN", "OS", "Layout", "OsKnob", "Placement", "ProcessKnob", "StorageKnob", "applied",
-           "apply_to_server", "check_server", "check_throttle", "client_applied", "current_values",
-           "durability_warnings", "io_class", "is_os_knob", "journal_path", "kept", "machine", "placed", "recover",
-           "require", "scheduling", "split"]
+__all__ = ["CHANGES", "OPT_IN", "OS", "Done", "KeptLayouts", "Layout", "Machine", "MachineChange", "OsKnob",
+           "Placement", "ProcessKnob", "Stage", "StorageKnob", "Target", "applied", "apply_to_server", "changed",
+           "check_changes",
+           "current_values", "durability_warnings", "io_class", "is_os_knob", "journal_path", "machine", "placed",
+           "recover", "require", "scheduling", "split"]

@@ -1,5 +1,5 @@
-"""Changes to the kernel's settings: made only when the user allows them, as root, journaled before each is made
-(``maximus.system.journal``), and always put back, the last first.
+"""Changes to the kernel's settings (the machine knobs: sysctl and sysfs files): made only when the user allows them,
+as root, journaled before each is made (``maximus.system.journal``), and always put back, the last first.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from maximus.errors import UserError
-from maximus.system.journal import Scope, Written, held
+from maximus.system.journal import Hold, Scope, Written
 from maximus.system.knobs import OsKnob, machine_knob
 
 OPT_IN = "--allow-system-changes (system_changes = true in an experiment file)"
@@ -29,14 +29,16 @@ def require(names: list[str], allowed: bool, opt_in: str = OPT_IN) -> None:
 
 
 @contextmanager
-def applied(settings: Mapping[str, str], data_path: Path, allowed: bool) -> Iterator[list[str]]:
-    """The OS knobs ``settings`` (canonical names and values) in force for the block, put back after it however
-    it ends. Yields a warning for each value the kernel took otherwise than asked (fewer huge pages)."""
+def applied(settings: Mapping[str, str], data_path: Path, allowed: bool, hold: Hold | None = None
+            ) -> Iterator[list[str]]:
+    """The machine knobs ``settings`` (canonical names and values) in force for the block, put back after it however
+    it ends, journaled in ``hold``'s journal (one of its own when None). Yields a warning for each value the kernel
+    took otherwise than asked (fewer huge pages)."""
     if not settings:
         yield []
         return
     require(list(settings), allowed)
-    with held() as journal, journal.scope() as scope:
+    with (hold or Hold()).journal() as journal, journal.scope() as scope:
         yield [warning for name, value in settings.items()
                if (warning := _change(machine_knob(name), value, data_path, scope))]
 

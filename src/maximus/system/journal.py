@@ -5,9 +5,10 @@ directory created, a loop or zram device attached, a file system mounted, a serv
 made. Entries are undone last first, so a mount goes before its device and the device before its backing file.
 
 One process at a time holds the journal, under its lock (``maximus.locks``), from its first change until it has
-undone its last; within that process nested users share it (an experiment keeps a layout mounted while each run
-changes sysctls). A journal whose lock nobody holds was left by a Maximus that did not finish (SIGKILL, a crash):
-the next ``maximus`` command undoes it before anything else, and ``maximus system restore`` does it by hand.
+undone its last; within that process the users that nest share one ``Hold`` of it, passed to them (an experiment
+keeps a layout mounted while each run changes sysctls). A journal whose lock nobody holds was left by a Maximus
+that did not finish (SIGKILL, a crash): the next ``maximus`` command undoes it before anything else, and
+``maximus system restore`` does it by hand.
 After a restart of the machine only what survives one is undone (files and directories on disk): the kernel
 booted with its own settings, and no mount or device of the old boot is left.
 """
@@ -335,26 +336,30 @@ class Scope:
         self.journal.forget_last()
 
 
-_held: Journal | None = None  # this process's, while it holds the lock
+class Hold:
+    """A hold on this process's journal: taken, under its lock (and a killed Maximus's leftovers undone first), by
+    the first of its users that changes the machine, shared by those nested in it, and let go when the outermost
+    ends. Whoever must share the journal shares the hold, explicitly: an experiment's kept layouts hold it, and
+    each of its runs records its knobs in the same journal. Two holds at once in one process would wait for each
+    other's lock."""
 
+    def __init__(self) -> None:
+        self._journal: Journal | None = None
 
-@contextmanager
-def held() -> Iterator[Journal]:
-    """This process's journal, under its lock: taken (and a killed Maximus's leftovers undone first) by the
-    outermost user, shared by nested ones."""
-    global _held
-    if _held is not None:
-        yield _held
-        return
-    path = journal_path()
-    with locks.held(_lock_path(path), "the operating system's knobs and storage",
-                    "wait for it to finish; its changes are put back when it ends"):
-        undo_leftovers(path)
-        _held = Journal(path)
-        try:
-            yield _held
-        finally:
-            _held = None
+    @contextmanager
+    def journal(self) -> Iterator[Journal]:
+        if self._journal is not None:
+            yield self._journal
+            return
+        path = journal_path()
+        with locks.held(_lock_path(path), "the operating system's knobs and storage",
+                        "wait for it to finish; its changes are put back when it ends"):
+            undo_leftovers(path)
+            self._journal = Journal(path)
+            try:
+                yield self._journal
+            finally:
+                self._journal = None
 
 
 def _lock_path(path: Path) -> Path:

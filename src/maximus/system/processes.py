@@ -121,14 +121,6 @@ def server_knobs(settings: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in settings.items() if name.startswith("server.")}
 
 
-def check_server(settings: Mapping[str, str], sees_server: bool, engine: str) -> None:
-    """Before anything runs: ``server.*`` knobs need a server whose processes Maximus starts and sees."""
-    names = sorted(server_knobs(settings))
-    if names and not sees_server:
-        raise UserError(f"{', '.join(names)}: {engine} runs no server process of Maximus's here (an embedded "
-                        "engine, or a server of yours): use the client.* knobs")
-
-
 def apply_to_server(settings: Mapping[str, str], main_pid: int | None) -> None:
     """The ``server.*`` knobs on a server's main process and its children; they inherit them from then on."""
     chosen = {PROCESS[name].setting: value for name, value in server_knobs(settings).items()}
@@ -170,6 +162,17 @@ def io_class(pid: int) -> str:
 def scheduling(pid: int) -> dict[str, str]:
     """How ``pid`` is scheduled now: its nice value and CPUs, recorded with the run."""
     return {"nice": str(os.getpriority(os.PRIO_PROCESS, pid)), "cpus": cpu_text(os.sched_getaffinity(pid))}
+
+
+def schedules(server_pid: int | None) -> dict[str, dict[str, str]]:
+    """How the client (this process, whose terminals inherit it) and the server's main process are scheduled; a
+    server gone meanwhile is the run's watch's to report, not this record's."""
+    scheduled = {"client": scheduling(os.getpid())}
+    try:
+        scheduled |= {"server": scheduling(server_pid)} if server_pid else {}
+    except ProcessLookupError:
+        pass
+    return scheduled
 
 
 @contextmanager

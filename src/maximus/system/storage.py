@@ -5,11 +5,11 @@ made with its mkfs options on a device of Maximus's own (a loop device backed by
 or a zram device: a disk at memory speed), mounted with its mount options under the work directory. The run's
 database, its pristine copy and a managed server's files all live there, so its load is the layout's load time.
 Everything is journaled before it is made (``maximus.system.journal``) and removed after the run, or, in an
-experiment, after the last run (its steps share a layout they name alike). Maximus formats and mounts only what it
-made: the device is one it attached to a file it created, and mkfs runs where no other path is at hand.
+experiment, after the last run (its steps share a layout they name alike: ``KeptLayouts``). Maximus formats and
+mounts only what it made: the device is one it attached to a file it created, and mkfs runs where no other path is
+at hand.
 
-The layout's device can be throttled (cgroup v1 ``blkio``) to given IOPS and bytes per second, to reproduce a
-slower disk on a fast one; see ``docs/os.md`` for what the kernel does and does not throttle.
+The layout's device (or the work directory's disk) can be throttled: ``maximus.system.throttle``.
 """
 
 from __future__ import annotations
@@ -21,20 +21,16 @@ import shlex
 import tempfile
 import time
 from contextlib import ExitStack, contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from maximus import environment
 from maximus.errors import EngineError, UserError
 from maximus.knobs import Choice, Integer, Size
 from maximus.knobs.registry import ValueType
-from maximus.system import processes
-from maximus.pids import start_time
-from maximus.system.journal import Attached, Cgroup, Created, Mounted, Scope, Started, Zram, held, run_tool
+from maximus.system.journal import Attached, Created, Hold, Mounted, Scope, Zram, run_tool
 
-BLKIO = Path("/sys/fs/cgroup/blkio")
 WORKDIR = "workdir"  # no layout: the work directory's own file system, as it is
 TMPFS = "tmpfs"  # no device and no mkfs: the no-I/O reference
 
@@ -166,8 +162,8 @@ STORAGE_KNOBS: tuple[StorageKnob, ...] = (
                 "layout's device.", _THROTTLE, unit="bytes/s"),
 )
 STORAGE = {knob.name: knob for knob in STORAGE_KNOBS}
-_THROTTLES = {"storage.read_iops": "read_iops_device", "storage.write_iops": "write_iops_device",
-              "storage.read_bps": "read_bps_device", "storage.write_bps": "write_bps_device"}
+THROTTLES = {"storage.read_iops": "read_iops_device", "storage.write_iops": "write_iops_device",
+             "storage.read_bps": "read_bps_device", "storage.write_bps": "write_bps_device"}
 
 
 def _weakening(name: str, value: str) -> list[str]:
@@ -209,15 +205,15 @@ class Layout:
         """The layout the ``storage.*`` knobs among ``settings`` (canonical) name; None for the work directory."""
         chosen = {name: value for name, value in settings.items() if name in STORAGE}
         filesystem = chosen.get("storage.filesystem", WORKDIR)
-        throttle = tuple((_THROTTLES[name], chosen[name]) for name in _THROTTLES if name in chosen)
+        throttle = tuple((THROTTLES[name], chosen[name]) for name in THROTTLES if name in chosen)
         if filesystem == WORKDIR:
-            placed = sorted(set(chosen) - set(_THROTTLES) - {"storage.filesystem"})
+            placed = sorted(set(chosen) - set(THROTTLES) - {"storage.filesystem"})
             if placed:
                 raise UserError(f"{', '.join(placed)}: set storage.filesystem too (ext4, xfs, btrfs or tmpfs): "
                                 "Maximus changes no file system it did not make")
             return None if not throttle else cls(WORKDIR, "", 0, throttle=throttle)
         if filesystem == TMPFS and ({"storage.block_size", "storage.mkfs_options", "storage.device",
-                                       *_THROTTLES} & set(chosen)):
+                                       *THROTTLES} & set(chosen)):
             raise UserError("storage.filesystem=tmpfs is made by no mkfs on no device, and has no device to "
                             "throttle: drop the storage.device, storage.block_size, storage.mkfs_options and "
                             "throttle knobs")
@@ -263,108 +259,50 @@ class Placement:
         return [f"storage.mount_options: {option} was asked, but the kernel does not list it in force"
                 for option in self.record.get("not_taken", [])]
 
-    def server_started(self, pid: int | None) -> None:
-        """A server now running on the layout: stopped before the layout is unmounted, even after a SIGKILL."""
-        start = start_time(pid) if pid else None
-        if self.scope is not None and self.layout is not None and self.layout.made and start is not None:
-            self.scope.record(Started(pid, start))  # type: ignore[arg-type]
-
-    @contextmanager
-    def throttled(self, main_pid: int) -> Iterator[None]:
-        """The layout's throttle for the block on ``main_pid``, its children, and the processes they start."""
-        if self.layout is None or not self.layout.throttle or self.scope is None:
-            yield
-            return
-        if not self.device_number:
-            raise UserError(f"storage throttles: {self.layout.filesystem} is on no block device to throttle")
-        pids = processes.tree(main_pid)
-        with self.scope.journal.scope() as scope:
-            group = _own_blkio_group() / f"maximus-{os.getpid()}-{time.monotonic_ns()}"
-            scope.record(Cgroup(str(group)))
-            try:
-                group.mkdir()
-            except OSError as error:
-                scope.forget_last()
-                raise EngineError(f"storage throttles: cannot make the cgroup {group}: {error.strerror}") from None
-            for rule, value in self.layout.throttle:
-                _write_rule(group / f"blkio.throttle.{rule}", f"{self.device_number} {value}", rule, value)
-            for pid in pids:
-                try:
-                    (group / "cgroup.procs").write_text(str(pid))
-                except ProcessLookupError:
-                    pass  # it ended meanwhile
-                except OSError as error:
-                    raise EngineError(f"storage throttles: process {pid} cannot join {group}: "
-                                      f"{error.strerror}") from None
-            yield
 
 
-def _own_blkio_group() -> Path:
-    """The blkio cgroup this process is in: the throttle's is made inside it, and its processes go back to it."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "blkio" in controllers.split(","):
-            return BLKIO / path.lstrip("/")
-    return BLKIO
+class KeptLayouts:
+    """The layouts made for the runs in a block, kept until it ends: an experiment's runs share the layout their steps
+    name (steps that differ only in their throttle share the file system), and each step's pristine copy stays on it
+    between runs. A run given none keeps its own for itself alone. The journal's ``hold`` is theirs, and every
+    change of their runs is recorded in it."""
 
+    def __init__(self) -> None:
+        self.hold = Hold()
+        self._kept = ExitStack()
+        self._made: dict[Layout, Placement] = {}
 
-def _write_rule(path: Path, rule: str, name: str, value: str) -> None:
-    try:
-        path.write_text(rule)
-    except OSError as error:
-        raise EngineError(f"the kernel refused the throttle {name}={value} ({path}): {error.strerror}") from None
+    def __enter__(self) -> KeptLayouts:
+        return self
 
+    def __exit__(self, *error: Any) -> None:
+        self._kept.__exit__(*error)  # an undo that fails while an error is on its way is noted, not put in its place
 
-def check_throttle(settings: Mapping[str, str], sees_server: bool, engine: str) -> None:
-    """Before anything runs: a server's throttle needs a server whose processes Maximus starts, and cgroup v1's
-    blkio controller."""
-    names = sorted(name for name in settings if name in _THROTTLES)
-    if not names:
-        return
-    if not sees_server:
-        raise UserError(f"{', '.join(names)}: {engine} runs no server process of Maximus's here (a server of "
-                        "yours): throttle it yourself, or let Maximus manage one")
-    if not (BLKIO / "cgroup.procs").exists():
-        raise UserError(f"{', '.join(names)}: this kernel has no cgroup v1 blkio controller at {BLKIO}")
-
-
-_pool: ContextVar[tuple[ExitStack, dict[Layout, Placement]] | None] = ContextVar("layouts", default=None)
+    def placement(self, layout: Layout, workdir: Path) -> Placement:
+        """Where a run on ``layout`` puts its database: the layout made now, or the one made for an earlier run."""
+        key = replace(layout, throttle=())
+        if key not in self._made:
+            with ExitStack() as attempt:  # a layout that cannot be made is undone at once, not when the block ends
+                scope = attempt.enter_context(attempt.enter_context(self.hold.journal()).scope())
+                self._made[key] = _make(key, workdir, scope)
+                self._kept.push(attempt.pop_all())
+        made = self._made[key]
+        return replace(made, layout=layout, record={**made.record, "throttle": dict(layout.throttle)})
 
 
 @contextmanager
-def kept() -> Iterator[None]:
-    """Layouts made in the block are kept until it ends: an experiment's runs share the layout their steps name,
-    and each step's pristine copy stays on it between runs."""
-    with ExitStack() as stack:
-        token = _pool.set((stack, {}))
-        try:
-            yield
-        finally:
-            _pool.reset(token)
-
-
-@contextmanager
-def placed(settings: Mapping[str, str], workdir: Path) -> Iterator[Placement]:
-    """Where a run's database goes for the block: the layout the ``storage.*`` knobs among ``settings`` name,
-    made (or the one kept from an earlier run) and removed after it; else ``workdir`` itself."""
+def placed(settings: Mapping[str, str], workdir: Path, layouts: KeptLayouts | None = None) -> Iterator[Placement]:
+    """Where a run's database goes for the block: the layout the ``storage.*`` knobs among ``settings`` name, made
+    (or the one ``layouts`` kept from an earlier run) and removed after the block (or with ``layouts``); else
+    ``workdir`` itself."""
     layout = Layout.of(settings)
     if layout is None:
         yield Placement(Path(workdir))
         return
     real = Path(os.path.realpath(workdir))  # as the kernel lists mounts and backing files: no "..", no symlink
-    pool = _pool.get()
-    if pool is None:
-        with held() as journal, journal.scope() as scope:
-            yield _make(layout, real, scope)
-        return
-    stack, made = pool
-    key = replace(layout, throttle=())  # steps that differ only in their throttle share the file system
-    if key not in made:
-        with ExitStack() as attempt:  # a layout that cannot be made is undone at once, not with the experiment
-            scope = attempt.enter_context(attempt.enter_context(held()).scope())
-            made[key] = _make(key, real, scope)
-            stack.push(attempt.pop_all())
-    yield replace(made[key], layout=layout, record={**made[key].record, "throttle": dict(layout.throttle)})
+    with ExitStack() as own:
+        kept = layouts if layouts is not None else own.enter_context(KeptLayouts())
+        yield kept.placement(layout, real)
 
 
 def _make(layout: Layout, workdir: Path, journal: Scope) -> Placement:

@@ -1,0 +1,156 @@
+"""The kinds of change to the machine, each an implementation of ``protocol.MachineChange`` made from the knobs of its
+kind a run sets; ``machine.CHANGES`` lists them with the stage at which each applies."""
+
+from __future__ import annotations
+
+import os
+from contextlib import AbstractContextManager, contextmanager
+from typing import Iterator, Mapping
+
+from maximus.errors import UserError
+from maximus.pids import start_time
+from maximus.system import changes, processes, throttle
+from maximus.system.journal import Started
+from maximus.system.knobs import machine
+from maximus.system.protocol import Target
+from maximus.system.storage import STORAGE, THROTTLES, Layout, placed
+
+
+class KernelSettings:
+    """sysctl and sysfs knobs (``knobs.OS_KNOBS``): a disk's queue is the one that holds the engine's data."""
+
+    def __init__(self, settings: dict[str, str]) -> None:
+        self.settings = settings
+
+    @classmethod
+    def of(cls, knobs: Mapping[str, str]) -> KernelSettings | None:
+        chosen = machine(knobs)
+        return cls(chosen) if chosen else None
+
+    def check(self, target: Target) -> None:
+        target.require(list(self.settings))
+
+    def applied(self, target: Target) -> AbstractContextManager[list[str]]:
+        return changes.applied(self.settings, target.engine.data_path(), target.allowed is True, target.layouts.hold)
+
+
+class StorageLayout:
+    """The file system the run's database is put on (``storage.*`` knobs), or the work directory's disk a throttle
+    names: made under the named engine's work directory, or kept from an earlier run of the run's layouts."""
+
+    def __init__(self, settings: dict[str, str]) -> None:
+        self.settings = settings
+
+    @classmethod
+    def of(cls, knobs: Mapping[str, str]) -> StorageLayout | None:
+        chosen = {name: value for name, value in knobs.items() if name in STORAGE}
+        return cls(chosen) if chosen else None
+
+    def check(self, target: Target) -> None:
+        target.require(list(self.settings))
+        layout = Layout.of(self.settings)  # a layout that cannot be is one line here, before anything is made
+        if layout is not None and layout.made and target.on_users_server:
+            names = ", ".join(sorted(name for name in self.settings if name not in THROTTLES))
+            raise UserError(f"{names}: {target.engine.name} runs on a server of yours (--dsn), whose data stays where "
+                            "it keeps it: a file system Maximus made would hold no database; put your server's data "
+                            "on the file system to measure yourself, or let Maximus manage a server")
+
+    @contextmanager
+    def applied(self, target: Target) -> Iterator[list[str]]:
+        with placed(self.settings, target.placement.workdir, target.layouts) as placement:
+            target.placement = placement
+            yield placement.warnings()
+
+
+class ServerOnLayout:
+    """A server Maximus started on a layout it made: journaled in the layout's own scope, so that it is stopped before
+    the layout is unmounted, even by the next command after a SIGKILL. Present whenever a layout is."""
+
+    @classmethod
+    def of(cls, knobs: Mapping[str, str]) -> ServerOnLayout | None:
+        return cls() if StorageLayout.of(knobs) else None
+
+    def check(self, target: Target) -> None:
+        pass  # the layout's check is this one's
+
+    @contextmanager
+    def applied(self, target: Target) -> Iterator[list[str]]:
+        placement, pid = target.placement, target.engine.server_pid()
+        start = start_time(pid) if pid else None
+        if placement.scope is not None and placement.layout is not None and placement.layout.made and start:
+            placement.scope.record(Started(pid, start))  # type: ignore[arg-type]
+        yield []
+
+
+class ServerScheduling:
+    """``server.*`` knobs: on the main process of a server Maximus started and its children, inherited by those it
+    forks later; nothing to put back, they end with it."""
+
+    def __init__(self, settings: dict[str, str]) -> None:
+        self.settings = settings
+
+    @classmethod
+    def of(cls, knobs: Mapping[str, str]) -> ServerScheduling | None:
+        chosen = processes.server_knobs(knobs)
+        return cls(chosen) if chosen else None
+
+    def check(self, target: Target) -> None:
+        target.require(list(self.settings))
+        engine = target.engine
+        if not engine.capabilities.server_process or not engine.manages_server:
+            raise UserError(f"{', '.join(sorted(self.settings))}: {engine.name} runs no server process of Maximus's "
+                            "here (an embedded engine, or a server of yours): use the client.* knobs")
+
+    @contextmanager
+    def applied(self, target: Target) -> Iterator[list[str]]:
+        processes.apply_to_server(self.settings, target.engine.server_pid())
+        yield []
+
+
+class Throttle:
+    """``storage.*_iops`` and ``storage.*_bps``: the processes that do the database's I/O, a managed server's or
+    (embedded) Maximus's own with its terminals and loaders, throttled on the layout's device."""
+
+    def __init__(self, settings: dict[str, str]) -> None:
+        self.settings = settings
+
+    @classmethod
+    def of(cls, knobs: Mapping[str, str]) -> Throttle | None:
+        chosen = {name: value for name, value in knobs.items() if name in THROTTLES}
+        return cls(chosen) if chosen else None
+
+    def check(self, target: Target) -> None:
+        names = ", ".join(sorted(self.settings))
+        target.require(sorted(self.settings))
+        if target.on_users_server:
+            raise UserError(f"{names}: {target.engine.name} runs no server process of Maximus's here (a server of "
+                            "yours): throttle it yourself, or let Maximus manage one")
+        if not throttle.has_blkio():
+            raise UserError(f"{names}: this kernel has no cgroup v1 blkio controller at {throttle.BLKIO}")
+
+    @contextmanager
+    def applied(self, target: Target) -> Iterator[list[str]]:
+        engine = target.engine
+        io_pid = (engine.server_pid() if engine.capabilities.server_process else None) or os.getpid()
+        with target.journal() as journal, throttle.throttled(target.placement, io_pid, journal):
+            yield []
+
+
+class ClientScheduling:
+    """``client.*`` knobs: on this process, whose terminals and loaders inherit them, put back after the work."""
+
+    def __init__(self, settings: dict[str, str]) -> None:
+        self.settings = settings
+
+    @classmethod
+    def of(cls, knobs: Mapping[str, str]) -> ClientScheduling | None:
+        chosen = {name: value for name, value in knobs.items() if name.startswith("client.")}
+        return cls(chosen) if chosen else None
+
+    def check(self, target: Target) -> None:
+        target.require(list(self.settings))
+
+    @contextmanager
+    def applied(self, target: Target) -> Iterator[list[str]]:
+        with processes.client_applied(self.settings):
+            yield []
