@@ -15,7 +15,7 @@ Scripts that compose a run of their own (``bench/``, the tests) also find its pa
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -44,7 +44,6 @@ from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failur
                           record_failed_run, run_benchmark, terminal_hosting)
 from maximus.store import ResultsStore, default_results_path
 from maximus.system import Layout
-from maximus.system import applied as system_applied
 from maximus.system import recover as recover_system
 from maximus.system.journal import Entry
 from maximus.workloads import WORKLOADS, workload
@@ -64,7 +63,7 @@ __all__ = [
     "Build", "ExperimentReport", "Layout", "PreparedDatabase", "ResultsStore", "analyse_experiment", "analyse_run",
     "check_database", "compare_targets", "deferred_workers", "failure_excess", "listed_runs", "load_database",
     "locked", "make_engine", "prepare_database", "record_failed_run", "run_benchmark", "run_column", "running",
-    "system_applied", "terminal_hosting",
+    "terminal_hosting",
 ]
 
 
@@ -115,11 +114,15 @@ def load(options: BenchmarkOptions, progress: LoadProgress | None = None) -> Loa
     if Layout.of(options.os_knobs):
         raise UserError("storage.* knobs put a run's database on a file system made for it and removed after it: "
                         "use `maximus run` (its load is timed on the layout) or an experiment")
-    target = make_engine(options.engine, options.workdir, build, options.engine_knobs, None, options.connection)
-    with system_applied(options.os_knobs, target.data_path(), options.system_changes), running(target):
-        result = load_database(target, build, options.seed, progress)
-        if not target.exists():
-            target.restore()  # a working copy to look at, as `load` always left
+    named = make_engine(options.engine, options.workdir, build, options.engine_knobs, None, options.connection)
+    with system.changed(options.os_knobs, named, lambda workdir: nullcontext(named), options.system_changes) as machine:
+        target = machine.engine
+        with running(target):
+            machine.server_started()
+            with machine.working():  # as a run's build: its throttle and the client's scheduling
+                result = load_database(target, build, options.seed, progress)
+            if not target.exists():
+                target.restore()  # a working copy to look at, as `load` always left
     return Loaded(build.workload.presentation(build.settings).scale, sum(result.rows.values()), result.seconds,
                   target.workdir / target.database)
 

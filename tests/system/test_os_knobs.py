@@ -202,6 +202,8 @@ def test_after_a_sigkill_the_next_command_puts_everything_back(journal: Path, wo
         put_back = (f"put back what a Maximus that did not finish left: block.scheduler={before['block.scheduler']} "
                     f"(was set to {asked['block.scheduler']})")
         assert put_back in after.stdout, after.stdout
+        if putting_back == ["system", "restore"]:  # it puts back itself, and says so: not "nothing left"
+            assert "Put back " in after.stdout and "Nothing left to put back" not in after.stdout, after.stdout
 
 
 def test_huge_pages_reserved_by_a_step_serve_postgres_huge_pages_on(journal: Path, server_workdir: Path,
@@ -232,3 +234,15 @@ def test_huge_pages_reserved_by_a_step_serve_postgres_huge_pages_on(journal: Pat
 def test_the_os_knobs_benchmark_runs_in_smoke_mode(tmp_path: Path) -> None:
     """bench/os_knobs.py changes these knobs too: run here, never beside the tests above (tests/test_bench.py)."""
     runs_in_smoke_mode(BENCH / "os_knobs.py", tmp_path)
+
+
+def test_a_build_takes_the_machine_and_process_knobs_a_run_takes(journal: Path, tmp_path: Path) -> None:
+    """``maximus load`` enters the same changes as a run (system.changed): a kernel setting and the client's
+    scheduling during the build, both put back after it."""
+    before = system.current_values(tmp_path)
+    swappiness = _others(tmp_path)["vm.swappiness"]
+    loaded = _maximus("load", "-k", f"vm.swappiness={swappiness}", "-k", "client.nice=3", "--allow-system-changes",
+                      "--workdir", str(tmp_path / "work"))
+    assert loaded.returncode == 0, loaded.stderr
+    assert "Loaded 1 warehouse(s)" in loaded.stdout
+    assert system.current_values(tmp_path) == before and not journal.exists()
