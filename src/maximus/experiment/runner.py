@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, ContextManager, Protocol
 
@@ -79,10 +80,28 @@ def resume(experiment_id: int | None, workdir: Path, results: Path, observer: Ex
         experiment = stored_experiment(record)
         _allowed(experiment)
         runs = from_data(record.plan["runs"])
-        left = [run for run in runs if run.key not in _finished_keys(results, record.id)]
+        left = builds_left([run for run in runs if run.key not in _finished_keys(results, record.id)])
         observer.note(f"estimated time of what is left: {estimate(experiment, scale(experiment), left).text()}")
         execute(record.id, experiment, runs, workdir, results, observer)
     return record.id
+
+
+def builds_left(left: list[PlannedRun]) -> list[PlannedRun]:
+    """The runs left of a stopped experiment, the first of each database marked as building it where the build is
+    not done yet, or was done on a storage layout: this runner makes the layout anew, empty, so the build is done
+    again (a killed experiment of three layout steps builds three times)."""
+    seen: set[str] = set()
+    marked = []
+    for run in left:
+        first = run.database not in seen
+        seen.add(run.database)
+        marked.append(replace(run, build=first and (run.build or _on_a_layout(run))))
+    return marked
+
+
+def _on_a_layout(run: PlannedRun) -> bool:
+    layout = system.Layout.of(system.OS.resolve(system.split(run.knobs)[1]))
+    return layout is not None and layout.made
 
 
 def keep_models(store: ResultsStore) -> None:
