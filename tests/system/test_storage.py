@@ -335,3 +335,48 @@ def test_every_change_is_checked_before_any_is_made(journal: Path, tmp_path: Pat
     assert refused.stderr == ("error: server.nice: sqlite runs no server process of Maximus's here (an embedded "
                               "engine, or a server of yours): use the client.* knobs\n")
     assert not work.exists() and not results.exists() and _attached() == attached and not journal.exists()
+
+
+LAYOUT_THEN_SLEEP = """
+import sys, time
+from pathlib import Path
+from maximus import system
+with system.placed(system.OS.resolve({"storage.filesystem": "ext4"}), Path(sys.argv[1])) as place:
+    print(place.workdir, flush=True)
+    time.sleep(300)
+"""
+
+
+def test_a_layout_left_mounted_that_no_journal_knows_is_one_line_not_a_second_mount(journal: Path,
+                                                                                     tmp_path: Path) -> None:
+    """The journal deleted by hand after a SIGKILL: the next run on the same layout finds its mount point still
+    mounted and its backing file still attached, says how to remove them, and mounts nothing over them."""
+    work = tmp_path / "work"
+    maker = subprocess.Popen([sys.executable, "-c", LAYOUT_THEN_SLEEP, str(work)], stdout=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        mount_point = Path(maker.stdout.readline().strip())
+    finally:
+        maker.kill()
+        maker.wait()
+    backing = mount_point.with_name(f"{mount_point.name}.img")
+    device = subprocess.run(["losetup", "--noheadings", "--output", "NAME", "--associated", str(backing)],
+                            capture_output=True, text=True).stdout.split()
+    try:
+        assert mounted_source(mount_point) and device
+        journal.unlink()  # by hand
+        again = _maximus("run", "-k", "storage.filesystem=ext4", "--allow-system-changes", "--warmup", "0",
+                         "--duration", "1", "--workdir", str(work), "--results", str(tmp_path / "results.db"))
+        assert again.returncode == 3, again.stderr
+        assert again.stderr == (f"error: {mount_point} is still mounted, left by a Maximus whose journal of changes "
+                                f"is gone (no `maximus system restore` knows it): remove it by hand (umount "
+                                f"{mount_point}; losetup -d {device[0]}; rm {backing}), then run again\n")
+        mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(mount_point) in line]
+        assert len(mounts) == 1  # nothing mounted over it
+        assert not journal.exists()
+    finally:
+        subprocess.run(["umount", str(mount_point)], capture_output=True)
+        for name in device:
+            subprocess.run(["losetup", "-d", name], capture_output=True)
+        backing.unlink(missing_ok=True)
+    assert not [left for left in _ours_left(work) if not left.startswith(str(work / "storage"))]  # its dirs aside

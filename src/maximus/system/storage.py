@@ -311,6 +311,7 @@ def _make(layout: Layout, workdir: Path, journal: Scope) -> Placement:
     if not layout.made:
         return _unmade(layout, workdir, journal)
     home = workdir.absolute() / "storage"
+    _refuse_leftovers(home / layout.name, home / f"{layout.name}.img")
     _directory(home, journal)
     if layout.filesystem == TMPFS:
         source, backing = f"maximus-{layout.name}", ""
@@ -358,6 +359,23 @@ def _not_taken(filesystem: str, asked: str, mounted: str) -> list[str]:
             taken = True  # an option mountinfo does not list: the kernel took it, since it mounted
         missing += [] if taken else [option]
     return missing
+
+
+def _refuse_leftovers(target: Path, backing: Path) -> None:
+    """A file system of Maximus's naming still mounted, or its backing file still attached, that no journal knows
+    (the journal was deleted by hand, or the machine's state otherwise lost): one line saying how to remove it,
+    where a new layout would be mounted over it, its data on two devices."""
+    mounts = environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text())
+    mounted = [mount for mount in mounts if mount.mount_point == str(target)]
+    attached = run_tool(["losetup", "--noheadings", "--output", "NAME", "--associated", str(backing)]).split() \
+        if os.path.lexists(backing) else []
+    if not mounted and not attached:
+        return
+    undo = [*([f"umount {target}"] if mounted else []), *(f"losetup -d {device}" for device in attached),
+            *([f"rm {backing}"] if os.path.lexists(backing) else [])]
+    left = "is still mounted" if mounted else f"has its backing file {backing} still attached"
+    raise EngineError(f"{target} {left}, left by a Maximus whose journal of changes is gone (no `maximus system "
+                      f"restore` knows it): remove it by hand ({'; '.join(undo)}), then run again")
 
 
 def _unmade(layout: Layout, workdir: Path, journal: Scope) -> Placement:
