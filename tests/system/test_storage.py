@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from maximus import api, environment, system
-from maximus.errors import EngineError, UserError
+from maximus.errors import UserError
 from maximus.records import RunStatus
 from maximus.system.journal import JOURNAL_VARIABLE, mounted_source
 from maximus.system.storage import FILE_SYSTEMS, Layout
@@ -112,12 +112,20 @@ def test_a_bad_layout_is_one_line_and_leaves_nothing(journal: Path, tmp_path: Pa
         system.Layout.of(resolve({"storage.filesystem": "ext4", "storage.mkfs_options": "-d files"}))
     with pytest.raises(UserError, match="is not a mount option"):
         resolve({"storage.mount_options": "noatime;rm"})
-    with pytest.raises(EngineError, match=r"^cannot mount ext4 with data=nonsense: .*"):
+    # what the kernel or mkfs refuses of the user's options is their input (exit code 2), not a fault of the system
+    with pytest.raises(UserError, match=r"^cannot mount ext4 with data=nonsense: .*"):
         with system.placed(resolve({"storage.filesystem": "ext4", "storage.mount_options": "data=nonsense"}),
                            tmp_path / "work"):
             pass
-    with pytest.raises(EngineError, match=r"^mkfs.ext4 refused the layout: .*"):
+    with pytest.raises(UserError, match=r"^mkfs.ext4 refused the layout \(mkfs.ext4 .*-I 7 /dev/loop\d+\): .*"):
         with system.placed(resolve({"storage.filesystem": "ext4", "storage.mkfs_options": "-I 7"}), tmp_path / "work"):
+            pass
+    with pytest.raises(UserError, match=r"^cannot mount btrfs with no options \(made by mkfs.btrfs .*65536.*\): .*"):
+        with system.placed(resolve({"storage.filesystem": "btrfs", "storage.block_size": "65536"}), tmp_path / "work"):
+            pass
+    with pytest.raises(UserError, match=r"^storage.mount_options=ro: xfs on .* takes no writes \(Read-only file "
+                                        r"system\), and a run writes its database there$"):
+        with system.placed(resolve({"storage.filesystem": "xfs", "storage.mount_options": "ro"}), tmp_path / "work"):
             pass
     assert not _ours_left(tmp_path / "work") and not journal.exists()
 
@@ -227,22 +235,23 @@ def test_an_experiment_moves_the_database_onto_ext4_and_xfs(journal: Path, serve
     assert "failed too" not in done.stdout + done.stderr and "warning" not in done.stderr
 
 
-def test_a_layout_that_cannot_be_made_fails_its_steps_runs_and_the_experiment_goes_on(journal: Path,
-                                                                                    tmp_path: Path) -> None:
+def test_a_layout_that_cannot_be_made_stops_the_experiment_before_its_first_run(journal: Path,
+                                                                               tmp_path: Path) -> None:
+    """Every step's layout is made before the first run: a mount option the kernel refuses is one line and exit
+    code 2, before the baseline ran and before the experiment was stored."""
     path = tmp_path / "bad.toml"
     path.write_text(EXPERIMENT.format(engine="sqlite", clients=[1], duration=1).replace(
         '"storage.mount_options" = "noatime", "vm.dirty_background_ratio" = 5', '"storage.mount_options" = "data=no"'
     ).replace("repeats = 1", "repeats = 2"))
     work, results = tmp_path / "work", tmp_path / "results.db"
     done = _maximus("experiment", "run", str(path), "--workdir", str(work), "--results", str(results))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: cannot mount xfs with data=no: ") and done.stderr.count("\n") == 1
     store = api.open_results(results)
     try:
-        runs = store.runs()
+        assert not store.runs() and not store.experiments()
     finally:
         store.close()
-    failed = [run for run in runs if run.status is RunStatus.FAILED]
-    assert sorted(run.status.value for run in runs) == ["complete", "complete", "failed", "failed"], done.stderr
-    assert all(run.errors[0].startswith("cannot mount xfs with data=no: ") for run in failed), failed
     assert not _ours_left(work) and not journal.exists()
 
 

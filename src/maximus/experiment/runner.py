@@ -52,16 +52,28 @@ def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver
     planned.confirm(yes, f"experiment {experiment.name!r}")
     observer.note(f"estimated time: {planned.text()}")
     runs = plan(experiment)
-    store = ResultsStore(results)
-    try:
-        experiment_id = store.create_experiment(experiment.name, str(path), Path(path).read_text(),
-                                                {"runs": plan_data(runs), "experiment": stored_overrides(experiment),
-                                                 MODEL: to_data(experiment), READING: reading(experiment).to_data()})
-    finally:
-        store.close()
-    with running_experiment(results, experiment_id):
-        execute(experiment_id, experiment, runs, workdir, results, observer)
+    with system.KeptLayouts() as layouts:  # a step's layout, and its pristine copy on it, serve all its runs
+        _make_layouts(layouts, experiment, runs, workdir)  # before the experiment is stored
+        store = ResultsStore(results)
+        try:
+            experiment_id = store.create_experiment(experiment.name, str(path), Path(path).read_text(),
+                                                    {"runs": plan_data(runs),
+                                                     "experiment": stored_overrides(experiment),
+                                                     MODEL: to_data(experiment),
+                                                     READING: reading(experiment).to_data()})
+        finally:
+            store.close()
+        with running_experiment(results, experiment_id):
+            execute(experiment_id, experiment, runs, workdir, results, observer, layouts)
     return experiment_id
+
+
+def _make_layouts(layouts: system.KeptLayouts, experiment: Experiment, runs: list[PlannedRun], workdir: Path) -> None:
+    """The file systems of the steps that ``runs`` visit, made before the first run: one that mkfs or the kernel
+    refuses (a mount option, a block size) stops the experiment in one line before anything was measured, not
+    after the runs of the steps before it."""
+    steps = sorted({planned.step for planned in runs})
+    layouts.make_all([system.OS.resolve(system.split(experiment.steps[step].knobs)[1]) for step in steps], workdir)
 
 
 def resume(experiment_id: int | None, workdir: Path, results: Path, observer: ExperimentObserver) -> int:
@@ -82,7 +94,9 @@ def resume(experiment_id: int | None, workdir: Path, results: Path, observer: Ex
         runs = from_data(record.plan["runs"])
         left = builds_left([run for run in runs if run.key not in _finished_keys(results, record.id)])
         observer.note(f"estimated time of what is left: {estimate(experiment, scale(experiment), left).text()}")
-        execute(record.id, experiment, runs, workdir, results, observer)
+        layouts = held.enter_context(system.KeptLayouts())
+        _make_layouts(layouts, experiment, left, workdir)
+        execute(record.id, experiment, runs, workdir, results, observer, layouts)
     return record.id
 
 
@@ -156,14 +170,14 @@ def _newest_unfinished(store: ResultsStore):
 
 
 def execute(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], workdir: Path, results: Path,
-            observer: ExperimentObserver) -> None:
+            observer: ExperimentObserver, layouts: system.KeptLayouts) -> None:
+    """The planned ``runs`` not finished yet, in order, on the ``layouts`` kept for the experiment."""
     done = _finished_keys(results, experiment_id)
     try:
-        with system.KeptLayouts() as layouts:  # a step's layout, and its pristine copy on it, serve all its runs
-            for position, planned in enumerate(runs, start=1):
-                if planned.key not in done:
-                    _execute_one(experiment_id, experiment, planned, (position, len(runs)), workdir, results,
-                                 observer, layouts)
+        for position, planned in enumerate(runs, start=1):
+            if planned.key not in done:
+                _execute_one(experiment_id, experiment, planned, (position, len(runs)), workdir, results, observer,
+                             layouts)
     except (KeyboardInterrupt, *NOT_THE_RUNS):
         observer.note(f"experiment {experiment_id} stopped: `maximus experiment resume {experiment_id}` runs what "
                       "is left")

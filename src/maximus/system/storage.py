@@ -23,7 +23,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from maximus import environment
 from maximus.errors import EngineError, UserError
@@ -228,6 +228,12 @@ class Layout:
                    chosen.get("storage.mount_options", ""), throttle)
 
     @property
+    def mkfs_given(self) -> bool:
+        """The user chose how the file system is made (its block size, mkfs's options, its size): what mkfs or the
+        kernel refuses of it is their input."""
+        return bool(self.block_size or self.mkfs_options or self.size != int(STORAGE["storage.size"].default))
+
+    @property
     def made(self) -> bool:
         """A file system of Maximus's (not only a throttle on the work directory's disk)."""
         return self.filesystem != WORKDIR
@@ -278,6 +284,16 @@ class KeptLayouts:
     def __exit__(self, *error: Any) -> None:
         self._kept.__exit__(*error)  # an undo that fails while an error is on its way is noted, not put in its place
 
+    def make_all(self, settings: Iterable[Mapping[str, str]], workdir: Path) -> None:
+        """Every file system the ``settings`` (the OS knobs of an experiment's steps, canonical) name, made now and
+        kept: one that mkfs or the kernel refuses stops the experiment before its first run, not after the runs
+        before its step."""
+        real = Path(os.path.realpath(workdir))
+        for chosen in settings:
+            layout = Layout.of(chosen)
+            if layout is not None and layout.made:
+                self.placement(layout, real)
+
     def placement(self, layout: Layout, workdir: Path) -> Placement:
         """Where a run on ``layout`` puts its database: the layout made now, or the one made for an earlier run."""
         key = replace(layout, throttle=())
@@ -323,8 +339,12 @@ def _make(layout: Layout, workdir: Path, journal: Scope) -> Placement:
     target = home / layout.name
     _directory(target, journal)
     journal.record(Mounted(str(target), source))
-    run_tool(["mount", "-t", layout.filesystem, *(["-o", options] if options else []), source, str(target)],
-             lambda message: f"cannot mount {layout.filesystem} with {options or 'no options'}: {message}")
+    made = f" (made by {' '.join(layout.mkfs_command(source))})" if layout.device and layout.mkfs_given else ""
+    _as_given(lambda: run_tool(["mount", "-t", layout.filesystem, *(["-o", options] if options else []), source,
+                                str(target)],
+                               lambda message: f"cannot mount {layout.filesystem} with {options or 'no options'}"
+                               f"{made}: {message}"), bool(layout.mount_options) or layout.mkfs_given)
+    _writable(target, layout)
     mount = environment.find_mount(target, environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text()))
     mounted = f"{mount.options},{mount.super_options}" if mount else ""
     on_device = bool(layout.device)
@@ -448,8 +468,30 @@ def _zram(layout: Layout, journal: Scope) -> str:
 def _mkfs(layout: Layout, device: str) -> None:
     """mkfs on Maximus's own device, from an empty directory so that no word of the options names another file."""
     with tempfile.TemporaryDirectory() as nowhere:
-        run_tool(layout.mkfs_command(device), lambda message: f"mkfs.{layout.filesystem} refused the layout: "
-                 f"{message}", cwd=nowhere)
+        _as_given(lambda: run_tool(layout.mkfs_command(device), lambda message: f"mkfs.{layout.filesystem} refused "
+                                   f"the layout ({' '.join(layout.mkfs_command(device))}): {message}", cwd=nowhere),
+                  layout.mkfs_given)
+
+
+def _as_given(tool: Callable[[], object], given: bool) -> None:
+    """A system tool's refusal of options the user gave (the layout's knobs) is the user's input, one line and exit
+    code 2; with none of theirs it is the system's fault, exit code 3."""
+    try:
+        tool()
+    except EngineError as error:
+        if given:
+            raise UserError(str(error)) from None
+        raise
+
+
+def _writable(target: Path, layout: Layout) -> None:
+    """A layout mounted read-only (``ro`` among its mount options) holds no database: said of the knob, not of a
+    directory of the run's that could not be made later."""
+    try:
+        tempfile.TemporaryFile(dir=target).close()
+    except OSError as error:
+        raise UserError(f"storage.mount_options={layout.mount_options or '(none)'}: {layout.filesystem} on "
+                        f"{target} takes no writes ({error.strerror}), and a run writes its database there") from None
 
 
 def durability_warnings(settings: Mapping[str, str]) -> list[str]:
