@@ -6,6 +6,7 @@ raw samples; an interrupted run keeps everything measured up to the interruption
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -361,7 +362,7 @@ class ResultsStore:
                          json.loads(environment), tuple(json.loads(warnings)),
                          tuple(json.loads(errors)) + (() if finite else (NOT_FINITE,)),
                          Window(w_start, w_end) if finite else Window(0.0, 0.0), elapsed, experiment_id, plan_key,
-                         None if reading is None else WorkloadReading.from_data(json.loads(reading)))
+                         None if reading is None else _reading(reading))
 
     @guarded
     def add_metric_samples(self, run_id: int, samples: Iterable[MetricSample]) -> None:
@@ -387,6 +388,13 @@ _SELECT_RUN = ("SELECT id, started_at, finished_at, status, engine, workload, wo
                " window_end, elapsed_s, experiment_id, plan_key, options, reading FROM runs")
 _SELECT_EXPERIMENT = ("SELECT id, name, created_at, finished_at, source_path, source_text, plan, status"
                       " FROM experiments")
+
+
+@functools.lru_cache(maxsize=64)
+def _reading(text: str) -> WorkloadReading:
+    """A run's stored reading, parsed once per text: the runs of one workload and settings share it, and ``maximus
+    runs`` reads a thousand of them."""
+    return WorkloadReading.from_data(json.loads(text))
 
 
 def _reading_text(reading: WorkloadReading | None) -> str | None:
