@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from maximus import api
 from maximus.api import running
 from maximus.cli.app import app
-from maximus.engines import ENGINES, Driver, Engine
+from maximus.engines import ENGINES, Driver, Engine, _process
 from maximus.engines.server import ServerEngine
 from maximus.errors import EngineError, UserError, describe
 from maximus.records import ENGINE_CHECK, ENGINE_CLAUSE, Outcome, RunStatus
@@ -304,7 +304,9 @@ def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_engine_cl
         watch = engine.watch()
         session = engine.connect()
         assert watch() is None
-        os.kill(engine.server_pid(), signal.SIGKILL)
+        pid = engine.server_pid()
+        os.kill(pid, signal.SIGKILL)
+        _gone(pid)  # its sessions can see it die a moment before /proc does: the kill is done, not on its way
         error = _lost_under(session, engine.driver_error())
         assert isinstance(error, importlib.import_module(engine.driver.module).OperationalError)  # PEP 249's
         assert session.broken()
@@ -315,6 +317,13 @@ def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_engine_cl
     finally:
         engine.stop()
     assert engine.server_pid() is None
+
+
+def _gone(pid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _process.alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _process.alive(pid), f"process {pid} still runs {timeout} s after SIGKILL"
 
 
 # Each an error of a session on a running server, and the start of the cause the engine gives it (None: the
