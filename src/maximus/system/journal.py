@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Iterator
 
 from maximus import environment, locks
-from maximus.errors import EngineError
+from maximus.errors import EngineError, MaximusError
 from maximus.pids import start_time
 
 _log = logging.getLogger(__name__)  # what the user should know was put back (the CLI prints it)
@@ -468,15 +468,17 @@ def mounted_source(target: Path) -> str | None:
     return sources[-1] if sources else None
 
 
-def run_tool(command: list[str], failure: Callable[[str], str] | None = None, cwd: str | None = None) -> str:
-    """A system tool's standard output; its failure as one line (EngineError)."""
+def run_tool(command: list[str], failure: Callable[[str], str] | None = None, cwd: str | None = None,
+             refused: type[MaximusError] = EngineError) -> str:
+    """A system tool's standard output; its failure as one line: ``refused`` (UserError where the tool refuses
+    options the user gave), a tool that is not installed always an EngineError."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd)
     except FileNotFoundError:
         raise EngineError(f"{command[0]} is not installed") from None
     if done.returncode != 0:
         message = one_line(done.stderr or done.stdout) or f"exit status {done.returncode}"
-        raise EngineError(failure(message) if failure else f"{' '.join(command)} failed: {message}")
+        raise refused(failure(message) if failure else f"{' '.join(command)} failed: {message}")
     return done.stdout
 
 

@@ -23,10 +23,10 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from maximus import environment
-from maximus.errors import EngineError, UserError
+from maximus.errors import EngineError, MaximusError, UserError
 from maximus.knobs import Choice, Integer, Size
 from maximus.knobs.registry import ValueType
 from maximus.system.journal import Attached, Created, Hold, Mounted, Scope, Zram, run_tool
@@ -340,10 +340,9 @@ def _make(layout: Layout, workdir: Path, journal: Scope) -> Placement:
     _directory(target, journal)
     journal.record(Mounted(str(target), source))
     made = f" (made by {' '.join(layout.mkfs_command(source))})" if layout.device and layout.mkfs_given else ""
-    _as_given(lambda: run_tool(["mount", "-t", layout.filesystem, *(["-o", options] if options else []), source,
-                                str(target)],
-                               lambda message: f"cannot mount {layout.filesystem} with {options or 'no options'}"
-                               f"{made}: {message}"), bool(layout.mount_options) or layout.mkfs_given)
+    run_tool(["mount", "-t", layout.filesystem, *(["-o", options] if options else []), source, str(target)],
+             lambda message: f"cannot mount {layout.filesystem} with {options or 'no options'}{made}: {message}",
+             refused=_refusal(bool(layout.mount_options) or layout.mkfs_given))
     _writable(target, layout)
     mount = environment.find_mount(target, environment.parse_mountinfo(Path("/proc/self/mountinfo").read_text()))
     mounted = f"{mount.options},{mount.super_options}" if mount else ""
@@ -468,20 +467,15 @@ def _zram(layout: Layout, journal: Scope) -> str:
 def _mkfs(layout: Layout, device: str) -> None:
     """mkfs on Maximus's own device, from an empty directory so that no word of the options names another file."""
     with tempfile.TemporaryDirectory() as nowhere:
-        _as_given(lambda: run_tool(layout.mkfs_command(device), lambda message: f"mkfs.{layout.filesystem} refused "
-                                   f"the layout ({' '.join(layout.mkfs_command(device))}): {message}", cwd=nowhere),
-                  layout.mkfs_given)
+        run_tool(layout.mkfs_command(device), lambda message: f"mkfs.{layout.filesystem} refused the layout "
+                 f"({' '.join(layout.mkfs_command(device))}): {message}", cwd=nowhere,
+                 refused=_refusal(layout.mkfs_given))
 
 
-def _as_given(tool: Callable[[], object], given: bool) -> None:
+def _refusal(given: bool) -> type[MaximusError]:
     """A system tool's refusal of options the user gave (the layout's knobs) is the user's input, one line and exit
     code 2; with none of theirs it is the system's fault, exit code 3."""
-    try:
-        tool()
-    except EngineError as error:
-        if given:
-            raise UserError(str(error)) from None
-        raise
+    return UserError if given else EngineError
 
 
 def _writable(target: Path, layout: Layout) -> None:
