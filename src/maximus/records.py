@@ -331,3 +331,72 @@ class MetricSample:
     def labels_text(self) -> str:
         """The labels as stored: JSON with sorted keys, so equal labels give equal text."""
         return json.dumps(dict(self.labels), sort_keys=True)
+
+
+# Crash tests (issue #42): a configuration's durability measured by crashing it
+
+class CrashMode(StrEnum):
+    """What a crash test does to the database under its terminals."""
+
+    PROCESS = "process"  # SIGKILL of every server process (an embedded engine's: every process holding the file)
+    POWER = "power"  # a power cut of the power-cut layer the database's files are on (maximus.durability)
+
+
+class Verdict(StrEnum):
+    """A crash test's measured durability class."""
+
+    DURABLE = "durable"  # every acknowledged commit survived, and the database is consistent
+    LOST = "lost"  # acknowledged commits were lost; the database is consistent
+    INCONSISTENT = "inconsistent"  # a consistency condition or the engine's integrity check failed after recovery,
+    # or the engine did not come back at all
+
+
+@dataclass(frozen=True)
+class DurabilityFindings:
+    """What a workload's verification found after a crash, against its success log (TPC-C 3.5.4)."""
+
+    acknowledged: int  # commits the terminals were told of, as the log lists them
+    rolled_back: int  # transactions the log lists as rolled back by the workload's rule
+    lost: tuple[str, ...]  # the acknowledged commits missing after recovery, each as the log named it
+    checks: tuple[CheckResult, ...]  # the verification's own conditions, passed or not
+
+
+@dataclass(frozen=True)
+class CrashTest:
+    """One crash, recovery and verification cycle, as it is stored: its configuration, how it was crashed, what
+    the recovered database showed. Never a throughput figure."""
+
+    engine: str
+    knobs: Mapping[str, str]  # the knobs the test was given (the engine's and the operating system's)
+    workload: str
+    settings: Mapping[str, Any]
+    terminals: int
+    mode: CrashMode
+    seed: int
+    verdict: Verdict
+    findings: DurabilityFindings
+    checks: tuple[CheckResult, ...]  # the workload's consistency conditions and the engine's integrity check
+    recovery_s: float | None  # from the restart to the first query answered; None: it did not come back
+    crashed_at_s: float  # seconds after the terminals started
+    window: str  # the documented loss window of the configuration for this mode ("" : none documented)
+    notes: tuple[str, ...] = ()  # what the cut did, why the engine did not come back, ...
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    experiment_id: int | None = None
+    plan_key: str | None = None  # the step's run this test belongs to, in an experiment
+
+
+@dataclass(frozen=True)
+class CrashTestRecord:
+    """A stored crash test."""
+
+    id: int
+    at: str
+    test: CrashTest
+
+
+def verdict_of(findings: DurabilityFindings, checks: Sequence[CheckResult], recovered: bool) -> Verdict:
+    """Inconsistent when the engine did not come back or any condition failed; else lost when an acknowledged commit
+    is missing (``findings.lost``); else durable."""
+    if not recovered or any(check.passed is False for check in (*findings.checks, *checks)):
+        return Verdict.INCONSISTENT
+    return Verdict.LOST if findings.lost else Verdict.DURABLE

@@ -27,7 +27,7 @@ from maximus import limits
 from maximus.errors import UserError
 from maximus.records import Band, Headline, Presentation, WorkloadReading
 from maximus.records import BandResult as BandResult  # where workloads have always found it
-from maximus.records import CheckResult
+from maximus.records import CheckResult, DurabilityFindings, Outcome
 
 Progress = Callable[[str, int], None]  # (table, rows just written)
 
@@ -186,3 +186,23 @@ class Workload(ABC):
     def write_transactions(self) -> set[str]:
         """Sample names of the transactions that commit changes, a deferred one under its completion's name: the
         same in every dialect, so reading a run's results needs no engine."""
+
+    # Crash tests (TPC-C 3.5.4). A workload that keeps none of its transactions in a success log has no crash test.
+
+    crash_testable: ClassVar[bool] = False
+
+    def success_entry(self, transaction: str, outcome: Outcome, inputs: Any, output: Any) -> str | None:
+        """The success log's line for a transaction whose ``outcome`` the terminal was just told (its ``inputs``, and
+        what its last attempt returned), or None for one the log does not keep. One line, no newline."""
+        return None
+
+    def durability_baseline(self, session: Session) -> Any:
+        """What the verification compares with, read from the database before the terminals start (JSON data)."""
+        return None
+
+    def verify_durability(self, session: Session, entries: Sequence[str], baseline: Any,
+                          terminals: int) -> DurabilityFindings:
+        """After a crash and the engine's recovery: which acknowledged commits of the success log ``entries`` are
+        missing, and whether what the log says rolled back is absent, against ``baseline``; ``terminals``: how many
+        transactions may have been in flight, committed but never acknowledged."""
+        raise NotImplementedError(f"the {self.name} workload has no crash test")
