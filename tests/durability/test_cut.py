@@ -150,3 +150,27 @@ def test_an_entry_belongs_to_the_user_who_made_it(tmp_path: Path) -> None:
         assert not is_mounted(shared / "mnt")
     finally:
         shutil.rmtree(shared)
+
+
+def test_a_sync_makes_everything_pending_durable_so_a_cut_takes_nothing_back(tmp_path: Path) -> None:
+    backing, mountpoint = tmp_path / "backing", tmp_path / "mnt"
+    backing.mkdir(), mountpoint.mkdir()
+    with PowerCutMount(backing, mountpoint, weights=(0.0, 1.0, 0.0)) as layer:  # every pending write dropped
+        _busy_scenario(layer.mountpoint)
+        synced_state = tree_digest(layer.mountpoint)
+        after = layer.sync()
+        assert (after["pending_changes"], after["pending_namespace"]) == (0, 0)
+        report = layer.cut(seed=3, remount=False)
+    assert report.entries == ()
+    assert tree_digest(backing) == synced_state
+
+
+def test_without_a_sync_the_same_cut_drops_what_was_pending(tmp_path: Path) -> None:
+    backing, mountpoint = tmp_path / "backing", tmp_path / "mnt"
+    backing.mkdir(), mountpoint.mkdir()
+    with PowerCutMount(backing, mountpoint, weights=(0.0, 1.0, 0.0)) as layer:
+        _busy_scenario(layer.mountpoint)
+        written_state = tree_digest(layer.mountpoint)
+        report = layer.cut(seed=3, remount=False)
+    assert report.count("dropped", True) > 0
+    assert tree_digest(backing) != written_state

@@ -111,6 +111,14 @@ class PowerCutFs(pyfuse3.Operations):
             self.namespace.make_all_durable()
             self.stash.remove()
 
+    def sync(self) -> dict[str, Any]:
+        """sync(2) of the whole disk: every file's data and every directory change durable, as they stand now."""
+        for node in self.nodes.values():
+            if node.state is not None and node.state.pending and _alive(node.fd):
+                node.state.make_durable(os.fstat(node.fd).st_size)
+        self.namespace.make_all_durable()
+        return self.stats()
+
     def stats(self) -> dict[str, Any]:
         states = [node.state for node in self.nodes.values() if node.state and node.state.pending]
         return {"pending_files": len(states), "pending_changes": sum(len(state.pending) for state in states),

@@ -108,6 +108,11 @@ class PowerCutMount:
         """What is pending: files, data changes and their bytes, directory changes; the syncs seen so far."""
         return self._ask("stats")
 
+    def sync(self) -> dict[str, Any]:
+        """Everything pending made durable, as sync(2) makes a disk hold what was written: a database restored
+        from its pristine copy starts from a state no cut can take back. Answers ``stats`` after it."""
+        return self._ask("sync", timeout_s=CUT_TIMEOUT_S)
+
     def cut(self, seed: int, remount: bool = True) -> CutReport:
         """The power cut: ``crash``, then unmount and, with ``remount``, mount again with nothing pending. Stop the
         database's processes first: a process that still holds a file makes the unmount lazy."""

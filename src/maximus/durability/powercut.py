@@ -3,7 +3,7 @@
     python -m maximus.durability.powercut BACKING MOUNTPOINT --control SOCKET [--weights KEPT,DROPPED,GARBLED]
 
 It mounts, then answers one command a connection on the control socket, a line each way (JSON answers):
-``stats`` (what is pending) and ``cut SEED`` (stop serving, build the crash state, answer the cut's report). The
+``stats`` (what is pending), ``sync`` (everything pending made durable, as sync(2) does) and ``cut SEED`` (stop serving, build the crash state, answer the cut's report). The
 socket appears once the file system is mounted. It serves until unmounted (``fusermount3 -u MOUNTPOINT``)."""
 
 from __future__ import annotations
@@ -98,11 +98,13 @@ def _command(filesystem: PowerCutFs, words: list[str]) -> dict[str, Any]:
     """A command's answer; the cut runs whole inside this call, between two file system operations."""
     if words == ["stats"]:
         return filesystem.stats()
+    if words == ["sync"]:
+        return {"error": "already cut"} if filesystem.stopped else filesystem.sync()
     if len(words) == 2 and words[0] == "cut" and words[1].lstrip("-").isdigit():
         if filesystem.stopped:
             return {"error": "already cut"}
         return filesystem.cut(int(words[1]))
-    return {"error": f"unknown command: {' '.join(words)!r} (stats, cut SEED)"}
+    return {"error": f"unknown command: {' '.join(words)!r} (stats, sync, cut SEED)"}
 
 
 if __name__ == "__main__":
