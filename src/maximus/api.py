@@ -38,7 +38,9 @@ from maximus.experiment.model import Experiment
 from maximus.experiment.plan import PlannedRun
 from maximus.experiment.runner import ExperimentObserver, keep_models
 from maximus.knobs.registry import parse_assignments
-from maximus.records import CheckResult, ExperimentRecord, RunRecord, RunStatus
+from maximus.records import CheckResult, CrashMode, CrashTest, ExperimentRecord, RunRecord, RunStatus
+from maximus.crashtest import CrashObserver, CrashTestOptions
+from maximus.crashtest import crash_test as run_crash_test
 from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failure_excess, keep_engine_facts,
                           keep_readings,
                           record_failed_run, run_benchmark, terminal_hosting)
@@ -51,11 +53,12 @@ from maximus.workloads.base import CommandLineSetting, Presentation, SettingErro
 
 __all__ = [
     # the verbs
-    "check", "compare", "connection_options", "default_settings", "engines", "export", "last_complete_run",
+    "check", "compare", "connection_options", "crash_test", "default_settings", "engines", "export", "last_complete_run",
     "list_experiments", "list_runs", "load", "os_knobs", "parse_knobs", "report", "report_of_run", "restore_system",
     "resume_experiment", "run", "run_demo", "run_experiment", "show_experiment", "system_journal", "workload_options",
     # what they take and give
-    "BenchmarkOptions", "CheckResult", "CommandLineSetting", "Comparison", "ConnectionOption", "ExperimentData",
+    "BenchmarkOptions", "CheckResult", "CommandLineSetting", "Comparison", "ConnectionOption", "CrashMode",
+    "CrashObserver", "CrashTest", "CrashTestOptions", "ExperimentData",
     "ExperimentObserver", "ExperimentRecord", "Loaded", "LoadProgress", "Observer", "OsKnobNow", "PlannedRun",
     "Presentation", "RunOutcome", "RunRecord", "RunReport", "SettingError", "default_results_path",
     "default_workdir", "open_results", "recover_system",
@@ -138,6 +141,13 @@ def run(options: BenchmarkOptions, observer: Observer | None = None,
         progress: LoadProgress | None = None) -> RunOutcome:
     """One measured run (``runs.run_benchmark``): load if needed, restore the pristine data, drive, store, check."""
     return run_benchmark(options, observer, progress)
+
+
+def crash_test(options: CrashTestOptions, observer: CrashObserver | None = None,
+               progress: LoadProgress | None = None) -> list[int]:
+    """Crash the configuration ``options`` names under its terminals, ``options.crashes`` times, and verify what
+    came back (``maximus.crashtest``); the stored crash tests' numbers."""
+    return run_crash_test(options, observer, progress)
 
 
 # Experiments

@@ -55,6 +55,7 @@ SECONDS = "number of seconds"
 TERMINALS = Limit(1, 10_000)  # also each client count of an experiment
 REPEATS = Limit(1, 1_000)
 SEED = Limit(0, LARGEST_INTEGER)
+CRASHES = Limit(1, 10_000)  # crash cycles of one crash test
 WARMUP_S = Limit(0, 30 * DAY_S, SECONDS)
 DURATION_S = Limit(0, 30 * DAY_S, SECONDS, positive=True)
 PERCENT = Limit(0, 100, "percentage")

@@ -1,4 +1,4 @@
-"""``maximus``: commands demo, load, run, check, runs, show.
+"""``maximus``: commands demo, load, run, crashtest, check, runs, show.
 
 User errors end in one line on stderr and exit code 2; a traceback means a bug.
 """
@@ -18,12 +18,13 @@ from typer.exceptions import Abort, Exit, TyperException
 
 from maximus import __version__, api, limits
 from maximus.cli.connection import with_connection_options
+from maximus.cli.crashtests import CrashProgress
 from maximus.cli.console import out
 from maximus.cli.experiments import ConsoleProgress, compare, experiment_app, finish_experiment
 from maximus.cli.reports import export, report
 from maximus.cli.system import system_app
 from maximus.cli.workload_options import as_option, with_workload_options
-from maximus.errors import ConsistencyError, EngineError, MaximusError, cause
+from maximus.errors import ConsistencyError, EngineError, MaximusError, UserError, cause
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
 from maximus.report.progress import LoadBars, RunCountdown
@@ -144,6 +145,40 @@ def _announce(estimate: limits.Estimate, yes: bool) -> None:
     estimate.confirm(yes, "this run")
     out.print(f"Estimated time: about {limits.spoken(estimate.run_s)}, and about {limits.spoken(estimate.build_s)} "
               "more if the database must be built first")
+
+
+@app.command()
+@with_connection_options("text", "path", "flag")
+@with_workload_options()
+def crashtest(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None, terminals: Terminals = 4,
+              mode: Annotated[str, typer.Option("--mode", help="process: SIGKILL every server process (an embedded "
+                                                "engine's: the terminals); power: a power cut of the power-cut layer "
+                                                "its files are on.")] = "process",
+              crashes: Annotated[int, typer.Option("--crashes", "-n", help="Crash, recovery and verification cycles, "
+                                                   "each from the pristine database.")] = 1,
+              warmup: Annotated[float, typer.Option("--warmup", help="Seconds the terminals run before the crash "
+                                                    "may fall.")] = 1.0,
+              duration: Annotated[float, typer.Option("--duration", "-d", help="Seconds after the warm-up in which "
+                                                      "the crash falls, at a moment the seed draws.")] = 5.0,
+              seed: Seed = 1, rebuild: Annotated[bool, typer.Option("--rebuild", help="Build the database again even "
+                                                                    "if a pristine copy exists.")] = False,
+              transactions: Annotated[str, typer.Option("--transactions", help="client, server or auto, as for "
+                                                        "`run`.")] = "auto",
+              workdir: Workdir = None, results: Results = None, connection: Connection = None,
+              workload: WorkloadName = "tpcc", allow_system_changes: AllowSystemChanges = False) -> None:
+    """Crash the database under busy terminals, recover it, and count the acknowledged commits it lost (3.5.4)."""
+    if mode not in {crash.value for crash in api.CrashMode}:
+        raise UserError(f"--mode must be process or power, got {mode!r}")
+    options = api.CrashTestOptions(
+        _options(engine, knob, settings, workdir, results, connection, workload, terminals=terminals,
+                 warmup_s=warmup, duration_s=duration, seed=seed, rebuild=rebuild, transactions=transactions,
+                 system_changes=allow_system_changes), api.CrashMode(mode), crashes)
+    progress = CrashProgress(out)
+    try:
+        ids = api.crash_test(options, progress, LoadBars(out))
+    finally:
+        progress.stop()
+    out.print(f"Stored as crash test{'s' if len(ids) > 1 else ''} {ids[0]}{f'..{ids[-1]}' if len(ids) > 1 else ''}.")
 
 
 @app.command("check")

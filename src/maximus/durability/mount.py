@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Callable
 
 from maximus.errors import MaximusError
 
@@ -74,9 +74,11 @@ class CutReport:
 class PowerCutMount:
     """``backing`` mounted at ``mountpoint`` through the power-cut file system, while inside the ``with``."""
 
-    def __init__(self, backing: Path, mountpoint: Path, weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> None:
+    def __init__(self, backing: Path, mountpoint: Path, weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
+                 on_mount: Callable[[int], None] | None = None) -> None:
         self.backing, self.mountpoint = Path(backing).resolve(), Path(mountpoint).resolve()
         self.weights = weights
+        self.on_mount = on_mount  # told the file system's pid at each mount: a journal records what to end
         self._process: subprocess.Popen[bytes] | None = None
         self._private: Path | None = None
 
@@ -98,6 +100,8 @@ class PowerCutMount:
                  "--control", str(self._control), "--weights", ",".join(str(weight) for weight in self.weights)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                 start_new_session=True)  # the terminal's Ctrl-C reaches Maximus, which unmounts in order
+        if self.on_mount is not None:
+            self.on_mount(self._process.pid)
         try:
             self._wait_until_serving()
         except BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -81,6 +82,44 @@ def alive(pid: int) -> bool:
         pass
     state = _state(pid)
     return state is None or state not in ("Z", "X")
+
+
+def kill_tree(pid: int, timeout_s: float = 10.0) -> None:
+    """SIGKILL ``pid`` and every process under it at once, as a crash ends them, and wait until none runs: the main
+    process first, so it starts no other, then the rest, found before it died (they are init's after)."""
+    family = [pid, *descendants(pid)]
+    for member in family:
+        try:
+            os.kill(member, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout_s
+    while any(alive(member) for member in family) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    await_reaped(pid, timeout_s)
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes under ``pid``: its children, theirs, and so on."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = _parent(int(entry.name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    found, waiting = [], list(children.get(pid, []))
+    while waiting:
+        child = waiting.pop()
+        found.append(child)
+        waiting.extend(children.get(child, []))
+    return found
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def zombie(pid: int) -> bool:

@@ -238,6 +238,16 @@ class Engine(ABC):
     def stop(self) -> None:
         """Stop the server (no-op for embedded engines); safe to call twice."""
 
+    def crash(self) -> None:
+        """SIGKILL every process of the server at once, as a crash ends them (a crash test): none may write another
+        byte. An embedded engine has no process of its own: the crash test kills the processes holding its files."""
+        raise UserError(f"{self.name} has no server of Maximus's to crash")
+
+    def loss_window(self, mode: str) -> str:
+        """What the engine's documentation says its settings may lose on a crash of ``mode`` ("process": the server
+        killed; "power": the machine's power cut), in one phrase; "" when they are documented to lose nothing."""
+        return ""
+
     @abstractmethod
     def connect(self) -> Session: ...
 

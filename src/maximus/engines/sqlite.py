@@ -136,6 +136,27 @@ class SQLiteEngine(Engine):
     def path(self) -> Path:
         return self.workdir / f"{self.database}.sqlite"
 
+    def loss_window(self, mode: str) -> str:
+        """SQLite's documentation (PRAGMA synchronous, journal_mode; "How To Corrupt"): a process crash loses nothing
+        unless the journal is in memory or off; on a power cut WAL with NORMAL may roll back the commits since the last
+        checkpoint, a rollback journal with FULL its last commit (the journal's unlink is not synced: EXTRA syncs its
+        directory), NORMAL with a rollback journal and OFF anything, consistency included."""
+        settings = self.effective_settings
+        journal, synchronous = settings.get("journal_mode", "delete"), settings.get("synchronous", "full")
+        if journal in ("memory", "off"):
+            return f"journal_mode={journal}: a crash in a transaction can leave the database corrupt"
+        if mode != "power":
+            return ""
+        if synchronous == "off":
+            return "synchronous=off: anything the OS had not written, and possibly consistency"
+        if journal == "wal" and synchronous == "normal":
+            return "wal with synchronous=normal: the commits since the last checkpoint"
+        if journal != "wal" and synchronous == "normal":
+            return f"{journal} journal with synchronous=normal: possibly consistency"
+        if journal == "delete" and synchronous == "full":
+            return "delete journal with synchronous=full: the last commit, where the journal's unlink is lost"
+        return ""
+
     @property
     def snapshot_path(self) -> Path:
         return self.workdir / f"{self.database}.pristine.sqlite"

@@ -3,17 +3,20 @@ kind a run sets; ``machine.CHANGES`` lists them with the stage at which each app
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 from contextlib import AbstractContextManager, contextmanager
 from typing import Iterator, Mapping
 
 from maximus.errors import UserError
 from maximus.pids import start_time
 from maximus.system import changes, processes, throttle
-from maximus.system.journal import Started
+from maximus.durability.mount import FSNAME, PowerCutMount
+from maximus.system.journal import Mounted, Started
 from maximus.system.knobs import machine
 from maximus.system.protocol import Target
-from maximus.system.storage import STORAGE, THROTTLES, Layout, placed
+from maximus.system.storage import STORAGE, THROTTLES, Layout, Placement, placed
 
 
 class KernelSettings:
@@ -154,3 +157,50 @@ class ClientScheduling:
     def applied(self, target: Target) -> Iterator[list[str]]:
         with processes.client_applied(self.settings):
             yield []
+
+
+class PowerCutLayer:
+    """The database's files on the power-cut layer (``maximus.durability``) for a crash test's power cuts: a FUSE file
+    system over ``power-cut/disk`` in the work directory, mounted at ``power-cut/mounted``, where the engine is made.
+    Not a knob: a crash test asks for it. The mount and the file system's process are journaled, so the next command
+    unmounts it after a SIGKILL of Maximus; the disk stays, with the databases built on it, for the next test."""
+
+    DISK, MOUNTED = "power-cut/disk", "power-cut/mounted"
+
+    def __init__(self) -> None:
+        self.mount: PowerCutMount | None = None  # while applied
+
+    def check(self, target: Target) -> None:
+        if StorageLayout.of(target.knobs):
+            raise UserError("a power cut stands for the disk itself, under any file system: a crash test in power mode "
+                            "takes no storage.* layout (use --mode process to crash a server on one)")
+        if target.on_users_server:
+            raise UserError(f"a power cut needs {target.engine.name}'s files on Maximus's power-cut layer: it needs a "
+                            "server Maximus manages, not one of yours (--dsn)")
+        missing = power_cut_missing()
+        if missing:
+            raise UserError(missing)
+
+    @contextmanager
+    def applied(self, target: Target) -> Iterator[list[str]]:
+        disk, mounted = target.placement.workdir / self.DISK, target.placement.workdir / self.MOUNTED
+        disk.mkdir(parents=True, exist_ok=True)
+        mounted.mkdir(exist_ok=True)
+        with target.journal() as journal, journal.scope() as scope:
+            scope.record(Mounted(str(mounted), FSNAME))  # before the mount: its undo is nothing until there is one
+            journal_pid = lambda pid: scope.record(Started(pid, start_time(pid) or 0))  # noqa: E731
+            with PowerCutMount(disk, mounted, on_mount=journal_pid) as self.mount:
+                target.placement = Placement(mounted, record={"power_cut": str(disk)})
+                try:
+                    yield []
+                finally:
+                    self.mount = None
+
+
+def power_cut_missing() -> str | None:
+    """Why the power-cut layer cannot mount here, in one line, or None: it needs ``fusermount3`` and pyfuse3."""
+    if shutil.which("fusermount3") is None:
+        return "a power cut needs FUSE's fusermount3: apt-get install fuse3"
+    if importlib.util.find_spec("pyfuse3") is None or importlib.util.find_spec("trio") is None:
+        return "a power cut needs the durability extra: pip install 'maximus[durability]'"
+    return None

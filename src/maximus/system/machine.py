@@ -12,7 +12,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Generic, Iterator, Mapping, TypeVar
+from typing import Callable, Generic, Iterator, Mapping, Sequence, TypeVar
 
 from maximus.system.kinds import (ClientScheduling, KernelSettings, ServerOnLayout, ServerScheduling, StorageLayout,
                                   Throttle)
@@ -72,12 +72,14 @@ class Machine(Generic[E]):
 
 @contextmanager
 def changed(knobs: Mapping[str, str], engine: Database, engine_on: Callable[[Path], AbstractContextManager[E]],
-            allowed: bool, layouts: KeptLayouts | None = None) -> Iterator[Machine[E]]:
+            allowed: bool, layouts: KeptLayouts | None = None,
+            extra: Sequence[tuple[Stage, MachineChange]] = ()) -> Iterator[Machine[E]]:
     """The changes the operating-system ``knobs`` (canonical) name, for a run on ``engine`` (the one named, on the
     work directory given), in force for the block, with the engine that runs (``engine_on``, entered on the work
     directory they chose: a layout's). ``allowed``: the user allowed changes to the machine; ``layouts``: those an
-    experiment keeps between its runs (else the run keeps its own). Each change is checked before any is made."""
-    changes = _named(knobs)
+    experiment keeps between its runs (else the run keeps its own); ``extra``: changes no knob names (a crash test's
+    power-cut layer). Each change is checked before any is made."""
+    changes = [*_named(knobs), *extra]
     with ExitStack() as run:
         target = Target(knobs, allowed, engine, layouts if layouts is not None else run.enter_context(KeptLayouts()))
         _check(changes, target)

@@ -87,6 +87,23 @@ class MariaDBEngine(ServerEngine):
             warnings.append(f"{SYNC_BINLOG}={settings.get(SYNC_BINLOG, '0')} with {LOG_BIN}=ON weakens durability")
         return warnings
 
+    def loss_window(self, mode: str) -> str:
+        """MariaDB's documentation (innodb_flush_log_at_trx_commit, innodb_doublewrite): 2 writes the log at commit and
+        flushes it about once a second, so a power cut loses up to a second of commits and a server crash nothing; 0
+        writes it only once a second, so any crash loses up to a second; without the doublewrite buffer a page torn on
+        a power cut cannot be repaired."""
+        settings = self.effective_settings
+        flush = settings.get("innodb_flush_log_at_trx_commit", "1")
+        windows = []
+        if flush == "0" or (flush == "2" and mode == "power"):
+            windows.append(f"innodb_flush_log_at_trx_commit={flush}: about a second of commits"
+                           f"{' on any crash' if flush == '0' else ' on a power cut'}")
+        if mode == "power" and settings.get("innodb_doublewrite", "ON") in ("OFF", "0"):
+            windows.append("innodb_doublewrite=OFF: a page torn on a power cut is not repaired")
+        if settings.get("innodb_flush_method") in ("nosync", "littlesync") and mode == "power":
+            windows.append(f"innodb_flush_method={settings['innodb_flush_method']}: no fsync, anything on a power cut")
+        return "; ".join(windows)
+
     @property
     def effective_settings(self) -> dict[str, str]:
         """Once the server is up, what it reports (SHOW GLOBAL VARIABLES): a value it adjusted (a size rounded to its

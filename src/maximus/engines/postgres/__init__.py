@@ -91,6 +91,21 @@ class PostgresEngine(ServerEngine):
             return {**self._server_settings, **self.server.chosen_settings(), **self.settings}
         return {**super().effective_settings, **self.server.monitoring_settings()}
 
+    def loss_window(self, mode: str) -> str:
+        """PostgreSQL's documentation (Asynchronous Commit; WAL Configuration): ``synchronous_commit=off`` loses up
+        to three times ``wal_writer_delay`` of commits on any crash; ``fsync=off`` and ``full_page_writes=off`` lose
+        what the OS had not written, and may leave the data corrupt, on a power cut."""
+        settings = self.effective_settings
+        windows = []
+        if settings.get("synchronous_commit", "on") == "off":
+            delay = settings.get("wal_writer_delay", "200ms")
+            windows.append(f"synchronous_commit=off: up to 3 x wal_writer_delay ({delay}) of commits on any crash")
+        if mode == "power" and settings.get("fsync", "on") == "off":
+            windows.append("fsync=off: whatever the OS had not written, and possibly consistency, on a power cut")
+        if mode == "power" and settings.get("full_page_writes", "on") == "off":
+            windows.append("full_page_writes=off: a page torn on a power cut is not repaired from the WAL")
+        return "; ".join(windows)
+
     def samplers(self) -> list[Sampler]:
         """The server's statistics views, its sessions' wait events and (managed mode) its processes."""
         return [PostgresSampler(lambda: self._dsn("postgres"), self.database, self.server.pid_file(),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Mapping, Sequence
 
 from maximus.engines import _process
+from maximus.errors import UserError
 from maximus.knobs import KnobCatalogue
 
 
@@ -102,6 +103,11 @@ class ServerControl(ABC):
         """The server's main process, from its pid file; None without one."""
         pid_file = self.pid_file()
         return pid_in(pid_file) if pid_file else None
+
+    def crash(self) -> None:
+        """SIGKILL every process of the server (a crash test): only a server Maximus manages is its to kill."""
+        raise UserError(f"a crash test kills the {self.title} server: it needs a server Maximus manages, not one of "
+                        "yours (--dsn)")
 
     def watch(self) -> Callable[[], str | None]:
         """A probe of the server's main process (``Engine.watch``); a server of the user's tells only through its

@@ -96,6 +96,9 @@ class ServerEngine(Engine):
     def stop(self) -> None:
         self.server.stop()
 
+    def crash(self) -> None:
+        self.server.crash()
+
     def watch(self) -> Callable[[], str | None]:
         return self.server.watch()
 

@@ -21,7 +21,7 @@ from typing import Callable, ClassVar, Iterator, Mapping, Sequence, TypeVar
 from maximus.engines import _process
 from maximus.engines.server.control import ServerControl
 from maximus.engines.server.log import ServerLog, size
-from maximus.errors import UserError
+from maximus.errors import EngineError, UserError
 from maximus.knobs import KnobCatalogue
 
 _log = logging.getLogger(__name__)  # what a user should know happened to a server (the CLI prints it)
@@ -119,12 +119,23 @@ class ManagedServer(ServerControl):
             raise
 
     def stop_leftover(self) -> None:
-        """A server of ours left running by a Maximus that was killed: stopped (by its pid, ours only)."""
+        """A server of ours left running by a Maximus that was killed: stopped (by its pid, ours only). A pid file
+        that names no process at all (a power cut left it empty or garbled: it is never synced) is removed, as the
+        server removes a stale one itself: it would refuse to start on "bogus data" in it."""
+        pid_file = self.pid_file()
+        if pid_file is not None and pid_file.exists() and self.pid() is None:
+            pid_file.unlink()
         pid = self.pid()
         if pid is not None and _process.alive(pid) and self.ours(pid):
             _log.info("stopping the %s server %d that a Maximus which did not finish left running in %s",
                       self.title, pid, self.data_dir)
             self.stop_process(pid)
+
+    def crash(self) -> None:
+        pid = self.pid()
+        if pid is None or not _process.alive(pid) or not self.ours(pid):
+            raise EngineError(f"the {self.title} server in {self.data_dir} is not running: nothing to crash")
+        _process.kill_tree(pid)
 
     def await_dead_server(self) -> None:
         """A server that was killed (a run's fault) is a zombie until init reaps it, and until then the next server
