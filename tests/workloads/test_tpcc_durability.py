@@ -161,6 +161,16 @@ def test_an_order_without_its_lines_is_inconsistent(logged: Logged) -> None:
     assert whole.detail == f"1 acknowledged order violates: {entry}: 0 line(s)"
 
 
+def test_the_lines_of_an_order_without_its_order_row_are_inconsistent(logged: Logged) -> None:
+    entry = _committed(logged)[3]
+    logged.change(("DELETE FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?",
+                   (entry.w_id, entry.d_id, entry.o_id)))
+    findings = logged.verified()
+    assert (findings.lost, _passed(findings)[WHOLE_CONDITION]) == ((), False)
+    assert findings.checks[0].detail == (f"1 acknowledged order violates: {entry}: no ORDER row, but 7 line(s) "
+                                         "and a NEW-ORDER row")
+
+
 def test_an_undelivered_order_without_its_new_order_row_is_inconsistent(logged: Logged) -> None:
     entry = _committed(logged)[2]
     logged.change(("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ?",

@@ -12,7 +12,7 @@ order in flight per terminal.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence, TypeVar
 
 from maximus.engines.base import Session
 from maximus.records import CheckResult, DurabilityFindings, Outcome
@@ -93,6 +93,7 @@ def _next_order_ids(session: Session) -> list[tuple]:
 
 
 District = tuple[int, int]
+E = TypeVar("E", CommittedOrder, RolledBackOrder)
 
 
 class StoredOrder(NamedTuple):
@@ -125,12 +126,12 @@ def verify_durability(session: Session, entries: Sequence[str], baseline: Any, t
     problems = _Problems()
     session.begin(read_only=True, one_snapshot=True)  # one state of the database, read in one snapshot
     try:
+        acknowledged, rolled = _by_district(committed), _by_district(rolled_back)
         for district, start in sorted(starts.items()):
-            acknowledged = [entry for entry in committed if (entry.w_id, entry.d_id) == district]
-            since = min([start, *(entry.o_id for entry in acknowledged)])
-            stored = _orders_since(session, district, since)
-            _judge_acknowledged(acknowledged, stored, problems)
-            _judge_rolled_back(district, acknowledged, rolled_back, stored, problems)
+            told = acknowledged.get(district, [])
+            stored = _orders_since(session, district, min([start, *(entry.o_id for entry in told)]))
+            _judge_acknowledged(told, stored, problems)
+            _judge_rolled_back(district, told, rolled.get(district, []), stored, problems)
         now = {(int(w_id), int(d_id)): int(next_o_id) for w_id, d_id, next_o_id in _next_order_ids(session)}
     except BaseException:
         session.rollback()
@@ -140,6 +141,13 @@ def verify_durability(session: Session, entries: Sequence[str], baseline: Any, t
     checks = (_whole_check(problems.broken), _rolled_back_check(problems.rolled_back),
               _counter_check(advance, len(committed) - len(problems.lost), terminals))
     return DurabilityFindings(len(committed), len(rolled_back), tuple(map(str, problems.lost)), checks)
+
+
+def _by_district(entries: Iterable[E]) -> dict[District, list[E]]:
+    grouped: dict[District, list[E]] = {}
+    for entry in entries:
+        grouped.setdefault((entry.w_id, entry.d_id), []).append(entry)
+    return grouped
 
 
 def _refuse_unknown_districts(entries: Iterable[Entry], starts: dict[District, int]) -> None:
@@ -194,9 +202,10 @@ def _judge_rolled_back(district: District, acknowledged: Sequence[CommittedOrder
                        problems: _Problems) -> None:
     """A rolled-back New-Order left a trace when a line names an item ITEM does not have (the unused item of
     2.4.1.5), or when an order no terminal was told of is one of the district's rolled-back orders short of its
-    unused item's line (what a stored function that enters the lines it finds before it rolls back leaves)."""
+    unused item's line (what a stored function that enters the lines it finds before it rolls back leaves).
+    ``acknowledged`` and ``rolled_back``: the district's entries."""
     told = {entry.o_id for entry in acknowledged}
-    rolled = {(entry.c_id, entry.ol_cnt) for entry in rolled_back if (entry.w_id, entry.d_id) == district}
+    rolled = {(entry.c_id, entry.ol_cnt) for entry in rolled_back}
     w_id, d_id = district
     for o_id, order in stored.items():
         name = f"order {w_id} {d_id} {o_id}"
