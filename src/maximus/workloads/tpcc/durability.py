@@ -97,7 +97,7 @@ E = TypeVar("E", CommittedOrder, RolledBackOrder)
 
 
 class StoredOrder(NamedTuple):
-    """An order row made since the baseline, with what else the database holds under its id."""
+    """What the database holds under one order id since the baseline: its ORDER row, lines and NEW-ORDER row."""
 
     c_id: int | None  # None: no ORDER row
     ol_cnt: int | None
