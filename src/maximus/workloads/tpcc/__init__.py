@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from maximus.engines.base import Dialect, Engine, Session
-from maximus.workloads.base import (Band, CheckResult, DatabaseInfo, Headline, LoadResult, Presentation,
-                                    Progress, Workload)
-from maximus.workloads.tpcc import consistency, generate, loader
+from maximus.workloads.base import (Band, CheckResult, DatabaseInfo, DurabilityFindings, Headline, LoadResult,
+                                    Outcome, Presentation, Progress, Workload)
+from maximus.workloads.tpcc import consistency, durability, generate, loader
 from maximus.workloads.tpcc.constants import (DEFERRED_DELIVERY, RESPONSE_TIME_LIMIT, TERMINALS_PER_WAREHOUSE,
                                              TRANSACTION_LABELS, TRANSACTIONS)
 from maximus.workloads.tpcc.emulator import TerminalEmulator, TpccRunSettings
@@ -115,6 +115,20 @@ class Tpcc(Workload):
 
     def mix_bands(self) -> list[Band]:
         return mix_bands()
+
+    # Crash tests (3.5.4): the success log keeps the New-Orders (workloads/tpcc/durability.py)
+
+    crash_testable = True
+
+    def success_entry(self, transaction: str, outcome: Outcome, inputs: Any, output: Any) -> str | None:
+        return durability.success_entry(transaction, outcome, inputs, output)
+
+    def durability_baseline(self, session: Session) -> Any:
+        return durability.durability_baseline(session)
+
+    def verify_durability(self, session: Session, entries: Sequence[str], baseline: Any,
+                          terminals: int) -> DurabilityFindings:
+        return durability.verify_durability(session, entries, baseline, terminals)
 
 
 __all__ = ["Home", "TRANSACTION_TYPES", "Tpcc", "TpccSettings", "home_of"]
