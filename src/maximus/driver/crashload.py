@@ -59,7 +59,8 @@ def _terminal_main(spec: CrashLoadSpec, index: int, ready: Any, go: Any, gate: A
         transaction, inputs = emulator.next()
         runner = runners.get(transaction)
         if runner is None:
-            runner = runners[transaction] = transaction_runner(session, spec.engine, spec.retry, transaction, gate)
+            runner = runners[transaction] = transaction_runner(session, spec.engine, spec.retry, transaction, gate,
+                                                               whole=True)
         result = runner(inputs)
         entry = entry_of(transaction.name, result.outcome, inputs, result.output)
         if entry is not None:

@@ -125,16 +125,19 @@ Runner = Callable[[Any], Result]  # inputs -> what became of the transaction
 
 
 def transaction_runner(session: Session, engine: Engine, retry: RetryPolicy, transaction: Any,
-                       gate: Any = None, sleep: Callable[[float], Any] = time.sleep) -> Runner:
+                       gate: Any = None, sleep: Callable[[float], Any] = time.sleep, whole: bool = False) -> Runner:
     """What runs one transaction type under the retry policy, queued at the gate when the engine asks
     for it (a fair queue instead of a sleeping busy handler).
 
     Built once per transaction type: between two round trips every Python frame counts (see
     ``Terminal._run_busy``), so a call goes through the retry loop, the transaction and the session
     and nothing else.
+    ``whole``: the result's output is the transaction's whole screen, as a client-side run returns it, where its
+    usual call returns less (a stored-function call's ``screen``): a crash test's success log needs it.
     """
-    if getattr(transaction, "single_statement", False):
-        attempt = partial(transaction.execute, session)  # autocommit: the one statement is the transaction
+    if getattr(transaction, "single_statement", False):  # autocommit: the one statement is the transaction
+        attempt = partial(transaction.screen if whole and hasattr(transaction, "screen") else transaction.execute,
+                          session)
     else:
         attempt = partial(_in_transaction, session, transaction)
     run = partial(retry.run, attempt, rollback=session.rollback, classify=engine.classify, sleep=sleep)

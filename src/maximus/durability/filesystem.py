@@ -23,7 +23,8 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 import pyfuse3
 
 from maximus.durability.entries import STASH, Place, Stash
-from maximus.durability.pending import FileAtCut, FileState, NamespaceLog, PendingTruncate, PendingWrite, Weights, cut
+from maximus.durability.pending import (FileAtCut, FileState, NamespaceLog, PendingTruncate, PendingWrite, Weights,
+                                        cut)
 
 SYNC_FLAGS = os.O_DSYNC  # O_SYNC includes this bit on Linux
 # The kernel caches names and attributes this long: every change goes through this file system, so they stay true

@@ -66,15 +66,16 @@ class CutReport:
                    if entry.fate == fate and (entry.kind in ("write", "truncate")) == data)
 
     def summary(self) -> str:
+        torn = self.count("torn", True)
         return (f"seed {self.seed}: data changes {self.count('kept', True)} kept, {self.count('dropped', True)} "
-                f"dropped, {self.count('garbled', True)} garbled; directory changes {self.count('kept', False)} "
-                f"kept, {self.count('dropped', False)} dropped")
+                f"dropped, {self.count('garbled', True)} garbled{f', {torn} torn' if torn else ''}; directory changes "
+                f"{self.count('kept', False)} kept, {self.count('dropped', False)} dropped")
 
 
 class PowerCutMount:
     """``backing`` mounted at ``mountpoint`` through the power-cut file system, while inside the ``with``."""
 
-    def __init__(self, backing: Path, mountpoint: Path, weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    def __init__(self, backing: Path, mountpoint: Path, weights: tuple[float, ...] = (1.0, 1.0, 1.0),
                  on_mount: Callable[[int], None] | None = None) -> None:
         self.backing, self.mountpoint = Path(backing).resolve(), Path(mountpoint).resolve()
         self.weights = weights

@@ -9,7 +9,7 @@ the state a clean shutdown would leave. What is not durable yet is kept here, in
   each with what undoes it and what settles it once durable.
 
 A cut restores each file's durable image, replays the pending writes and truncations a seeded generator keeps (a
-garbled write puts random bytes over its 512-byte sectors), then undoes the directory changes the generator drops.
+garbled write puts random bytes over its 512-byte sectors, a torn one writes some of its sectors), then undoes the directory changes the generator drops.
 Directory changes survive as a prefix, as a journaling file system commits them in order. The same pending state and
 the same seed give the same bytes; nothing here reads a clock or an unseeded random source.
 """
@@ -29,7 +29,8 @@ PAGE = 4096  # the unit of the durable image: a page is saved once, before its f
 class Fate(str, Enum):
     KEPT = "kept"
     DROPPED = "dropped"
-    GARBLED = "garbled"
+    GARBLED = "garbled"  # random bytes over its sectors: a sector the disk wrote junk into
+    TORN = "torn"  # each of its sectors written or not: a disk that writes a sector atomically, and no more
 
 
 @dataclass(frozen=True)
@@ -132,22 +133,25 @@ class FileAtCut:
 
 @dataclass(frozen=True)
 class Weights:
-    """How likely a pending write is kept, dropped or garbled (a truncation: kept or dropped, at the same odds)."""
+    """How likely a pending write is kept, dropped, garbled or torn (a truncation: kept or dropped, at the same
+    odds)."""
 
     kept: float = 1.0
     dropped: float = 1.0
     garbled: float = 1.0
+    torn: float = 0.0
 
     def __post_init__(self) -> None:
-        if min(self.kept, self.dropped, self.garbled) < 0 or self.kept + self.dropped + self.garbled <= 0:
+        odds = (self.kept, self.dropped, self.garbled, self.torn)
+        if min(odds) < 0 or sum(odds) <= 0:
             raise ValueError(f"weights must be at least 0 and not all 0: {self}")
 
     def draw(self, rng: random.Random, can_garble: bool) -> Fate:
         if not can_garble:  # a truncation; with only garbling allowed, it reached the disk
             odds = (self.kept, self.dropped) if self.kept + self.dropped > 0 else (1.0, 0.0)
             return rng.choices((Fate.KEPT, Fate.DROPPED), weights=odds)[0]
-        fates = (Fate.KEPT, Fate.DROPPED, Fate.GARBLED)
-        return rng.choices(fates, weights=(self.kept, self.dropped, self.garbled))[0]
+        fates = (Fate.KEPT, Fate.DROPPED, Fate.GARBLED, Fate.TORN)
+        return rng.choices(fates, weights=(self.kept, self.dropped, self.garbled, self.torn))[0]
 
 
 def cut(seed: int, files: Iterable[FileAtCut], namespace: NamespaceLog, weights: Weights = Weights()) -> dict[str, Any]:
@@ -167,13 +171,18 @@ def cut(seed: int, files: Iterable[FileAtCut], namespace: NamespaceLog, weights:
 
 def _draw_data_fates(rng: random.Random, files: list[FileAtCut],
                      weights: Weights) -> dict[int, tuple[Fate, bytes]]:
-    """Each pending data change's fate by its sequence number, with the garbage a garbled write gets."""
+    """Each pending data change's fate by its sequence number, with the garbage a garbled write gets, or the sectors
+    a torn one keeps (a byte each, 1: written)."""
     changes = sorted((change for file in files for change in file.state.pending), key=lambda change: change.seq)
     fates = {}
     for change in changes:
         fate = weights.draw(rng, can_garble=isinstance(change, PendingWrite))
-        garbage = rng.randbytes(_sector_span(change)[1] - _sector_span(change)[0]) if fate is Fate.GARBLED else b""
-        fates[change.seq] = (fate, garbage)
+        drawn = b""
+        if fate is Fate.GARBLED:
+            drawn = rng.randbytes(_sector_span(change)[1] - _sector_span(change)[0])
+        elif fate is Fate.TORN:
+            drawn = bytes(rng.getrandbits(1) for _ in range(len(_sectors(change))))
+        fates[change.seq] = (fate, drawn)
     return fates
 
 
@@ -182,6 +191,14 @@ def _sector_span(write: PendingData) -> tuple[int, int]:
     assert isinstance(write, PendingWrite)
     end = write.offset + len(write.data)
     return write.offset // SECTOR * SECTOR, -(-end // SECTOR) * SECTOR
+
+
+def _sectors(write: PendingData) -> list[tuple[int, int]]:
+    """The parts of a write each 512-byte sector holds, as [start, end) offsets into its data."""
+    assert isinstance(write, PendingWrite)
+    start, end = _sector_span(write)
+    bounds = [write.offset, *range(start + SECTOR, end, SECTOR), write.offset + len(write.data)]
+    return [(low - write.offset, high - write.offset) for low, high in zip(bounds, bounds[1:])]
 
 
 def _crash_file(file: FileAtCut, fates: dict[int, tuple[Fate, bytes]]) -> list[dict[str, Any]]:
@@ -202,6 +219,10 @@ def _replay(fd: int, name: str, change: PendingData, fate: Fate, garbage: bytes)
         os.pwrite(fd, change.data, change.offset)
     elif fate is Fate.GARBLED:
         _write_garbage(fd, change, garbage)
+    elif fate is Fate.TORN:
+        for (low, high), written in zip(_sectors(change), garbage):
+            if written:
+                os.pwrite(fd, change.data[low:high], change.offset + low)
     return {"seq": change.seq, "kind": "write", "file": name, "offset": change.offset, "length": len(change.data),
             "fate": fate.value}
 

@@ -1,6 +1,6 @@
 """The power-cut file system as a process of its own, so a database's I/O does not share Maximus's interpreter:
 
-    python -m maximus.durability.powercut BACKING MOUNTPOINT --control SOCKET [--weights KEPT,DROPPED,GARBLED]
+    python -m maximus.durability.powercut BACKING MOUNTPOINT --control SOCKET [--weights KEPT,DROPPED,GARBLED[,TORN]]
 
 It mounts, then answers one command a connection on the control socket, a line each way (JSON answers):
 ``stats`` (what is pending), ``sync`` (everything pending made durable, as sync(2) does) and ``cut SEED`` (stop serving, build the crash state, answer the cut's report). The
@@ -47,13 +47,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("mountpoint", type=Path)
     parser.add_argument("--control", type=Path, required=True, help="the Unix socket to answer commands on")
     parser.add_argument("--weights", type=_weights, default=Weights(),
-                        help="relative odds that a pending write is kept, dropped, garbled (default 1,1,1)")
+                        help="relative odds that a pending write is kept, dropped, garbled, torn (default 1,1,1,0)")
     return parser.parse_args(argv)
 
 
 def _weights(text: str) -> Weights:
-    kept, dropped, garbled = (float(part) for part in text.split(","))
-    return Weights(kept, dropped, garbled)
+    return Weights(*(float(part) for part in text.split(",")))
 
 
 def _mount_options() -> set[str]:

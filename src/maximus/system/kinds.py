@@ -167,7 +167,8 @@ class PowerCutLayer:
 
     DISK, MOUNTED = "power-cut/disk", "power-cut/mounted"
 
-    def __init__(self) -> None:
+    def __init__(self, weights: tuple[float, ...] = (1.0, 1.0, 1.0)) -> None:
+        self.weights = weights  # a pending write's odds at a cut: kept, dropped, garbled, torn
         self.mount: PowerCutMount | None = None  # while applied
 
     def check(self, target: Target) -> None:
@@ -189,7 +190,7 @@ class PowerCutLayer:
         with target.journal() as journal, journal.scope() as scope:
             scope.record(Mounted(str(mounted), FSNAME))  # before the mount: its undo is nothing until there is one
             journal_pid = lambda pid: scope.record(Started(pid, start_time(pid) or 0))  # noqa: E731
-            with PowerCutMount(disk, mounted, on_mount=journal_pid) as self.mount:
+            with PowerCutMount(disk, mounted, self.weights, journal_pid) as self.mount:
                 target.placement = Placement(mounted, record={"power_cut": str(disk)})
                 try:
                     yield []
