@@ -74,8 +74,12 @@ class ModeDurability:
         return f"durable ({n})" if alone else f"durable on {kind} ({self.cycles})"
 
     def details(self) -> str:
-        """The phrase, then recovery, the documented window and (with no loss) the bound on the loss probability."""
-        parts = [self.phrase()]
+        """The phrase, then its facts (``facts``)."""
+        return "; ".join([self.phrase(), *self.facts()])
+
+    def facts(self) -> list[str]:
+        """Recovery, (with no loss) the bound on the loss probability, and the documented window."""
+        parts = []
         if self.median_recovery_s is not None:
             parts.append(f"median recovery {self.median_recovery_s:.2f} s")
         if self.not_recovered:
@@ -85,7 +89,7 @@ class ModeDurability:
             parts.append(f"no loss in {cycles_text(self.cycles, self.mode)}: the probability that one loses commits "
                          f"is below {100 * bound:.0f} % ({100 * CONFIDENCE:.0f} % upper bound)")
         parts.append(f"documented window: {'; '.join(self.windows)}" if self.windows else "no documented window")
-        return "; ".join(parts)
+        return parts
 
 
 @dataclass(frozen=True)
