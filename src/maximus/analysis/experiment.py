@@ -92,7 +92,8 @@ class ExperimentSummary:
                           for c in self.cells if c.step == step))
 
     def headline(self) -> str:
-        """E.g. "load time -91 %, tpmC +84 % from baseline, 5 of 7 steps significant"."""
+        """E.g. "load time -91 %, tpmC +84 % from baseline, 5 of 7 steps significant", then the final step's
+        durability class when it was crash-tested."""
         final = self.cell(len(self.step_names) - 1, max(self.clients))
         parts = []
         if final.load_vs_baseline and not math.isnan(final.load_vs_baseline.ratio):
@@ -101,6 +102,9 @@ class ExperimentSummary:
             parts.append(f"{self.figure.name} {final.vs_baseline.change_percent:+.0f} % from baseline")
         steps = len(self.step_names) - 1
         parts.append(f"{self.significant_steps} of {steps} step{'s' if steps != 1 else ''} significant")
+        tested = self.step_durability(len(self.step_names) - 1)
+        if tested is not None:  # a gain bought with lost commits is read with its price
+            parts.append(f"final step {tested.durability_class}")
         return ", ".join(parts)
 
 
