@@ -2,10 +2,10 @@
 
 Build a database, check it, run a benchmark (``load``, ``check``, ``run``); run and resume experiments
 (``run_experiment``, ``resume_experiment``, ``run_demo``); read results back analysed (``list_runs``,
-``report_of_run``, ``list_experiments``, ``show_experiment``, ``compare``) and write them out (``report``,
-``export``); the machine's knobs (``os_knobs``, ``restore_system``); what the command line offers (``engines``,
-``connection_options``, ``workload_options``). Each verb opens what it needs (the results database, an engine)
-and closes it; the work is in the modules below.
+``report_of_run``, ``list_experiments``, ``show_experiment``, ``compare``, ``crash_tests``) and write them out
+(``report``, ``export``, ``export_crash_tests``); the machine's knobs (``os_knobs``, ``restore_system``); what the
+command line offers (``engines``, ``connection_options``, ``workload_options``). Each verb opens what it needs (the
+results database, an engine) and closes it; the work is in the modules below.
 
 Scripts that compose a run of their own (``bench/``, the tests) also find its parts here: ``make_engine``,
 ``running``, ``load_database``, ``prepare_database``, ``run_benchmark``, ``analyse_run`` and the rest of
@@ -19,7 +19,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from maximus import engines as engine_registry
 from maximus import export as exporting
@@ -38,7 +38,7 @@ from maximus.experiment.model import Experiment
 from maximus.experiment.plan import PlannedRun
 from maximus.experiment.runner import ExperimentObserver, keep_models
 from maximus.knobs.registry import parse_assignments
-from maximus.records import CheckResult, CrashMode, CrashTest, ExperimentRecord, RunRecord, RunStatus
+from maximus.records import CheckResult, CrashMode, CrashTest, CrashTestRecord, ExperimentRecord, RunRecord, RunStatus
 from maximus.crashtest import CrashObserver, CrashTestOptions
 from maximus.crashtest import crash_test as run_crash_test
 from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failure_excess, keep_engine_facts,
@@ -53,12 +53,13 @@ from maximus.workloads.base import CommandLineSetting, Presentation, SettingErro
 
 __all__ = [
     # the verbs
-    "check", "compare", "connection_options", "crash_test", "default_settings", "engines", "export", "last_complete_run",
+    "check", "compare", "connection_options", "crash_test", "crash_tests", "default_settings", "engines", "export",
+    "export_crash_tests", "last_complete_run",
     "list_experiments", "list_runs", "load", "os_knobs", "parse_knobs", "report", "report_of_run", "restore_system",
     "resume_experiment", "run", "run_demo", "run_experiment", "show_experiment", "system_journal", "workload_options",
     # what they take and give
     "BenchmarkOptions", "CheckResult", "CommandLineSetting", "Comparison", "ConnectionOption", "CrashMode",
-    "CrashObserver", "CrashTest", "CrashTestOptions", "ExperimentData",
+    "CrashObserver", "CrashTest", "CrashTestOptions", "CrashTestRecord", "ExperimentData",
     "ExperimentObserver", "ExperimentRecord", "Loaded", "LoadProgress", "Observer", "OsKnobNow", "PlannedRun",
     "Presentation", "RunOutcome", "RunRecord", "RunReport", "SettingError", "default_results_path",
     "default_workdir", "open_results", "recover_system",
@@ -224,6 +225,27 @@ def show_experiment(experiment_id: int, results: Path | None = None) -> Experime
     """An experiment with each of its runs, analysed (``gather_experiment``)."""
     with _results(results) as store:
         return gather_experiment(store, experiment_id)
+
+
+def crash_tests(results: Path | None = None, experiment_id: int | None = None,
+                ids: Sequence[int] | None = None) -> list[CrashTestRecord]:
+    """The stored crash tests in the order stored: all, an experiment's, or those numbered ``ids``
+    (``maximus.report.durability.render_crash_tests`` prints them with each configuration's durability)."""
+    with _results(results) as store:
+        if experiment_id is not None:
+            store.experiment(experiment_id)  # an unknown experiment is an error, not an empty listing
+        return store.crash_tests(experiment_id, ids)
+
+
+def export_crash_tests(results: Path | None = None, experiment_id: int | None = None,
+                       ids: Sequence[int] | None = None, output_format: str = "json",
+                       output: Path | None = None) -> str:
+    """Crash tests (as ``crash_tests`` chooses them) as JSON, or as CSV a row per test; written to ``output`` when
+    given."""
+    text = exporting.crash_tests_text(crash_tests(results, experiment_id, ids), output_format)
+    if output is not None:
+        _write(output, text)
+    return text
 
 
 def compare(a: str, b: str, experiment_id: int | None = None, clients: int | None = None,

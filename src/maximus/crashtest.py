@@ -92,8 +92,8 @@ def crash_test(options: CrashTestOptions, observer: CrashObserver | None = None,
                         "yours (--dsn)")
     layer = PowerCutLayer(options.weights) if options.mode is CrashMode.POWER else None
     extra = [(system.Stage.PLACE, layer)] if layer else []
-    with system.changed(bench.os_knobs, named, lambda workdir: _engine_on(bench, workdir, layer), bench.system_changes,
-                        layouts, extra) as machine:
+    with system.changed(bench.os_knobs, named, lambda workdir: _engine_on(bench, workdir, layer),
+                        bench.system_changes, layouts, extra) as machine:
         store = ResultsStore(bench.results)
         try:
             store.check_writable()
@@ -122,7 +122,9 @@ def _engine_on(options: BenchmarkOptions, workdir: Path, layer: PowerCutLayer | 
 def cycle_seed(seed: int, number: int) -> int:
     """The seed of cycle ``number`` (from 0) of a test seeded ``seed``: the first cycle's is ``seed`` itself, so that a
     stored crash test's seed given to ``--seed`` with one crash draws that cycle again."""
-    return seed if number == 0 else random.Random(f"maximus crash test {seed} {number}").randrange(1, int(limits.SEED.high))
+    if number == 0:
+        return seed
+    return random.Random(f"maximus crash test {seed} {number}").randrange(1, 2 ** 31)
 
 
 def cycle_draws(seed: int, warmup_s: float, duration_s: float) -> tuple[float, int]:

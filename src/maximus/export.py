@@ -24,8 +24,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.bundle import ExperimentData, RunData
+from maximus.analysis.durability import Durability, failed_checks
 from maximus.analysis.metrics import TransactionFigures
-from maximus.records import Headline
+from maximus.records import CrashTestRecord, Headline
 
 SCHEMA = 2  # 2: the workload names its settings and figures (spec.settings, headline)
 
@@ -102,13 +103,30 @@ def experiment_document(data: ExperimentData) -> dict:
     headline = report.presentation.headline
     cells = [_cell(c, headline) | {"step_name": names[c.step], "tps": plain(data.tps[c.step, c.clients]),
                          "vs_previous": ratio_data(c.vs_previous), "vs_baseline": ratio_data(c.vs_baseline),
-                         "load_vs_baseline": ratio_data(c.load_vs_baseline)} for c in summary.cells]
+                         "load_vs_baseline": ratio_data(c.load_vs_baseline),
+                         "durability": _durability_class(summary.step_durability(c.step))} for c in summary.cells]
+    steps = [{"step": index, "step_name": name, "durability": durability_data(summary.step_durability(index))}
+             for index, name in enumerate(names)]
     return {"kind": "experiment", "schema": SCHEMA,
             "experiment": plain(report.record) | {"model": plain(report.experiment)},
             "headline": plain(headline),
             "summary": {"headline": summary.headline(), "planned": summary.planned, "finished": summary.finished,
                         "significant_steps": summary.significant_steps, "warnings": list(summary.warnings)},
-            "cells": cells, "runs": [_run(run) for run in data.runs]}
+            "steps": steps, "cells": cells, "runs": [_run(run) for run in data.runs],
+            "crash_tests": [plain(record) for record in report.crash_tests]}
+
+
+def durability_data(found: Durability | None) -> dict | None:
+    """A step's durability from its crash tests, per mode with its class and (no loss) the 95 % upper bound of the
+    per-cycle loss probability; None when the step was not crash-tested."""
+    if found is None:
+        return None
+    return {"class": found.durability_class, "worst": found.worst.value, "test_ids": list(found.test_ids),
+            "modes": [plain(mode) | {"class": mode.phrase(), "loss_bound": mode.loss_bound} for mode in found.modes]}
+
+
+def _durability_class(found: Durability | None) -> str | None:
+    return None if found is None else found.durability_class
 
 
 def to_json(document: Mapping) -> str:
@@ -269,10 +287,16 @@ def cells_table(data: ExperimentData) -> tuple[list[str], list[list[Any]]]:
                **_estimate_cells("load_s", c.load_s),
                **_ratio_cells("vs_previous", c.vs_previous), **_ratio_cells("vs_baseline", c.vs_baseline),
                **_ratio_cells("load_vs_baseline", c.load_vs_baseline),
+               **_durability_cells(data.report.summary.step_durability(c.step)),
                "run_ids": " ".join(map(str, c.run_ids))}
         rows.append(row)
     header = list(rows[0]) if rows else ["step"]
     return header, [[row[name] for name in header] for row in rows]
+
+
+def _durability_cells(found: Durability | None) -> dict[str, Any]:
+    """The step's durability class and worst verdict; empty cells when it was not crash-tested."""
+    return {"durability": _durability_class(found), "durability_worst": found.worst.value if found else None}
 
 
 RESULT_FILE_COLUMNS = ["run_id", "terminal", "queued_s", "completed_s", "outcome", "w_id", "carrier_id",
@@ -308,6 +332,33 @@ def series_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[Any]]]:
             rows.append([run.id, float(second), "driver", "transactions_completed", "{}", transactions, "count"])
         rows += [[run.id, m.time, m.source, m.name, m.labels_text(), m.value, m.unit] for m in run.metrics]
     return SERIES_COLUMNS, rows
+
+
+CRASH_TEST_COLUMNS = ["test_id", "at", "experiment_id", "plan_key", "engine", "knobs", "workload", "terminals", "mode",
+                      "seed", "verdict", "acknowledged", "rolled_back", "lost", "recovery_s", "crashed_at_s", "window",
+                      "failed_checks", "notes"]
+
+
+def crash_tests_table(records: Sequence[CrashTestRecord]) -> tuple[list[str], list[list[Any]]]:
+    """One row per crash test: its configuration, mode and seed, verdict, the acknowledged commits and how many were
+    lost, recovery (empty: the engine did not come back), when it crashed, the documented window, and the clauses of
+    the checks that failed."""
+    rows = []
+    for record in records:
+        test = record.test
+        rows.append([record.id, record.at, test.experiment_id, test.plan_key, test.engine,
+                     " ".join(f"{k}={v}" for k, v in test.knobs.items()), test.workload, test.terminals,
+                     test.mode.value, test.seed, test.verdict.value, test.findings.acknowledged,
+                     test.findings.rolled_back, len(test.findings.lost), test.recovery_s, test.crashed_at_s,
+                     test.window, " ".join(check.clause for check in failed_checks(record)), " | ".join(test.notes)])
+    return CRASH_TEST_COLUMNS, rows
+
+
+def crash_tests_text(records: Sequence[CrashTestRecord], output_format: str = "json") -> str:
+    """Crash tests as a JSON document (each whole, as stored) or as the CSV table of ``crash_tests_table``."""
+    if output_format == "csv":
+        return to_csv(*crash_tests_table(records))
+    return to_json({"kind": "crash_tests", "schema": SCHEMA, "crash_tests": [plain(record) for record in records]})
 
 
 def to_csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio, Verdict, compare, estimate
+from maximus.analysis.durability import Durability, durability_by_step
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.steady import steady_state_warning, window_series
 from maximus.errors import UserError
 from maximus.experiment.model import MODEL, READING, Experiment
 from maximus.experiment.model import from_data as model_from_data
 from maximus.experiment.plan import from_data
-from maximus.records import ExperimentRecord, Headline, Presentation, RunStatus, WorkloadReading
+from maximus.records import CrashTestRecord, ExperimentRecord, Headline, Presentation, RunStatus, WorkloadReading
 from maximus.store import ResultsStore
 
 SIGNIFICANT = (Verdict.FASTER, Verdict.SLOWER)
@@ -71,9 +72,18 @@ class ExperimentSummary:
     warnings: tuple[str, ...]
     planned: int
     finished: int
+    durability: tuple[Durability | None, ...] = ()  # per step, from its crash tests; None: not crash-tested
 
     def cell(self, step: int, clients: int) -> Cell:
         return next(c for c in self.cells if c.step == step and c.clients == clients)
+
+    def step_durability(self, step: int) -> Durability | None:
+        return self.durability[step] if step < len(self.durability) else None
+
+    @property
+    def crash_tested(self) -> bool:
+        """Whether any step was crash-tested: tables show a durability column only then."""
+        return any(found is not None for found in self.durability)
 
     @property
     def significant_steps(self) -> int:
@@ -82,7 +92,8 @@ class ExperimentSummary:
                           for c in self.cells if c.step == step))
 
     def headline(self) -> str:
-        """E.g. "load time -91 %, tpmC +84 % from baseline, 5 of 7 steps significant"."""
+        """E.g. "load time -91 %, tpmC +84 % from baseline, 5 of 7 steps significant", then the final step's
+        durability class when it was crash-tested."""
         final = self.cell(len(self.step_names) - 1, max(self.clients))
         parts = []
         if final.load_vs_baseline and not math.isnan(final.load_vs_baseline.ratio):
@@ -91,18 +102,21 @@ class ExperimentSummary:
             parts.append(f"{self.figure.name} {final.vs_baseline.change_percent:+.0f} % from baseline")
         steps = len(self.step_names) - 1
         parts.append(f"{self.significant_steps} of {steps} step{'s' if steps != 1 else ''} significant")
+        tested = self.step_durability(len(self.step_names) - 1)
+        if tested is not None:  # a gain bought with lost commits is read with its price
+            parts.append(f"final step {tested.durability_class}")
         return ", ".join(parts)
 
 
 def summarise(figure: Headline, step_names: Sequence[str], clients: Sequence[int], planned: int,
-              rows: Sequence[RunRow]) -> ExperimentSummary:
+              rows: Sequence[RunRow], crash_tests: Sequence[CrashTestRecord] = ()) -> ExperimentSummary:
     headline = {(s, c): _values(rows, s, c, lambda f: f.headline) for s in range(len(step_names)) for c in clients}
     loads = {s: [r.load_seconds for r in rows if r.step == s and r.loaded_in_run and r.load_seconds is not None
                  and r.status is RunStatus.COMPLETE] for s in range(len(step_names))}
     cells = tuple(_cell(figure, s, c, rows, headline, loads) for s in range(len(step_names)) for c in clients)
     finished = sum(1 for r in rows if r.status in (RunStatus.COMPLETE, RunStatus.FAILED))
     return ExperimentSummary(figure, tuple(step_names), tuple(clients), cells, tuple(_warnings(rows)), planned,
-                             finished)
+                             finished, durability_by_step(crash_tests, len(step_names)))
 
 
 def _values(rows: Sequence[RunRow], step: int, clients: int, pick) -> list[float]:
@@ -146,6 +160,7 @@ class ExperimentReport:
     experiment: Experiment
     summary: ExperimentSummary
     presentation: Presentation  # how the experiment's workload names its figures
+    crash_tests: tuple[CrashTestRecord, ...] = ()  # the experiment's, each step's after its measured runs
 
 
 def stored_model(record: ExperimentRecord) -> Experiment:
@@ -173,7 +188,8 @@ def _engine_named(record: ExperimentRecord) -> str:
 
 
 def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentReport:
-    """Per step and client count: estimates over repeats, gains, verdicts; from the stored raw samples."""
+    """Per step and client count: estimates over repeats, gains, verdicts; from the stored raw samples. Per step,
+    its durability, from its crash tests."""
     record = store.experiment(experiment_id)
     experiment = stored_model(record)
     reading = stored_reading(record)
@@ -186,5 +202,7 @@ def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentRep
                                reading.headline.transaction) if run.status is RunStatus.COMPLETE else None)
         key = planned[run.plan_key]
         rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures))
-    summary = summarise(reading.headline, [s.name for s in experiment.steps], experiment.clients, len(planned), rows)
-    return ExperimentReport(record, experiment, summary, reading.presentation)
+    crash_tests = store.crash_tests(experiment_id)
+    summary = summarise(reading.headline, [s.name for s in experiment.steps], experiment.clients, len(planned), rows,
+                        crash_tests)
+    return ExperimentReport(record, experiment, summary, reading.presentation, tuple(crash_tests))

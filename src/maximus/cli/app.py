@@ -1,4 +1,4 @@
-"""``maximus``: commands demo, load, run, crashtest, check, runs, show.
+"""``maximus``: commands demo, load, run, crashtest, crashtests, check, runs, show.
 
 User errors end in one line on stderr and exit code 2; a traceback means a bug.
 """
@@ -27,6 +27,7 @@ from maximus.cli.workload_options import as_option, with_workload_options
 from maximus.errors import ConsistencyError, EngineError, MaximusError, UserError, cause
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
+from maximus.report.durability import render_crash_tests
 from maximus.report.progress import LoadBars, RunCountdown
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -178,7 +179,27 @@ def crashtest(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings 
         ids = api.crash_test(options, progress, LoadBars(out))
     finally:
         progress.stop()
-    out.print(f"Stored as crash test{'s' if len(ids) > 1 else ''} {ids[0]}{f'..{ids[-1]}' if len(ids) > 1 else ''}.")
+    render_crash_tests(out, api.crash_tests(options.benchmark.results, ids=ids))
+    out.print(f"Stored as crash test{'s' if len(ids) > 1 else ''} {ids[0]}{f'..{ids[-1]}' if len(ids) > 1 else ''}: "
+              "`maximus crashtests` lists them again.")
+
+
+@app.command()
+def crashtests(experiment: Annotated[Optional[int], typer.Option("--experiment", help="Only this experiment's.")]
+               = None, results: Results = None,
+               export_format: Annotated[Optional[str], typer.Option("--export", metavar="FORMAT", help="Write them "
+                                                                   "as json or csv instead of a table.")] = None,
+               output: Annotated[Optional[Path], typer.Option("--output", "-o", help="With --export: the file to "
+                                                              "write [default: stdout].")] = None) -> None:
+    """List the stored crash tests, with each configuration's measured durability."""
+    if export_format is not None:
+        if export_format not in ("json", "csv"):
+            raise UserError(f"--export must be json or csv, got {export_format!r}")
+        text = api.export_crash_tests(results, experiment, None, export_format, output)
+        if output is None:
+            sys.stdout.write(text)
+        return
+    render_crash_tests(out, api.crash_tests(results, experiment))
 
 
 @app.command("check")

@@ -9,10 +9,10 @@ the state a clean shutdown would leave. What is not durable yet is kept here, in
   each with what undoes it and what settles it once durable.
 
 A cut restores each file's durable image, replays the pending writes and truncations a seeded generator keeps (a
-garbled write puts random bytes over its 512-byte sectors, a torn one writes some of its sectors), then undoes the directory changes the generator drops.
-Directory changes survive as a prefix, as a journaling file system commits them in order. The same pending state and
-the same seed give the same bytes; nothing here reads a clock or an unseeded random source.
-"""
+garbled write puts random bytes over its 512-byte sectors, a torn one writes some of its sectors), then undoes the
+directory changes the generator drops. Directory changes survive as a prefix, as a journaling file system commits
+them in order. The same pending state and the same seed give the same bytes; nothing here reads a clock or an
+unseeded random source. """
 
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 
     python -m maximus.durability.powercut BACKING MOUNTPOINT --control SOCKET [--weights KEPT,DROPPED,GARBLED[,TORN]]
 
-It mounts, then answers one command a connection on the control socket, a line each way (JSON answers):
-``stats`` (what is pending), ``sync`` (everything pending made durable, as sync(2) does) and ``cut SEED`` (stop serving, build the crash state, answer the cut's report). The
-socket appears once the file system is mounted. It serves until unmounted (``fusermount3 -u MOUNTPOINT``)."""
+It mounts, then answers one command a connection on the control socket, a line each way (JSON answers): ``stats``
+(what is pending), ``sync`` (everything pending made durable, as sync(2) does) and ``cut SEED`` (stop serving, build
+the crash state, answer the cut's report). The socket appears once the file system is mounted. It serves until
+unmounted (``fusermount3 -u MOUNTPOINT``)."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from maximus.analysis.compare import Estimate, Ratio, Verdict, estimate
 from maximus.analysis.experiment import ExperimentReport
 from maximus.analysis.targets import Comparison
 from maximus.records import ExperimentRecord
+from maximus.report.durability import durability_text
 from maximus.report.format import estimate_text, ratio_text, verdict_text
 from maximus.report.tables import Notice
 
@@ -49,7 +50,8 @@ def render_experiment(console: Console, report: ExperimentReport, notices: Seque
     experiment, summary = report.experiment, report.summary
     console.print(f"[bold]Experiment {report.record.id}: {experiment.name}[/] · {experiment.engine} · "
                   f"{report.presentation.scale} · {experiment.repeats} repeat(s) · "
-                  f"{experiment.order.value} · {summary.finished} of {summary.planned} runs finished")
+                  f"{experiment.order.value} · {summary.finished} of {summary.planned} runs finished"
+                  f"{_crash_tests(report)}")
     for index, step in enumerate(experiment.steps):
         _render_step(console, report, index)
     for notice in notices:
@@ -57,6 +59,11 @@ def render_experiment(console: Console, report: ExperimentReport, notices: Seque
             if notice.runs else ""
         console.print(f"[yellow]warning ({escape(notice.kind)}):[/] {escape(notice.text)}{runs}")
     console.print(f"[bold]Summary:[/] {summary.headline()}")
+
+
+def _crash_tests(report: ExperimentReport) -> str:
+    count = len(report.crash_tests)
+    return f" · {count} crash test{'s' if count != 1 else ''}" if count else ""
 
 
 def _render_step(console: Console, report: ExperimentReport, index: int) -> None:
@@ -71,8 +78,13 @@ def _render_step(console: Console, report: ExperimentReport, index: int) -> None
     for column in ("Clients", "Load s", f"{headline.name} ± 95 % CI", headline.committed_name,
                    f"{shown.label(headline.transaction)}\np90 ms"):
         table.add_column(column, justify="right", no_wrap=True)
+    # A step's crash tests are of its configuration, not of a client count: its class on the first row only. Its
+    # column takes its width from the gains', so that the table still fits in 120 columns.
+    durability = [durability_text(summary.step_durability(index))] if summary.crash_tested else []
     for column in ("vs previous (95 % CI)", "vs baseline (95 % CI)"):  # gain, interval, verdict: a line each
-        table.add_column(column, justify="left", min_width=16)
+        table.add_column(column, justify="left", min_width=12 if durability else 16)
+    if durability:
+        table.add_column("Durability", justify="left", min_width=12)
     for clients in summary.clients:
         cell = summary.cell(index, clients)
         seconds = cell.p90_headline_s
@@ -81,7 +93,8 @@ def _render_step(console: Console, report: ExperimentReport, index: int) -> None
         table.add_row(f"{clients}{failed}", _estimate(cell.load_s, digits=1), _estimate(cell.headline),
                       _estimate(cell.committed), _estimate(p90, digits=1),
                       _gain(cell.vs_previous, previous is not None),
-                      _gain(cell.vs_baseline, previous is not None))
+                      _gain(cell.vs_baseline, previous is not None), *durability)
+        durability = [""] * len(durability)
     console.print(table)
 
 

@@ -18,6 +18,7 @@ from string import Template
 from typing import Iterable, Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio
+from maximus.analysis.durability import Durability
 from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_timeline
 from maximus.report import charts, tables
 from maximus.analysis.bundle import ExperimentData, RunData, representative
@@ -26,6 +27,7 @@ from maximus.report.plotting import figure
 from maximus.records import BandResult, CheckResult, Presentation
 
 NOT_MEASURED = '<span class="not-measured">not measured</span>'
+NOT_TESTED = '<span class="not-measured">not tested</span>'
 
 
 # --- the page -------------------------------------------------------------------------------------------
@@ -187,14 +189,32 @@ def _summary(data: ExperimentData) -> str:
         ["Load time s", _estimate(s.load_baseline, 1), _estimate(s.load_final, 1), _ratio(s.load_gain)]],
         "summary-figures")
     verdicts = _table(["Step", *(charts.clients_label(c) for c, _ in (s.verdicts[0][1] if s.verdicts else ())),
-                       "Significant"],
-                      ([escape(name), *(f"{_ratio(r, sep='<br>')}<br>{_verdict(r)}" for _, r in ratios),
-                        "yes" if sig else "no"]
-                       for name, ratios, sig in s.verdicts), "significance")
+                       "Significant",
+                       *(["Durability"] if s.durability else [])], _significance_rows(s), "significance")
+    heading = "Which steps were significant (change over the previous step)" + \
+        (", and how durable each was under its crash tests" if s.durability else "")
     return _section("Summary", [f'<p class="headline">{escape(s.headline)}</p>', figures,
                                 _chart("chart-gain", "gain", charts.gain_chart(data.report.summary)),
-                                "<h3>Which steps were significant (change over the previous step)</h3>", verdicts],
+                                f"<h3>{escape(heading)}</h3>", verdicts],
                     "summary")
+
+
+def _significance_rows(s: tables.Summary) -> list[list[str]]:
+    """A row per step after the baseline: its change at each client count and whether any was significant; with
+    crash tests, the baseline's row first and each step's durability beside its change."""
+    rows = [[escape(name), *(f"{_ratio(r, sep='<br>')}<br>{_verdict(r)}" for _, r in ratios), "yes" if sig else "no"]
+            for name, ratios, sig in s.verdicts]
+    if not s.durability:
+        return rows
+    clients = len(s.verdicts[0][1]) if s.verdicts else 0
+    baseline = [escape(s.baseline), *([_verdict(None)] * clients), "-"]
+    return [row + [_durability(found)] for row, found in zip([baseline, *rows], s.durability)]
+
+
+def _durability(found: Durability | None) -> str:
+    if found is None:
+        return NOT_TESTED
+    return f'<span class="durability-{found.worst.value}">{escape(found.durability_class)}</span>'
 
 
 def _sweep_charts(data: ExperimentData) -> str:
@@ -216,11 +236,21 @@ def _step(data: ExperimentData, index: int) -> str:
     largest = representative(data.cell_runs(index, max(data.report.summary.clients)))
     shown = data.report.presentation
     title = f"Run table (measured window, the median-{shown.headline.name} repeat of each client count)"
-    parts = [_knobs(table.knobs), _step_results(table, shown),
+    parts = [_knobs(table.knobs), _step_durability(table.durability), _step_results(table, shown),
              _run_table(tables.run_table(title, columns, shown), tables.unmeasured_note([run for _, run in columns])),
              *_run_charts(largest, data.step_runs(index), f"s{index}")]
     return (f'<section class="step" id="step-{index}" data-step="{index}"><h2>Step {index}: {escape(table.name)} '
             f'<small>({escape(changed)})</small></h2>\n' + "\n".join(parts) + "</section>")
+
+
+def _step_durability(found: Durability | None) -> str:
+    """Each crash mode's class with its recovery, documented window and (no loss) the bound; "" when not tested."""
+    if found is None:
+        return ""
+    modes = "".join(f"<li>{escape(mode.mode.value)}: {escape(mode.details())}</li>" for mode in found.modes)
+    ids = ", ".join(map(str, found.test_ids[:12])) + (" …" if len(found.test_ids) > 12 else "")
+    return (f'<div class="durability"><p><strong>Durability</strong> <span class="note">(crash test'
+            f'{"s" if len(found.test_ids) > 1 else ""} {ids})</span>: {_durability(found)}</p><ul>{modes}</ul></div>')
 
 
 def _knobs(knobs: Sequence[tuple[str, str, bool]]) -> str:
@@ -243,12 +273,16 @@ def _step_results(table: tables.StepTable, shown: Presentation) -> str:
     headline = shown.headline
     header = ["Clients", "Load s", "TPS", f"{headline.name} ± 95 % CI", headline.committed_name,
               f"{shown.label(headline.transaction)} p90 ms", "vs previous (95 % CI)",
-              "Verdict vs previous", "vs baseline (95 % CI)", "Verdict vs baseline"]
+              "Verdict vs previous", "vs baseline (95 % CI)", "Verdict vs baseline",
+              *(["Durability"] if table.crash_tested else [])]
+    # The crash tests are of the step's configuration, not of a client count: its class on the first row only.
+    durability = [_durability(table.durability)] if table.crash_tested else []
     rows = ([f"{r.clients}" + (f' <span class="fail">({r.failed} failed)</span>' if r.failed else ""),
              _estimate(r.load_s, 1), _estimate(r.tps, 1), _estimate(r.headline),
              _estimate(r.committed), _estimate(r.p90_headline_s, 1, 1000), _ratio(r.vs_previous, sep="<br>"),
              _verdict(r.vs_previous),
-             _ratio(r.vs_baseline, sep="<br>"), _verdict(r.vs_baseline)] for r in table.rows)
+             _ratio(r.vs_baseline, sep="<br>"), _verdict(r.vs_baseline),
+             *(durability if index == 0 else [""] * len(durability))] for index, r in enumerate(table.rows))
     return _table(header, rows, "step-table")
 
 

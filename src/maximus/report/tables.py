@@ -14,6 +14,7 @@ from typing import Sequence
 from maximus import environment
 from maximus.analysis.compare import Estimate, Ratio, Verdict
 from maximus.analysis.bundle import ExperimentData, RunData, representative
+from maximus.analysis.durability import Durability
 from maximus.report.charts import clients_label
 from maximus.report.format import layout_text, measured_text, transactions_text
 from maximus.records import BandResult, CheckResult, Presentation
@@ -178,6 +179,7 @@ class Summary:
     load_final: Estimate
     load_gain: Ratio | None
     verdicts: tuple[tuple[str, tuple[tuple[int, Ratio], ...], bool], ...]  # step, (clients, vs previous), significant
+    durability: tuple[Durability | None, ...] = ()  # per step, the baseline's first; empty: no step crash-tested
 
 
 def summary(data: ExperimentData) -> Summary:
@@ -190,7 +192,8 @@ def summary(data: ExperimentData) -> Summary:
         verdicts.append((steps[index].name, ratios, any(r.verdict in SIGNIFICANT for _, r in ratios)))
     return Summary(s.headline(), clients, steps[0].name, steps[last].name, s.figure.name, first.headline,
                    final.headline, final.vs_baseline,
-                   first.load_s, final.load_s, final.load_vs_baseline, tuple(verdicts))
+                   first.load_s, final.load_s, final.load_vs_baseline, tuple(verdicts),
+                   s.durability if s.crash_tested else ())
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,8 @@ class StepTable:
     changes: tuple[tuple[str, str, str], ...]  # (knob, before, after); empty for the baseline
     knobs: tuple[tuple[str, str, bool], ...]  # (knob, value, changed by this step): every knob the file sets
     rows: tuple[StepRow, ...]
+    crash_tested: bool = False  # whether any step of the experiment was: the table has a durability column then
+    durability: Durability | None = None  # this step's; None: not crash-tested
 
 
 def step_table(data: ExperimentData, index: int) -> StepTable:
@@ -228,7 +233,7 @@ def step_table(data: ExperimentData, index: int) -> StepTable:
                          cell.p90_headline_s,
                          cell.vs_previous, cell.vs_baseline)
                  for c in s.clients for cell in [s.cell(index, c)])
-    return StepTable(index, step.name, changes, knobs, rows)
+    return StepTable(index, step.name, changes, knobs, rows, s.crash_tested, s.step_durability(index))
 
 
 # --- the run table of the HP white paper --------------------------------------------------------------

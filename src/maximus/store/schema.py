@@ -78,6 +78,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # version 7: how the read side reads a run (records.WorkloadReading, JSON): it asks no workload
         "ALTER TABLE runs ADD COLUMN reading TEXT",
     ),
+    (  # version 8: crash tests (records.CrashTest), alone or a step's in an experiment; checks as JSON lists of
+        # records.CheckResult's fields, since a test's checks are read whole and never queried one by one
+        """CREATE TABLE crash_tests (
+            id INTEGER PRIMARY KEY, at TEXT NOT NULL, engine TEXT NOT NULL, knobs TEXT NOT NULL,
+            workload TEXT NOT NULL, settings TEXT NOT NULL, terminals INTEGER NOT NULL, mode TEXT NOT NULL,
+            seed INTEGER NOT NULL, verdict TEXT NOT NULL, acknowledged INTEGER NOT NULL, rolled_back INTEGER NOT NULL,
+            lost TEXT NOT NULL, findings_checks TEXT NOT NULL, checks TEXT NOT NULL, recovery_s REAL,
+            crashed_at_s REAL NOT NULL, loss_window TEXT NOT NULL, notes TEXT NOT NULL, environment TEXT NOT NULL,
+            experiment_id INTEGER REFERENCES experiments(id), plan_key TEXT)""",
+        "CREATE INDEX crash_tests_by_experiment ON crash_tests (experiment_id, plan_key)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,6 +6,7 @@ raw samples; an interrupted run keeps everything measured up to the interruption
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -14,15 +15,16 @@ import socket
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from maximus import limits
 from maximus.errors import UserError
 from maximus.environment import boot_id
 from maximus.locks import unusable_directory
 from maximus.pids import start_time
-from maximus.records import (CheckResult, DeferredResult, ExperimentRecord, Outcome, RunEnd, RunRecord, RunSpec,
-                             RunStart, RunStatus, TxnSample, Window, WorkloadReading)
+from maximus.records import (CheckResult, CrashMode, CrashTest, CrashTestRecord, DeferredResult, DurabilityFindings,
+                             ExperimentRecord, Outcome, RunEnd, RunRecord, RunSpec, RunStart, RunStatus, TxnSample,
+                             Verdict, Window, WorkloadReading)
 from maximus.records import MetricSample
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
 from maximus.store.schema import SCHEMA_VERSION, migrate
@@ -380,6 +382,66 @@ class ResultsStore:
                                 " WHERE run_id = ? ORDER BY time, rowid", (run_id,))
         return [MetricSample(t, source, name, value, unit, json.loads(labels or "{}"))
                 for t, source, name, value, unit, labels in rows]
+
+    @guarded
+    def add_crash_test(self, test: CrashTest) -> int:
+        """Store one crash test, whole, in one transaction; its number."""
+        findings = test.findings
+        with self._db:
+            cursor = self._db.execute(
+                "INSERT INTO crash_tests (at, engine, knobs, workload, settings, terminals, mode, seed, verdict,"
+                " acknowledged, rolled_back, lost, findings_checks, checks, recovery_s, crashed_at_s, loss_window,"
+                " notes, environment, experiment_id, plan_key)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (_now(), test.engine, json.dumps(dict(test.knobs)), test.workload, json.dumps(dict(test.settings)),
+                 test.terminals, test.mode.value, test.seed, test.verdict.value, findings.acknowledged,
+                 findings.rolled_back, json.dumps(list(findings.lost)), _checks_text(findings.checks),
+                 _checks_text(test.checks), test.recovery_s, test.crashed_at_s, test.window,
+                 json.dumps(list(test.notes)), json.dumps(dict(test.environment)), test.experiment_id,
+                 test.plan_key))
+        return _row_id(cursor)
+
+    @guarded
+    def crash_tests(self, experiment_id: int | None = None,
+                    ids: Sequence[int] | None = None) -> list[CrashTestRecord]:
+        """The stored crash tests in the order they were stored: all of them, or those of one experiment, or those
+        numbered ``ids`` (both given: those of the experiment among ``ids``)."""
+        conditions: list[str] = []
+        parameters: list[int] = []
+        if experiment_id is not None:
+            conditions.append("experiment_id = ?")
+            parameters.append(experiment_id)
+        if ids is not None:
+            wanted = [test_id for test_id in ids if _storable(test_id)]
+            conditions.append(f"id IN ({', '.join('?' * len(wanted))})")
+            parameters += wanted
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        rows = self._db.execute(f"{_SELECT_CRASH_TEST}{where} ORDER BY id", parameters)
+        return [_crash_test(row) for row in rows]
+
+
+_SELECT_CRASH_TEST = ("SELECT id, at, engine, knobs, workload, settings, terminals, mode, seed, verdict, acknowledged,"
+                      " rolled_back, lost, findings_checks, checks, recovery_s, crashed_at_s, loss_window, notes,"
+                      " environment, experiment_id, plan_key FROM crash_tests")
+
+
+def _crash_test(row: tuple) -> CrashTestRecord:
+    (test_id, at, engine, knobs, workload, settings, terminals, mode, seed, verdict, acknowledged, rolled_back, lost,
+     findings_checks, checks, recovery_s, crashed_at_s, window, notes, environment, experiment_id, plan_key) = row
+    findings = DurabilityFindings(acknowledged, rolled_back, tuple(json.loads(lost)), _checks(findings_checks))
+    return CrashTestRecord(test_id, at, CrashTest(
+        engine, json.loads(knobs), workload, json.loads(settings), terminals, CrashMode(mode), seed, Verdict(verdict),
+        findings, _checks(checks), recovery_s, crashed_at_s, window, tuple(json.loads(notes)), json.loads(environment),
+        experiment_id, plan_key))
+
+
+def _checks_text(checks: Iterable[CheckResult]) -> str:
+    """Checks as a JSON list of objects named by CheckResult's fields: readable with sqlite3 alone."""
+    return json.dumps([dataclasses.asdict(check) for check in checks])
+
+
+def _checks(text: str) -> tuple[CheckResult, ...]:
+    return tuple(CheckResult(**fields) for fields in json.loads(text))
 
 
 _SELECT_RUN = ("SELECT id, started_at, finished_at, status, engine, workload, workload_settings, terminals, warmup_s,"

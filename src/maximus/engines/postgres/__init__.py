@@ -100,7 +100,8 @@ class PostgresEngine(ServerEngine):
         if settings.get("synchronous_commit", "on") == "off":
             delay = settings.get("wal_writer_delay", "200ms")
             unit = "ms" if delay.isdigit() else ""
-            windows.append(f"synchronous_commit=off: up to 3 x wal_writer_delay ({delay}{unit}) of commits on any crash")
+            windows.append(f"synchronous_commit=off: up to 3 x wal_writer_delay ({delay}{unit}) of commits on any "
+                           "crash")
         if mode == "power" and settings.get("fsync", "on") == "off":
             windows.append("fsync=off: whatever the OS had not written, and possibly consistency, on a power cut")
         if mode == "power" and settings.get("full_page_writes", "on") == "off":
