@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from maximus import limits, system
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.errors import UserError
-from maximus.experiment.model import Experiment, Hygiene, LoadPolicy, Order, Step, Workload
+from maximus.experiment.model import CrashTests, Experiment, Hygiene, LoadPolicy, Order, Step, Workload
 from maximus.experiment.model import from_data as model_from_data
 from maximus.knobs import KnobCatalogue
 from maximus.records import MAX_FAILED_PERCENT, ExperimentRecord
@@ -21,10 +21,12 @@ from maximus.workloads import workload as workload_named
 from maximus.workloads.base import SettingError
 
 _TOP = {"name", "description", "engine", "clients", "repeats", "order", "seed", "workload", "hygiene",
-        "baseline", "steps", "system_changes"}
+        "baseline", "steps", "system_changes", "crashtest"}
 _WORKLOAD = {"name", "warmup", "duration", "max_failed"}  # every other key is the workload's own setting
 _HYGIENE = {"load", "restore", "drop_caches"}
 _STEP = {"name", "set", "multi"}
+_CRASHTEST = {"mode", "crashes", "warmup", "duration"}
+_CRASH_MODES = ("process", "power")
 
 
 class _Source:
@@ -53,7 +55,7 @@ class _Source:
         if len(where) >= 2 and where[0] == "steps" and isinstance(where[1], int):
             steps = [n for n, text in headers if text.startswith("[[steps]]")]
             wanted = steps[where[1]] if where[1] < len(steps) else None
-        elif len(where) >= 2 and where[0] in ("workload", "hygiene", "baseline"):
+        elif len(where) >= 2 and where[0] in ("workload", "hygiene", "baseline", "crashtest"):
             wanted = next((n for n, text in headers if text == f"[{where[0]}]"), None)
         if wanted is None:
             return 0, headers[0][0] if headers else len(self.lines)
@@ -104,7 +106,11 @@ def parse_experiment(text: str, path: Path = Path("<experiment>")) -> Experiment
         workload=_workload(source, data.get("workload", {})),
         hygiene=_hygiene(source, data.get("hygiene", {})),
         system_changes=_boolean(source, data, ("system_changes",), False),
+        crash_tests=_crash_tests(source, data.get("crashtest"), steps),
     )
+    if experiment.crash_tests and not workload_named(experiment.workload.name).crash_testable:
+        raise source.error(("crashtest",), f"the {experiment.workload.name} workload keeps no success log: it has no "
+                           "crash test")
     _plannable(source, experiment)
     return experiment
 
@@ -234,6 +240,30 @@ def _hygiene(source: _Source, table: Any) -> Hygiene:
     return Hygiene(_choice(source, wrapped, ("hygiene", "load"), LoadPolicy, LoadPolicy.PER_STEP),
                    _boolean(source, wrapped, ("hygiene", "restore"), True),
                    _boolean(source, wrapped, ("hygiene", "drop_caches"), False))
+
+
+def _crash_tests(source: _Source, table: Any, steps: tuple[Step, ...]) -> CrashTests | None:
+    """``[crashtest]``: each step crashed ``crashes`` times in each mode after the measured runs; a power cut stands
+    for the disk itself, so no step of a power-mode test puts its database on a storage layout of its own."""
+    if table is None:
+        return None
+    _known_keys(source, ("crashtest",), table, _CRASHTEST)
+    wrapped = {"crashtest": table}
+    modes = table.get("mode", "process")
+    modes = [modes] if isinstance(modes, str) else modes
+    if not isinstance(modes, list) or not modes or any(mode not in _CRASH_MODES for mode in modes) \
+            or len(set(modes)) != len(modes):
+        raise source.error(("crashtest", "mode"), f"expected process, power or a list of both, got {modes!r}")
+    if "power" in modes:
+        for index, step in enumerate(steps):
+            layout = sorted(name for name in step.knobs if name.startswith("storage."))
+            if layout:
+                raise source.error(("crashtest", "mode"), f"a power cut stands for the disk itself, but step "
+                                   f"{step.name!r} puts its database on a storage layout ({', '.join(layout)}): "
+                                   "use mode = \"process\" for it")
+    return CrashTests(tuple(modes), _integer(source, wrapped, ("crashtest", "crashes"), 1, limits.CRASHES),
+                      _number(source, wrapped, ("crashtest", "warmup"), 1.0, limits.WARMUP_S),
+                      _number(source, wrapped, ("crashtest", "duration"), 5.0, limits.DURATION_S))
 
 
 def _resolve(source: _Source, where: tuple, engine: str, settings: Any,

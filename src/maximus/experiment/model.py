@@ -49,6 +49,18 @@ class Hygiene:
 
 
 @dataclass(frozen=True)
+class CrashTests:
+    """The crash tests run for each step after the experiment's measured runs (``[crashtest]``): its durability beside
+    its throughput. ``modes``: "process", "power" or both, each ``crashes`` times; the crash falls between ``warmup``
+    and ``warmup + duration`` seconds after the terminals (the experiment's largest client count) start."""
+
+    modes: tuple[str, ...] = ("process",)
+    crashes: int = 1
+    warmup_s: float = 1.0
+    duration_s: float = 5.0
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     engine: str
@@ -61,6 +73,7 @@ class Experiment:
     hygiene: Hygiene = field(default_factory=Hygiene)
     description: str = ""
     system_changes: bool = False  # the user allows the operating-system knobs its steps set (as root)
+    crash_tests: CrashTests | None = None  # none unless the file asks for them
 
     @property
     def baseline(self) -> Step:
@@ -83,4 +96,9 @@ def from_data(data: Mapping[str, Any]) -> Experiment:
     return Experiment(**{**data, "steps": tuple(Step(**step) for step in data["steps"]),
                          "clients": tuple(data["clients"]), "order": Order(data["order"]),
                          "workload": Workload(**data["workload"]),
-                         "hygiene": Hygiene(**{**data["hygiene"], "load": LoadPolicy(data["hygiene"]["load"])})})
+                         "hygiene": Hygiene(**{**data["hygiene"], "load": LoadPolicy(data["hygiene"]["load"])}),
+                         "crash_tests": _crash_tests(data.get("crash_tests"))})
+
+
+def _crash_tests(data: Mapping[str, Any] | None) -> CrashTests | None:
+    return CrashTests(**{**data, "modes": tuple(data["modes"])}) if data else None

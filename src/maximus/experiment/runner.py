@@ -17,11 +17,12 @@ from maximus import locks, system
 from maximus.driver.scheduler import Observer
 from maximus.errors import MaximusError, UserError, cause
 from maximus.experiment.loader import load_experiment, stored_experiment, stored_overrides
-from maximus.experiment.model import MODEL, READING, Experiment, to_data
+from maximus.crashtest import CrashTestOptions, crash_test, cycle_seed
+from maximus.experiment.model import MODEL, READING, CrashTests, Experiment, to_data
 from maximus.experiment.model import from_data as from_model
 from maximus.experiment.plan import PlannedRun, estimate, from_data, plan
 from maximus.experiment.plan import to_data as plan_data
-from maximus.records import RunStatus, WorkloadReading
+from maximus.records import CrashMode, RunStatus, WorkloadReading
 from maximus.runs import BenchmarkOptions, record_failed_run, run_benchmark
 from maximus.store import ResultsStore
 from maximus.store.failures import ResultsUnavailable
@@ -178,6 +179,8 @@ def execute(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], 
             if planned.key not in done:
                 _execute_one(experiment_id, experiment, planned, (position, len(runs)), workdir, results, observer,
                              layouts)
+        if experiment.crash_tests:
+            _crash_tests(experiment_id, experiment, runs, workdir, results, observer, layouts)
     except (KeyboardInterrupt, *NOT_THE_RUNS):
         observer.note(f"experiment {experiment_id} stopped: `maximus experiment resume {experiment_id}` runs what "
                       "is left")
@@ -206,6 +209,62 @@ def _execute_one(experiment_id: int, experiment: Experiment, planned: PlannedRun
         raise KeyboardInterrupt
     failed = outcome.status is RunStatus.FAILED
     observer.run_finished(planned, outcome.run_id, cause(outcome.result.errors) if failed else None)
+
+
+def _crash_tests(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], workdir: Path, results: Path,
+                 observer: ExperimentObserver, layouts: system.KeptLayouts) -> None:
+    """Each step's crash tests (``[crashtest]``), after every measured run: stored under the keys "s<step>/x<n>", and
+    skipped on a resume once stored. One that fails is noted, and the experiment goes on without it."""
+    assert experiment.crash_tests is not None
+    store = ResultsStore(results)
+    try:
+        done = {test.test.plan_key for test in store.crash_tests(experiment_id)}
+    finally:
+        store.close()
+    for planned in _first_run_of_each_step(runs):
+        for number, mode in enumerate(_crash_modes(experiment.crash_tests), start=1):
+            key = f"s{planned.step}/x{number}"
+            if key not in done:
+                _crash_test(experiment_id, experiment, planned, key, number, mode, workdir, results, observer,
+                            layouts)
+
+
+def _first_run_of_each_step(runs: list[PlannedRun]) -> list[PlannedRun]:
+    firsts: dict[int, PlannedRun] = {}
+    for planned in runs:
+        firsts.setdefault(planned.step, planned)
+    return [firsts[step] for step in sorted(firsts)]
+
+
+def _crash_modes(tests: CrashTests) -> list[CrashMode]:
+    return [CrashMode(mode) for mode in tests.modes for _ in range(tests.crashes)]
+
+
+def _crash_test(experiment_id: int, experiment: Experiment, planned: PlannedRun, key: str, number: int,
+                mode: CrashMode, workdir: Path, results: Path, observer: ExperimentObserver,
+                layouts: system.KeptLayouts) -> None:
+    tests = experiment.crash_tests
+    assert tests is not None
+    options = replace(_options(experiment, planned, workdir, results, experiment_id), plan_key=key,
+                      terminals=max(experiment.clients), warmup_s=tests.warmup_s, duration_s=tests.duration_s,
+                      seed=cycle_seed(experiment.seed, number - 1), rebuild=False)
+    try:
+        [test_id] = crash_test(CrashTestOptions(options, mode, 1), layouts=layouts)  # their journal's hold
+    except NOT_THE_RUNS:
+        raise
+    except MaximusError as error:
+        observer.note(f"step {planned.step_name!r}: crash test {number} ({mode.value}) failed and is not stored: "
+                      f"{error}")
+        return
+    store = ResultsStore(results)
+    try:
+        [record] = store.crash_tests(ids=[test_id])
+    finally:
+        store.close()
+    test = record.test
+    lost = f", {len(test.findings.lost):,} of them lost" if test.findings.lost else ""
+    observer.note(f"step {planned.step_name!r}: crash test {number} ({mode.value}): {test.verdict.value}, "
+                  f"{test.findings.acknowledged:,} acknowledged commits{lost} (crash test {test_id})")
 
 
 def _finished_keys(results: Path, experiment_id: int) -> set[str]:
