@@ -26,7 +26,7 @@ from maximus import environment, limits, system
 from maximus.database import (Build, LoadProgress, check_running, integrity_of, locked, make_engine,
                               prepare_database, quietly)
 from maximus.driver.crashload import CrashLoad, CrashLoadSpec
-from maximus.engines import Engine
+from maximus.engines import Engine, engine_class
 from maximus.errors import EngineError, UserError, describe
 from maximus.records import (CheckResult, CrashMode, CrashTest, DurabilityFindings, Verdict, verdict_of)
 from maximus.runs import BenchmarkOptions
@@ -86,10 +86,11 @@ def crash_test(options: CrashTestOptions, observer: CrashObserver | None = None,
     """Run ``options.crashes`` crash, recovery and verification cycles; the stored crash tests' ids."""
     options.validate()
     bench = options.benchmark
-    named = _engine(bench, bench.workdir)
-    if named.capabilities.server_process and not named.manages_server:
-        raise UserError(f"a crash test kills the {named.name} server: it needs a server Maximus manages, not one of "
+    kind = engine_class(bench.engine)
+    if kind.capabilities.server_process and not kind.manages_server_for(bench.connection):
+        raise UserError(f"a crash test kills the {kind.name} server: it needs a server Maximus manages, not one of "
                         "yours (--dsn)")
+    named = _engine(bench, bench.workdir)
     layer = PowerCutLayer(options.weights) if options.mode is CrashMode.POWER else None
     extra = [(system.Stage.PLACE, layer)] if layer else []
     with system.changed(bench.os_knobs, named, lambda workdir: _engine_on(bench, workdir, layer),

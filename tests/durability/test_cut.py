@@ -174,3 +174,32 @@ def test_without_a_sync_the_same_cut_drops_what_was_pending(tmp_path: Path) -> N
         report = layer.cut(seed=3, remount=False)
     assert report.count("dropped", True) > 0
     assert tree_digest(backing) != written_state
+
+
+def _torn_state(tmp_path: Path, name: str, seed: int) -> tuple[bytes, str]:
+    """A durable file of old sectors, then one pending write of new sectors over it, torn at the cut."""
+    backing, mountpoint = tmp_path / name / "backing", tmp_path / name / "mnt"
+    backing.mkdir(parents=True), mountpoint.mkdir()
+    with PowerCutMount(backing, mountpoint, weights=(0.0, 0.0, 0.0, 1.0)) as layer:  # every pending write torn
+        write_durably(layer.mountpoint / "table", b"o" * 8192)
+        write_pending(layer.mountpoint / "table", b"n" * 8000, offset=100)
+        report = layer.cut(seed, remount=False)
+    assert [entry.fate for entry in report.entries] == ["torn"]
+    return (backing / "table").read_bytes(), tree_digest(backing)
+
+
+def test_a_torn_write_leaves_each_sector_old_or_new_never_garbage(tmp_path: Path) -> None:
+    content, _ = _torn_state(tmp_path, "torn", seed=11)
+    assert len(content) == 8192
+    sectors = [content[start:start + 512] for start in range(0, 8192, 512)]
+    inside = [sector[100:] if index == 0 else sector[:8100 - index * 512] if index == 15 else sector
+              for index, sector in enumerate(sectors)]  # the parts of each sector the write covered
+    kinds = {part[:1] for part in inside if len(set(part)) == 1}
+    assert all(len(set(part)) == 1 for part in inside), "a sector holds both old and new bytes, or garbage"
+    assert kinds == {b"o", b"n"}  # some sectors written, some not (16 sectors: the seed draws both)
+    assert content[:100] == b"o" * 100 and content[8100:] == b"o" * 92  # outside the write: untouched
+
+
+def test_the_same_seed_tears_the_same_sectors(tmp_path: Path) -> None:
+    assert _torn_state(tmp_path, "first", seed=5)[1] == _torn_state(tmp_path, "again", seed=5)[1]
+    assert _torn_state(tmp_path, "first-6", seed=6)[1] != _torn_state(tmp_path, "again-5", seed=5)[1]

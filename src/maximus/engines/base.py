@@ -164,6 +164,12 @@ class Engine(ABC):
         """Knob names the README must document (all of a fixed catalogue)."""
         return [knob.name for knob in cls.knobs]
 
+    @classmethod
+    def manages_server_for(cls, connection: Mapping[str, str]) -> bool:
+        """Whether an engine of this class reached by ``connection`` runs a server Maximus starts and stops: known
+        before it is made (a server of the user's is asked for its catalogue as it is made)."""
+        return False
+
     @property
     def manages_server(self) -> bool:
         """Whether Maximus starts and stops this instance's server: not an embedded engine's (it has none), nor

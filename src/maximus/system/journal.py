@@ -170,6 +170,7 @@ class Started(Entry):
 
     pid: int
     start_time: int  # the kernel's start time of the process, so that a reused pid is never signalled
+    what: str = "the server process"  # how ``describe`` names it: the power-cut layer's file system is one too
     kind: ClassVar[str] = "process"
 
     def undo(self) -> None:
@@ -177,7 +178,7 @@ class Started(Entry):
             _end_all([(self.pid, self.start_time)])
 
     def describe(self) -> str:
-        return f"stopped the server process {self.pid}"
+        return f"stopped {self.what} {self.pid}"
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,9 @@ class PowerCutLayer:
         mounted.mkdir(exist_ok=True)
         with target.journal() as journal, journal.scope() as scope:
             scope.record(Mounted(str(mounted), FSNAME))  # before the mount: its undo is nothing until there is one
-            journal_pid = lambda pid: scope.record(Started(pid, start_time(pid) or 0))  # noqa: E731
+            def journal_pid(pid: int) -> None:  # at each mount, the cut's included
+                scope.record(Started(pid, start_time(pid) or 0, "the power-cut file system's process"))
+
             with PowerCutMount(disk, mounted, self.weights, journal_pid) as self.mount:
                 target.placement = Placement(mounted, record={"power_cut": str(disk)})
                 try:

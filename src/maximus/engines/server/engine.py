@@ -60,6 +60,10 @@ class ServerEngine(Engine):
 
     # -- where things live ---------------------------------------------------------------------------
 
+    @classmethod
+    def manages_server_for(cls, connection: Mapping[str, str]) -> bool:
+        return cls.server_control(connection).manages
+
     @property
     def manages_server(self) -> bool:
         return self.server.manages
