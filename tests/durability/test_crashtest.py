@@ -18,7 +18,7 @@ from maximus.durability.mount import FSNAME, mounted
 from maximus.records import CrashMode, Verdict
 from maximus.system.journal import JOURNAL_VARIABLE
 
-from tests.interrupting import default_dispositions
+from interrupting import default_dispositions  # tests/interrupting.py
 
 
 @pytest.fixture

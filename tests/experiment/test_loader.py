@@ -109,3 +109,31 @@ def test_shipped_examples_are_valid(path: Path) -> None:
     experiment = load_experiment(path)  # PostgreSQL knobs are checked against the server's own pg_settings
     assert len(experiment.steps) >= 2
     assert all(len(step.changes) == 1 or step.multi for step in experiment.steps[1:])
+
+
+def test_a_crashtest_table_asks_for_each_steps_crash_tests() -> None:
+    experiment = parse_experiment(GOOD + '[crashtest]\nmode = ["process", "power"]\ncrashes = 3\nduration = 2\n')
+    assert experiment.crash_tests is not None
+    assert (experiment.crash_tests.modes, experiment.crash_tests.crashes) == (("process", "power"), 3)
+    assert (experiment.crash_tests.warmup_s, experiment.crash_tests.duration_s) == (1.0, 2.0)
+    assert parse_experiment(GOOD).crash_tests is None
+    assert parse_experiment(GOOD + "[crashtest]\n").crash_tests.modes == ("process",)
+
+
+@pytest.mark.parametrize("table, message", [
+    ('mode = "reboot"', r"crashtest\.mode: expected process, power or a list of both, got \['reboot'\]"),
+    ('mode = ["power", "power"]', r"crashtest\.mode: expected process, power"),
+    ("crashes = 0", r"crashtest\.crashes: expected"),
+    ("crash = 2", r"crashtest\.crash: unknown key; did you mean crashes\?"),
+])
+def test_a_bad_crashtest_table_is_one_line_naming_the_key(table: str, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        parse_experiment(GOOD + f"[crashtest]\n{table}\n", Path("x.toml"))
+
+
+def test_a_power_cut_is_refused_for_a_step_on_a_storage_layout() -> None:
+    layout = GOOD + '[[steps]]\nname = "xfs"\nset = { "storage.filesystem" = "xfs" }\n'
+    with pytest.raises(UserError, match=r"x\.toml:\d+: crashtest\.mode: a power cut stands for the disk itself, but "
+                                        r"step 'xfs' puts its database on a storage layout \(storage.filesystem\)"):
+        parse_experiment(layout + '[crashtest]\nmode = "power"\n', Path("x.toml"))
+    assert parse_experiment(layout + '[crashtest]\nmode = "process"\n').crash_tests is not None

@@ -193,3 +193,22 @@ def test_ctrl_c_stops_an_experiment_with_the_command_that_resumes_it(tmp_path: P
     assert process.returncode == 130 and "Traceback" not in stderr, stderr
     assert "note: experiment 1 stopped: `maximus experiment resume 1` runs what is left" in stdout
     assert _statuses(results) == [("s0/c1/r1", "interrupted")]
+
+
+def test_each_step_is_crash_tested_after_the_runs_once_and_shows_its_durability(tmp_path: Path) -> None:
+    path = tmp_path / "experiment.toml"
+    path.write_text(EXPERIMENT.format(repeats=1, duration=1) + "[crashtest]\ncrashes = 1\nwarmup = 0.5\n"
+                    "duration = 1\n")
+    results, notes = tmp_path / "results.db", []
+    observer = Quiet()
+    observer.note = notes.append  # type: ignore[method-assign]
+    experiment_id = runner.start(path, tmp_path / "work", results, observer)
+    tests = api.crash_tests(results, experiment_id)
+    assert [(record.test.plan_key, record.test.verdict.value) for record in tests] == [("s0/x1", "durable"),
+                                                                                        ("s1/x1", "durable")]
+    assert [record.test.knobs for record in tests] == [{"journal_mode": "delete"}, {"journal_mode": "wal"}]
+    assert sum("crash test 1 (process): durable" in note for note in notes) == 2
+    runner.resume(experiment_id, tmp_path / "work", results, observer)  # finished: nothing is crashed again
+    assert len(api.crash_tests(results, experiment_id)) == 2
+    summary = api.show_experiment(experiment_id, results).report.summary
+    assert [summary.step_durability(step).durability_class for step in (0, 1)] == ["durable (1 process crash)"] * 2
