@@ -112,3 +112,42 @@ def test_the_layers_journal_entries_are_gone_after_a_crash_test_in_power_mode(tm
     assert any(note.startswith("power cut seed") for note in record.test.notes)
     assert record.test.environment.get("layout") == {"power_cut": str(tmp_path / "work" / "power-cut" / "disk")}
     assert not _ours(tmp_path) and not journal.exists()
+
+
+def test_ctrl_c_during_a_power_crash_test_unmounts_the_layer_and_leaves_nothing(tmp_path: Path,
+                                                                              journal: Path) -> None:
+    work = tmp_path / "work"
+    process = subprocess.Popen([sys.executable, "-m", "maximus", "crashtest", "--mode", "power", "--warmup", "60",
+                                "--duration", "1", "--workdir", str(work), "--results", str(tmp_path / "results.db")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=default_dispositions)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (_ours(tmp_path) and _terminals_running(process.pid)
+                                                   and (work / "power-cut" / "disk" / "tpcc-1wh.sqlite").exists()):
+            time.sleep(0.2)
+        time.sleep(3)  # the terminals released, writing through the layer: the crash falls 60 s later
+        assert _ours(tmp_path) and process.poll() is None
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 130 and stderr.strip().splitlines()[-1] == "error: interrupted"
+    assert not _ours(tmp_path) and not journal.exists()
+    assert not _terminals_running(process.pid)
+
+
+def _terminals_running(pid: int) -> bool:
+    """Whether a process of the crash test's session (its terminals, spawned) still runs: a zombie, ended and left to
+    init to reap, does not."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(pid):
+            try:
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if os.getsid(int(entry.name)) == pid and state != "Z":
+                    return True
+            except (OSError, IndexError):
+                continue
+    return False
