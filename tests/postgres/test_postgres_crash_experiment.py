@@ -1,0 +1,53 @@
+"""A crash-test experiment on managed PostgreSQL end to end: each step measured, then crashed by SIGKILL and by a power
+cut, and its durability beside its throughput in the step tables, the HTML report and the export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from maximus import api
+from maximus.durability.mount import FSNAME, mounted
+from maximus.experiment import runner
+from maximus.records import CrashMode, Verdict
+
+from observers import Quiet  # tests/observers.py
+
+EXPERIMENT = """\
+name = "commit durability"
+engine = "postgres"
+clients = [2]
+repeats = 1
+[workload]
+warmup = 0.5
+duration = 2
+[baseline]
+wal_writer_delay = "10s"
+[[steps]]
+name = "asynchronous commit"
+set = { synchronous_commit = "off" }
+[crashtest]
+mode = ["process", "power"]
+warmup = 1
+duration = 1
+"""
+
+
+def test_a_crash_test_experiment_shows_faster_because_it_drops_commits(server_workdir: Path, tmp_path: Path) -> None:
+    path, results = tmp_path / "experiment.toml", tmp_path / "results.db"
+    path.write_text(EXPERIMENT)
+    experiment_id = runner.start(path, server_workdir / "crash-work", results, Quiet())
+    tests = {record.test.plan_key: record.test for record in api.crash_tests(results, experiment_id)}
+    assert sorted(tests) == ["s0/x1", "s0/x2", "s1/x1", "s1/x2"]
+    assert [tests[key].mode for key in ("s0/x1", "s0/x2")] == [CrashMode.PROCESS, CrashMode.POWER]
+    assert tests["s0/x1"].verdict is tests["s0/x2"].verdict is Verdict.DURABLE  # synchronous_commit=on
+    # off, with the WAL writer asleep for 10 s: the commits in its buffers die with the server, and on a power cut
+    assert tests["s1/x1"].verdict is tests["s1/x2"].verdict is Verdict.LOST
+    assert "3 x wal_writer_delay (10s)" in tests["s1/x2"].window
+    html = (tmp_path / "report.html")
+    api.report(experiment_id, output=html, results=results)
+    text = html.read_text()
+    assert "Durability" in text and "loses commits" in text and "durable (" in text
+    document = json.loads(api.export(experiment_id, results=results))
+    assert len(document["crash_tests"]) == 4
+    assert not [point for point in mounted(FSNAME) if point.startswith(str(server_workdir))]
