@@ -4,7 +4,6 @@ transaction modes, the client's statements and the stored function."""
 
 from __future__ import annotations
 
-import shutil
 import threading
 from decimal import Decimal
 from pathlib import Path
@@ -12,7 +11,6 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from maximus import api
 from maximus.engines.base import Engine, Session
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
@@ -20,7 +18,8 @@ from maximus.workloads.tpcc.order_status import OrderStatus, OrderStatusInput
 from maximus.workloads.tpcc.payment import Payment, PaymentInput
 from maximus.workloads.tpcc.server_side import Call, ServerSide
 
-ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+from restored import restored_build  # tests/restored.py
+
 
 ORDER = NewOrderInput.from_lines(1, 6, 321, (OrderLine(11, 1, 2), OrderLine(12, 1, 3), OrderLine(13, 1, 4)))
 STATUS = OrderStatusInput(1, 6, 321, None)
@@ -35,13 +34,7 @@ each_setup = pytest.mark.parametrize("engine, mode", SETUPS, indirect=["engine"]
 @pytest.fixture
 def engine(request: pytest.FixtureRequest, built_workdir: Path, tmp_path: Path) -> Iterator[Engine]:
     """The pristine 1-warehouse build, restored, with its server up."""
-    if request.param == "sqlite":
-        shutil.copytree(built_workdir, tmp_path / "work")
-        engine = api.make_engine("sqlite", tmp_path / "work", ONE_WAREHOUSE, {})
-    else:
-        engine = api.make_engine("postgres", request.getfixturevalue("loaded"), ONE_WAREHOUSE, {})
-    with api.running(engine):
-        engine.restore()
+    with restored_build(request.param, request, built_workdir, tmp_path) as engine:
         yield engine
 
 

@@ -3,14 +3,12 @@ PostgreSQL: real New-Orders logged as a terminal logs them, then the database ch
 
 from __future__ import annotations
 
-import shutil
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from maximus import api
 from maximus.engines.base import Engine, Session
 from maximus.records import DurabilityFindings, Outcome, RollbackByRule
 from maximus.workloads.tpcc import Tpcc
@@ -21,7 +19,8 @@ from maximus.workloads.tpcc.new_order import NewOrderInput, OrderLine
 from maximus.workloads.tpcc.screens import NewOrderScreen
 from maximus.workloads.tpcc.server_side import Call, ServerSide
 
-ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+from restored import restored_build  # tests/restored.py
+
 TERMINALS = 4
 WORKLOAD = Tpcc()
 
@@ -41,13 +40,7 @@ ROLLBACK = _order(2, 16, (29, 30, 31, 32, UNUSED_ITEM_ID))
 def engine_mode(request: pytest.FixtureRequest, built_workdir: Path, tmp_path: Path) -> Iterator[tuple[Engine, str]]:
     """The pristine 1-warehouse build, restored, with its server up; and how its New-Orders run."""
     name, mode = request.param
-    if name == "sqlite":
-        shutil.copytree(built_workdir, tmp_path / "work")
-        engine = api.make_engine("sqlite", tmp_path / "work", ONE_WAREHOUSE, {})
-    else:
-        engine = api.make_engine("postgres", request.getfixturevalue("loaded"), ONE_WAREHOUSE, {})
-    with api.running(engine):
-        engine.restore()
+    with restored_build(name, request, built_workdir, tmp_path) as engine:
         yield engine, mode
 
 
