@@ -22,6 +22,7 @@ LARGEST_PLAN = 10_000  # runs of one experiment
 BUILD_S_PER_SCALE = 3.0
 RUN_OVERHEAD_S = 5.0
 RUN_OVERHEAD_S_PER_SCALE = 1.0
+CRASH_OVERHEAD_S = 8.0  # a crash cycle's restore, restart, consistency conditions and integrity check at 1 warehouse
 
 
 @dataclass(frozen=True)
@@ -79,16 +80,21 @@ class Estimate:
     run_s: float
     builds: int
     build_s: float
+    crash_tests: int = 0  # an experiment's crash tests, after its runs
+    crash_test_s: float = 0.0
 
     @property
     def seconds(self) -> float:
-        return self.runs * self.run_s + self.builds * self.build_s
+        return self.runs * self.run_s + self.builds * self.build_s + self.crash_tests * self.crash_test_s
 
     def text(self) -> str:
         """``about 2.6 min (6 runs of about 19 s, 3 builds of about 3 s)``."""
         parts = [f"{self.runs:,} runs of about {spoken(self.run_s)}"] if self.runs > 1 else []
         if self.builds:
             parts.append(f"{self.builds:,} build{'s' if self.builds > 1 else ''} of about {spoken(self.build_s)}")
+        if self.crash_tests:
+            parts.append(f"{self.crash_tests:,} crash test{'s' if self.crash_tests > 1 else ''} of about "
+                         f"{spoken(self.crash_test_s)}")
         return f"about {spoken(self.seconds)}" + (f" ({', '.join(parts)})" if parts else "")
 
     def confirm(self, yes: bool, what: str) -> None:
@@ -101,6 +107,13 @@ def estimate(runs: int, builds: int, warmup_s: float, duration_s: float, scale: 
     """``scale``: the database's size in its workload's unit (TPC-C: warehouses)."""
     run_s = warmup_s + duration_s + RUN_OVERHEAD_S + RUN_OVERHEAD_S_PER_SCALE * scale
     return Estimate(runs, run_s, builds, BUILD_S_PER_SCALE * scale)
+
+
+def with_crash_tests(plan: Estimate, tests: int, warmup_s: float, duration_s: float, scale: int) -> Estimate:
+    """``plan`` and ``tests`` crash cycles, each a restore, its terminals until the crash (half its window on
+    average), a restart and a verification that reads the whole database."""
+    cycle_s = warmup_s + duration_s / 2 + CRASH_OVERHEAD_S + 2 * RUN_OVERHEAD_S_PER_SCALE * scale
+    return Estimate(plan.runs, plan.run_s, plan.builds, plan.build_s, tests, cycle_s)
 
 
 def spoken(seconds: float) -> str:

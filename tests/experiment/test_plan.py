@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from maximus.experiment.loader import parse_experiment
-from maximus.experiment.plan import from_data, plan, to_data
+from maximus.experiment.plan import estimate, from_data, plan, to_data
 
 TEXT = """\
 name = "Plan Test!"
@@ -53,3 +53,12 @@ def test_per_step_builds_once_per_step_and_per_repeat_once_per_repeat() -> None:
 def test_plan_round_trips_through_stored_data() -> None:
     runs = _plan()
     assert from_data(to_data(runs)) == runs
+
+
+def test_the_estimate_counts_each_steps_crash_tests() -> None:
+    text = ('name = "e"\nrepeats = 1\n[workload]\nwarmup = 1\nduration = 2\n[[steps]]\nname = "wal"\n'
+            'set = { journal_mode = "wal" }\n')
+    without = estimate(parse_experiment(text), 1)
+    crashed = estimate(parse_experiment(text + '[crashtest]\nmode = ["process", "power"]\ncrashes = 3\n'), 1)
+    assert (without.crash_tests, crashed.crash_tests) == (0, 12)  # 2 steps x 2 modes x 3
+    assert crashed.seconds > without.seconds and "12 crash tests of about" in crashed.text()

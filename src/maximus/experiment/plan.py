@@ -37,7 +37,12 @@ def estimate(experiment: Experiment, scale: int, runs: Sequence[PlannedRun] | No
     else:
         builds, count = sum(run.build for run in runs), len(runs)
     workload = experiment.workload
-    return limits.estimate(count, builds, workload.warmup_s, workload.duration_s, scale)
+    planned = limits.estimate(count, builds, workload.warmup_s, workload.duration_s, scale)
+    tests = experiment.crash_tests
+    if tests is None:
+        return planned
+    crashes = len(experiment.steps) * len(tests.modes) * tests.crashes  # all of them: a resume skips those stored
+    return limits.with_crash_tests(planned, crashes, tests.warmup_s, tests.duration_s, scale)
 
 
 def _order(experiment: Experiment) -> list[tuple[int, int, int]]:
