@@ -319,6 +319,30 @@ def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_engine_cl
     assert engine.server_pid() is None
 
 
+def test_a_crash_kills_every_server_process_and_the_server_recovers(server_engine_class: type[ServerEngine],
+                                                                     own_server_workdir: Path) -> None:
+    """A crash test's crash: the main process and every process under it gone at once, a committed row kept (the
+    page cache outlives them), and the next start recovers; a crash with no server running is one line."""
+    engine = server_engine_class(own_server_workdir, "crashed", {})
+    engine.start()
+    try:
+        _load_one_row(engine, "kept")
+        pid = engine.server_pid()
+        assert pid is not None
+        family = [pid, *_process.descendants(pid)]
+        engine.crash()
+        assert not [member for member in family if _process.alive(member)]
+        engine.start()
+        session = engine.connect()
+        assert session.fetchone("SELECT b FROM t") == ("kept",)
+        session.close()
+    finally:
+        engine.stop()
+    with pytest.raises(EngineError, match=r"is not running: nothing to crash$"):
+        engine.crash()
+    assert isinstance(engine.loss_window("power"), str)
+
+
 def _gone(pid: int, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while _process.alive(pid) and time.monotonic() < deadline:
