@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
@@ -147,7 +147,8 @@ def _cycle(store: ResultsStore, machine: system.Machine[Engine], options: CrashT
     engine.start()
     machine.server_started()
     with machine.working():
-        crashed = _crash_under_load(engine, build, bench, seed, crash_at, cut_seed, layer, observer, progress)
+        crashed = _crash_under_load(engine, build, replace(bench, seed=seed, rebuild=bench.rebuild and number == 0),
+                                    crash_at, cut_seed, layer, observer, progress)
     recovery_s, recovered_note = _recover(engine)
     findings, checks = _verify(engine, build, crashed, bench.terminals) if recovery_s is not None else \
         (DurabilityFindings(len(crashed.entries), 0, (), ()), [])
@@ -166,17 +167,17 @@ def _cycle(store: ResultsStore, machine: system.Machine[Engine], options: CrashT
     return test_id
 
 
-def _crash_under_load(engine: Engine, build: Build, bench: BenchmarkOptions, terminal_seed: int, crash_at: float,
-                      cut_seed: int, layer: PowerCutLayer | None, observer: CrashObserver | None,
+def _crash_under_load(engine: Engine, build: Build, bench: BenchmarkOptions, crash_at: float, cut_seed: int,
+                      layer: PowerCutLayer | None, observer: CrashObserver | None,
                       progress: LoadProgress | None) -> _Cycle:
-    """The pristine database (made durable on the layer), its baseline, the terminals, and the crash at ``crash_at``
-    seconds after their release."""
+    """The pristine database (made durable on the layer; built first with ``bench.rebuild`` or without one), its
+    baseline, the terminals (seeded by ``bench.seed``), and the crash at ``crash_at`` seconds after their release."""
     prepared = prepare_database(engine, build, bench.seed, progress, bench.rebuild, restore=True)
     if layer is not None and layer.mount is not None:
         layer.mount.sync()  # the restored database is on the disk: only what the terminals write may be lost
     server_side = bench.transactions == "server" or (
         bench.transactions == "auto" and engine.capabilities.server_side_procedures)
-    run_settings = build.workload.run_settings(build.settings, terminal_seed, prepared.info, server_side)
+    run_settings = build.workload.run_settings(build.settings, bench.seed, prepared.info, server_side)
     session = engine.connect()
     try:
         baseline = build.workload.durability_baseline(session)
