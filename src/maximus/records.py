@@ -143,8 +143,9 @@ ENGINE_CLAUSE = "engine"  # the clause an engine's check names: not a workload's
 
 @dataclass(frozen=True)
 class Headline:
-    """The workload's figure of merit: completed ``transaction``s per minute of the measured window,
-    truncated to an integer (TPC-C's tpmC, 5.4), and the same counting committed ones only."""
+    """The workload's figure of merit: completed ``transaction``s per ``per_seconds`` of the measured window,
+    truncated to an integer (TPC-C's tpmC per minute, 5.4; pgbench's tps per second), and the same counting
+    committed ones only."""
 
     key: str  # as exports name it: "tpmc"
     name: str  # as tables show it: "tpmC"
@@ -154,6 +155,16 @@ class Headline:
     committed_name: str  # "NOPM"
     committed_meaning: str  # "committed New-Orders per minute"
     per_second_name: str  # the headline transaction's completions as a timeline counts them: "New-Orders"
+    per_seconds: float = 60.0  # the period the rate is given over: 60 (per minute, tpmC) or 1 (per second, tps)
+
+    def rate(self, completions: float, seconds: float) -> float:
+        """``completions`` in ``seconds`` as this figure counts them (per minute, or per second)."""
+        return completions * self.per_seconds / seconds
+
+    @property
+    def period(self) -> str:
+        """How a rate's unit names the period: "min" or "s"."""
+        return "min" if self.per_seconds == 60.0 else "s" if self.per_seconds == 1.0 else f"{self.per_seconds:g} s"
 
 
 @dataclass(frozen=True)

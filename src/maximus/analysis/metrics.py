@@ -30,7 +30,8 @@ class RunFigures:
     """A run's figures over its measured window. The headline is the workload's figure of merit
     (``Workload.headline``: TPC-C's tpmC, completed New-Orders per minute, rollbacks included, 5.4.1)."""
 
-    headline: int  # completed headline transactions per minute, truncated to an integer (TPC-C's tpmC)
+    headline: int  # completed headline transactions per minute, or per second (``Headline.per_seconds``), truncated
+    # to an integer (TPC-C's tpmC, pgbench's tps)
     committed: float  # the same, committed ones only (TPC-C's NOPM: rollbacks excluded)
     tpm: float  # every completed business transaction per minute (deferred completions not counted twice)
     outcomes: Mapping[str, int]  # committed, rolled_back, retried, failed: in the window
@@ -66,18 +67,20 @@ def per_second(samples: Sequence[TxnSample], headline: str, deferred_prefix: str
 
 
 def run_figures(samples: Sequence[TxnSample], window: Window, transaction_order: Sequence[str],
-                headline: str) -> RunFigures:
-    """``headline``: the transaction whose completions per minute are the run's figure of merit."""
+                headline: str, per_seconds: float = 60.0) -> RunFigures:
+    """``headline``: the transaction whose completions per ``per_seconds`` (``Headline.per_seconds``: a minute, or
+    a second) are the run's figure of merit."""
     measured = in_window(samples, window)
     completed = [s for s in measured if s.outcome in COMPLETED]
     minutes = window.minutes or math.nan
+    periods = window.minutes * 60.0 / per_seconds or math.nan
     headline_done = [s for s in completed if s.transaction == headline]
     interactive = [s for s in completed if not s.transaction.startswith("deferred_")]
     counts = Counter(s.transaction for s in completed)
     counts[f"{headline}.rolled_back"] = sum(1 for s in headline_done if s.outcome is Outcome.ROLLED_BACK)
     return RunFigures(
-        headline=int(len(headline_done) / minutes) if window.minutes else 0,
-        committed=sum(1 for s in headline_done if s.outcome is Outcome.COMMITTED) / minutes,
+        headline=int(len(headline_done) / periods) if window.minutes else 0,
+        committed=sum(1 for s in headline_done if s.outcome is Outcome.COMMITTED) / periods,
         tpm=len(interactive) / minutes,
         outcomes=outcome_counts(measured),
         transactions=tuple(_figures(name, completed) for name in transaction_order),

@@ -44,7 +44,8 @@ def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     record = store.run(run_id)
     reading = reading_of(record)
     samples = store.samples(run_id)
-    figures = run_figures(samples, record.window, reading.reported_transactions, reading.headline.transaction)
+    figures = run_figures(samples, record.window, reading.reported_transactions, reading.headline.transaction,
+                          reading.headline.per_seconds)
     deferred = tuple(store.deferred_results(run_id))
     counters = Counters(figures.counts, store.facts(run_id), deferred, record.window)
     return RunReport(record, reading.presentation, figures, tuple(band_results(reading.validity, counters)),
@@ -67,9 +68,9 @@ def listed_runs(store: ResultsStore) -> list[tuple[RunRecord, Presentation, int]
     done = store.completions_in_window()
     listed = []
     for record in store.runs():
-        minutes = record.window.minutes
-        headline = int(done.get(record.id, 0) / minutes) if minutes else 0
-        listed.append((record, reading_of(record).presentation, headline))
+        seconds, presentation = record.window.minutes * 60.0, reading_of(record).presentation
+        headline = int(presentation.headline.rate(done.get(record.id, 0), seconds)) if seconds else 0
+        listed.append((record, presentation, headline))
     return listed
 
 

@@ -60,7 +60,8 @@ def _run_values(store: ResultsStore, run_id: int) -> tuple[str, Headline, list[f
     report = analyse_run(store, run_id)
     window = report.record.window
     series = window_series(report.figures.per_second, window.start, window.end)
-    return (f"run {run_id}", report.presentation.headline, [v * 60 for v in batch_means(series)],
+    headline = report.presentation.headline
+    return (f"run {run_id}", headline, [headline.rate(v, 1.0) for v in batch_means(series)],
             "batch means within one run")
 
 

@@ -190,21 +190,22 @@ def response_histograms(figures: RunFigures, title: str, presentation: Presentat
 
 def throughput_over_time(runs: Sequence[tuple[str, RunFigures, tuple[float, ...] | None]], title: str,
                          headline: Headline) -> LineChart:
-    """Headline transactions per minute (TPC-C: New-Orders) in each second of each run (5.6.3), warm-up
-    included, measured window shaded.
+    """Headline transactions per minute or per second (TPC-C: New-Orders per minute) in each second of each run
+    (5.6.3), warm-up included, measured window shaded.
 
     ``runs`` holds (label, figures, checkpoint times or None when the engine reports none).
     """
     lines, markers = [], []
     for label, figures, checkpoints in runs:
         seconds = tuple(float(s) for s, _, _ in figures.per_second)
-        lines.append(Line(label, seconds, tuple(60.0 * n for _, n, _ in figures.per_second)))
+        lines.append(Line(label, seconds, tuple(headline.rate(n, 1.0) for _, n, _ in figures.per_second)))
         markers += [Marker(t, label) for t in checkpoints or ()]
     spans = _window_spans([f.window for _, f, _ in runs])
     reported = any(c is not None for _, _, c in runs)
     note = ("▲ on the time axis: a checkpoint observed in the sampling interval ending there, in its run's colour"
             if reported else "checkpoints: not reported by this engine's samplers in this configuration")
-    return LineChart(title, "elapsed seconds", f"{headline.per_second_name} per minute", tuple(lines), tuple(markers),
+    period = "minute" if headline.period == "min" else "second"
+    return LineChart(title, "elapsed seconds", f"{headline.per_second_name} per {period}", tuple(lines), tuple(markers),
                      spans,
                      note=note if lines else "no transaction completed")
 

@@ -96,11 +96,12 @@ def render_timeline(console: Console, figures: RunFigures, headline: Headline, b
     if not figures.per_second:
         return
     seconds = [s for s, _, _ in figures.per_second]
-    per_bucket = [sum(n for s, n, _ in figures.per_second if b <= s < b + bucket_s) * 60 / bucket_s
+    per_bucket = [headline.rate(sum(n for s, n, _ in figures.per_second if b <= s < b + bucket_s), bucket_s)
                   for b in range(0, max(seconds) + 1, bucket_s)]
     warmup, end = int(figures.window.start), int(figures.window.end)
     measured = per_bucket[warmup:end]
-    console.print(f"{headline.per_second_name}/min per second, warm-up [dim]{sparkline(per_bucket[:warmup])}[/] "
+    console.print(f"{headline.per_second_name}/{headline.period} per second, "
+                  f"warm-up [dim]{sparkline(per_bucket[:warmup])}[/] "
                   f"measured {sparkline(measured)}  (min {min(measured or [0]):,.0f}, "
                   f"max {max(measured or [0]):,.0f})")
 
