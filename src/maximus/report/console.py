@@ -107,6 +107,9 @@ def render_timeline(console: Console, figures: RunFigures, headline: Headline, b
 
 
 def render_bands(console: Console, title: str, bands: Sequence[BandResult]) -> None:
+    """The bands as a table; none when the workload declares no such bands."""
+    if not bands:
+        return
     table = Table(title=title, title_justify="left")
     for column in ("Figure", "Value", "Band", "Sample", "Status"):
         table.add_column(column)

@@ -320,12 +320,15 @@ def _run_charts(largest: RunData | None, runs: Sequence[RunData], key: str) -> l
 def _conformance(rows: Sequence[tables.Conformance], shown: Presentation) -> str:
     if not rows:
         return _section("Spec conformance", ["<p class=note>no runs</p>"], "conformance")
-    return _section("Spec conformance", [
-        f"<p>{_label(shown)} {escape(shown.conformance)}</p>",
-        "<h3>Input validity (5.5.1.5)</h3>", _bands(rows, lambda r: r.validity, "validity"),
-        "<h3>Mix (5.2.3: share of all transactions, %)</h3>", _bands(rows, lambda r: r.mix, "mix"),
-        "<h3>90th-percentile response-time limits (5.2.5.3)</h3>", _limits(rows),
-        "<h3>Consistency (3.3.2)</h3>", _consistency(rows)], "conformance")
+    declared = rows[0]  # a table of what the workload declares none of (bands, limits) is left out
+    parts = [f"<p>{_label(shown)} {escape(shown.conformance)}</p>"]
+    if declared.validity:
+        parts += ["<h3>Input validity (5.5.1.5)</h3>", _bands(rows, lambda r: r.validity, "validity")]
+    if declared.mix:
+        parts += ["<h3>Mix (5.2.3: share of all transactions, %)</h3>", _bands(rows, lambda r: r.mix, "mix")]
+    if declared.response_limits:
+        parts += ["<h3>90th-percentile response-time limits (5.2.5.3)</h3>", _limits(rows)]
+    return _section("Spec conformance", [*parts, "<h3>Consistency (3.3.2)</h3>", _consistency(rows)], "conformance")
 
 
 def _band_cell(band: BandResult) -> str:
