@@ -29,7 +29,7 @@ from maximus.driver.crashload import CrashLoad, CrashLoadSpec
 from maximus.engines import Engine, engine_class
 from maximus.errors import EngineError, UserError, describe
 from maximus.records import (CheckResult, CrashMode, CrashTest, DurabilityFindings, Verdict, verdict_of)
-from maximus.runs import BenchmarkOptions
+from maximus.runs import BenchmarkOptions, server_side_run
 from maximus.store import ResultsStore
 from maximus.system.kinds import PowerCutLayer
 
@@ -175,8 +175,7 @@ def _crash_under_load(engine: Engine, build: Build, bench: BenchmarkOptions, cra
     prepared = prepare_database(engine, build, bench.seed, progress, bench.rebuild, restore=True)
     if layer is not None and layer.mount is not None:
         layer.mount.sync()  # the restored database is on the disk: only what the terminals write may be lost
-    server_side = bench.transactions == "server" or (
-        bench.transactions == "auto" and engine.capabilities.server_side_procedures)
+    server_side = server_side_run(bench, engine, build.workload)
     run_settings = build.workload.run_settings(build.settings, bench.seed, prepared.info, server_side)
     session = engine.connect()
     try:

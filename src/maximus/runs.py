@@ -23,6 +23,7 @@ from maximus.samplers.os_linux import OsSampler
 from maximus.store import ResultsStore, default_results_path
 from maximus.store.failures import ResultsUnavailable
 from maximus.workloads import workload as workload_named
+from maximus.workloads.base import Workload
 
 
 @dataclass(frozen=True)
@@ -129,10 +130,20 @@ def _engine_on(options: BenchmarkOptions, workdir: Path) -> Iterator[Engine]:
 
 
 def _check(engine: Engine, options: BenchmarkOptions) -> None:
-    """What the engine must offer for this run, before anything is made or started."""
+    """What the engine and the workload must offer for this run, before anything is made or started."""
     engine.validate_run(options.terminals)
     if options.transactions == "server" and not engine.capabilities.server_side_procedures:
         raise UserError(f"{engine.name} has no stored procedures: use --transactions client")
+    workload = options.build.workload
+    if options.transactions == "server" and not workload.server_side:
+        raise UserError(f"the {workload.name} workload has no server-side transactions: use --transactions client")
+
+
+def server_side_run(options: BenchmarkOptions, engine: Engine, workload: Workload) -> bool:
+    """Whether the run's transactions are stored-procedure calls: asked for, or by default where both the engine
+    and the workload have them."""
+    return options.transactions == "server" or (
+        options.transactions == "auto" and engine.capabilities.server_side_procedures and workload.server_side)
 
 
 def _run_changed(options: BenchmarkOptions, machine: system.Machine[Engine], observer: Observer | None,
@@ -182,8 +193,7 @@ def _stop_after(engine: Engine, run_id: int | None) -> None:
 def _begin(store: ResultsStore, engine: Engine, build: Build, options: BenchmarkOptions,
            prepared: PreparedDatabase, changes: system.Done) -> _Begun:
     """The run's row, stored as it starts."""
-    server_side = options.transactions == "server" or (
-        options.transactions == "auto" and engine.capabilities.server_side_procedures)
+    server_side = server_side_run(options, engine, build.workload)
     run_settings = build.workload.run_settings(build.settings, options.seed, prepared.info, server_side)
     session = engine.connect()
     try:

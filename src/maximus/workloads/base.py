@@ -107,6 +107,8 @@ class Workload(ABC):
     reported_transactions: ClassVar[tuple[str, ...]]  # in the order tables show them, deferred ones included
     setting_names: ClassVar[tuple[str, ...]]  # the keys ``settings`` takes
     options: ClassVar[tuple[CommandLineSetting, ...]] = ()  # settings the command line offers
+    # Its transactions can also run as stored-procedure calls, on engines that have them (``--transactions server``)
+    server_side: ClassVar[bool] = False
 
     @abstractmethod
     def settings(self, given: Mapping[str, Any]) -> Settings:

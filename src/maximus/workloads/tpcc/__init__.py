@@ -28,6 +28,7 @@ class Tpcc(Workload):
     reported_transactions = TRANSACTIONS[:3] + (TRANSACTIONS[3], DEFERRED_DELIVERY, TRANSACTIONS[4])
     setting_names = KEYS
     options = OPTIONS
+    server_side = True  # sql/<dialect>.sql
 
     def settings(self, given: Mapping[str, Any]) -> TpccSettings:
         return parse_settings(given)
