@@ -25,7 +25,7 @@ from maximus.workloads.base import SettingError, Workload
 
 # the registered ones, and the minimal one as a registry line would add it
 CANDIDATES = {**WORKLOADS, KvWorkload.name: KvWorkload}
-SMALLEST = {"tpcc": {"warehouses": 1}, "kv": {"rows": 200}}
+SMALLEST = {"tpcc": {"warehouses": 1}, "tpcb": {"scale": 1, "accounts_per_branch": 1000}, "kv": {"rows": 200}}
 # `maximus` with the minimal workload registered as a registry line would, before the command line is built
 KV_MAXIMUS = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from kv_workload import KvWorkload; "
               "from maximus.workloads import WORKLOADS; WORKLOADS['kv'] = KvWorkload; "
@@ -217,5 +217,5 @@ def test_an_experiment_file_names_the_workload_and_its_own_settings(kv_registere
 
 
 def test_an_unknown_workload_is_one_line() -> None:
-    with pytest.raises(UserError, match=r"unknown workload 'nope' \(available: tpcc\)"):
+    with pytest.raises(UserError, match=r"unknown workload 'nope' \(available: tpcc, tpcb\)"):
         workload("nope")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from maximus.errors import UserError
 from maximus.workloads.base import Workload
+from maximus.workloads.tpcb import Tpcb
 from maximus.workloads.tpcc import Tpcc
 
-WORKLOADS: dict[str, type[Workload]] = {Tpcc.name: Tpcc}
+WORKLOADS: dict[str, type[Workload]] = {Tpcc.name: Tpcc, Tpcb.name: Tpcb}
 
 
 def workload(name: str) -> Workload:
