@@ -13,7 +13,8 @@ Contract (checked for every registered workload by ``tests/contracts/test_worklo
   ``database_info()`` can later tell a finished build of this version from anything else.
 - ``transactions()`` and ``emulator()`` are what the driver runs; ``check()`` gives the database's
   consistency conditions, each a ``CheckResult``.
-- ``headline`` names the figure of merit: completions of one transaction per minute of the measured window.
+- ``headline`` names the figure of merit: completions of one transaction per minute of the measured window, or per
+  second (``Headline.per_seconds``).
 """
 
 from __future__ import annotations
