@@ -39,7 +39,7 @@ class MemoryWatch:
         self.peak_kib = 0
         self.processes = 0
 
-    def started(self, warmup_s: float, duration_s: float) -> None:
+    def started(self, warmup_s: float, duration_s: float, headline: object) -> None:
         pass
 
     def tick(self, elapsed_s: float, headline_done: int, all_done: int) -> None:

@@ -32,7 +32,7 @@ from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire,
                                      transaction_runner, yield_to_the_server)
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
-from maximus.records import DeferredResult, Outcome, RunStatus, TxnSample, Window
+from maximus.records import DeferredResult, Headline, Outcome, RunStatus, TxnSample, Window
 from maximus.workers import ignore_interrupts, spawning
 from maximus.workloads.base import Workload
 
@@ -79,7 +79,7 @@ class DriveResult:
 class Observer(Protocol):
     """Live view of a run: called about twice a second from the parent."""
 
-    def started(self, warmup_s: float, duration_s: float) -> None: ...
+    def started(self, warmup_s: float, duration_s: float, headline: Headline) -> None: ...
 
     def tick(self, elapsed_s: float, headline_done: int, all_done: int) -> None: ...
 
@@ -346,7 +346,7 @@ class Run:
             self.monitor.start(self.channels.origin.value, [p.pid for p in processes])
         self.channels.go.set()
         if self.observer:
-            self.observer.started(self.spec.warmup_s, self.spec.duration_s)
+            self.observer.started(self.spec.warmup_s, self.spec.duration_s, self.spec.workload.headline)
 
     def _collect_until_done(self, processes: list) -> None:
         origin = self.channels.origin.value

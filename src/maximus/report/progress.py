@@ -1,4 +1,5 @@
-"""Live feedback: progress bars while loading, a countdown and a live New-Orders/min while running."""
+"""Live feedback: progress bars while loading, a countdown and the live rate of the workload's headline transaction
+(TPC-C: New-Orders/min) while running."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Mapping
 from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from maximus.records import Headline
 
 _RATE_WINDOW_S = 5.0
 
@@ -37,16 +40,19 @@ class LoadBars:
 
 
 class RunCountdown:
-    """The driver's ``Observer``: phase, time left and the live New-Order rate over the last 5 s."""
+    """The driver's ``Observer``: phase, time left and the live rate of the headline's transaction over the last 5 s,
+    in the headline's period (New-Orders/min for TPC-C)."""
 
     def __init__(self, console: Console) -> None:
         self._console = console
         self._live = Live(console=console, refresh_per_second=4, transient=True)
         self._history: deque[tuple[float, int]] = deque()
         self._warmup = self._duration = 0.0
+        self._per_seconds, self._unit = 60.0, "New-Orders/min"
 
-    def started(self, warmup_s: float, duration_s: float) -> None:
+    def started(self, warmup_s: float, duration_s: float, headline: Headline) -> None:
         self._warmup, self._duration = warmup_s, duration_s
+        self._per_seconds, self._unit = headline.per_seconds, f"{headline.per_second_name}/{headline.period}"
         self._live.start()
 
     def tick(self, elapsed_s: float, headline_done: int, all_done: int) -> None:
@@ -58,12 +64,12 @@ class RunCountdown:
 
     def _line(self, elapsed: float, headline_done: int, all_done: int) -> str:
         (t0, n0), (t1, n1) = self._history[0], self._history[-1]
-        rate = (n1 - n0) / (t1 - t0) * 60 if t1 > t0 else 0.0
+        rate = (n1 - n0) / (t1 - t0) * self._per_seconds if t1 > t0 else 0.0
         if elapsed < self._warmup:
             phase = f"[yellow]warm-up[/] {self._warmup - elapsed:4.0f} s left"
         else:
             phase = f"[green]measuring[/] {max(self._warmup + self._duration - elapsed, 0):4.0f} s left"
-        return f"{phase} │ [bold]{rate:,.0f}[/] New-Orders/min (last 5 s) │ {all_done:,} transactions"
+        return f"{phase} │ [bold]{rate:,.0f}[/] {self._unit} (last 5 s) │ {all_done:,} transactions"
 
     def stop(self) -> None:
         self._live.stop()
