@@ -31,7 +31,7 @@ def render_header(console: Console, record: RunRecord, shown: Presentation) -> N
                   f" after {spec.warmup_s:g} s warm-up · seed {spec.seed} · [bold]{record.status.value}[/]")
     _render_knobs(console, record)
     if "isolation" in spec.options:
-        console.print(f"Isolation (3.4.0.1): {escape(spec.options['isolation'])}")
+        console.print(f"Isolation: {escape(spec.options['isolation'])}")
     how = "built for this run" if record.loaded_in_run else "pristine copy restored; built earlier"
     if record.load_seconds is not None:
         console.print(f"Load time: [bold]{record.load_seconds:,.1f} s[/] for {shown.scale} ({how})")
@@ -121,7 +121,7 @@ def render_bands(console: Console, title: str, bands: Sequence[BandResult]) -> N
 
 
 def render_consistency(console: Console, results: Iterable[CheckResult]) -> None:
-    table = Table(title="Consistency (3.3.2)", title_justify="left")
+    table = Table(title="Consistency (each condition with its clause)", title_justify="left")
     for column in ("Clause", "Condition", "Result", "Detail"):
         table.add_column(column)
     for r in results:
