@@ -411,3 +411,46 @@ def verdict_of(findings: DurabilityFindings, checks: Sequence[CheckResult], reco
     if not recovered or any(check.passed is False for check in (*findings.checks, *checks)):
         return Verdict.INCONSISTENT
     return Verdict.LOST if findings.lost else Verdict.DURABLE
+
+
+# The device's own limit beside a storage-bound run (issue #43)
+
+@dataclass(frozen=True)
+class StorageAccess:
+    """How an engine reads its data from the file system, as fio can repeat it (``Engine.storage_access``)."""
+
+    page_bytes: int  # what one page read asks for: PostgreSQL 8 KiB, InnoDB 16 KiB, SQLite its page_size
+    direct: bool  # O_DIRECT (InnoDB's usual flush method), else buffered through the page cache
+    mapped: bool = False  # through mmap (SQLite with mmap_size > 0): fio's mmap engine repeats it
+
+
+@dataclass(frozen=True)
+class DeviceJob:
+    """The fio job that matches a storage-bound run (``Workload.device_job``): the same access, by as many jobs as
+    the run has clients, over a file as large as the data the run reads, on the same file system."""
+
+    pattern: str  # fio's rw: "randread" (single-row reads), "read" (a sequential scan)
+    block_bytes: int
+    jobs: int  # one synchronous job per client (psync, iodepth 1): N clients are N jobs, not queue depth N
+    file_bytes: int
+    direct: bool
+    mapped: bool = False
+    runtime_s: float = 10.0
+    # How the run's headline compares with it: "operations" (completions/s against fio's IOPS: one page read each) or
+    # "bytes" (completions/s x ``bytes_per_completion`` against fio's bandwidth: a scan reads the whole table)
+    compared_as: str = "operations"
+    bytes_per_completion: int = 0
+
+
+@dataclass(frozen=True)
+class DeviceLimit:
+    """What fio measured of the device under a run's data, stored with the run: the job, where it ran, fio's own
+    JSON as it reported it (every figure read from it), and its main figures."""
+
+    job: DeviceJob
+    directory: str
+    iops: float
+    bytes_per_s: float
+    latency_p50_us: float
+    latency_p99_us: float
+    output: Mapping[str, Any] = field(default_factory=dict)

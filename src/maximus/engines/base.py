@@ -30,7 +30,7 @@ from maximus.engines.pump import Pump, PythonPump
 from maximus.engines.session import AsyncSession, Session
 from maximus.errors import UserError
 from maximus.knobs import KnobCatalogue
-from maximus.records import CheckResult, Outcome
+from maximus.records import CheckResult, Outcome, StorageAccess
 
 if TYPE_CHECKING:
     from maximus.samplers.base import Sampler
@@ -243,6 +243,10 @@ class Engine(ABC):
 
     def stop(self) -> None:
         """Stop the server (no-op for embedded engines); safe to call twice."""
+
+    def storage_access(self) -> StorageAccess:
+        """How this engine, with its settings, reads its data pages (fio's matching job is made from it)."""
+        return StorageAccess(page_bytes=4096, direct=False)
 
     def crash(self) -> None:
         """SIGKILL every process of the server at once, as a crash ends them (a crash test): none may write another

@@ -13,7 +13,7 @@ from maximus.engines.base import Capabilities, Dialect, Engine, Session
 from maximus.errors import UserError
 from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue, Size
 from maximus.knobs.registry import parse_size
-from maximus.records import ENGINE_CHECK, ENGINE_CLAUSE, CheckResult, Outcome
+from maximus.records import ENGINE_CHECK, ENGINE_CLAUSE, CheckResult, Outcome, StorageAccess
 from maximus.samplers.base import Sampler
 from maximus.samplers.sqlite import SQLiteSampler
 
@@ -135,6 +135,13 @@ class SQLiteEngine(Engine):
     @property
     def path(self) -> Path:
         return self.workdir / f"{self.database}.sqlite"
+
+    def storage_access(self) -> StorageAccess:
+        """A page read is a ``pread`` of ``page_size`` bytes, through the page cache; with ``mmap_size`` above 0 the
+        file is read through a map instead."""
+        settings = self.effective_settings
+        return StorageAccess(int(settings.get("page_size", "4096")), direct=False,
+                             mapped=int(settings.get("mmap_size", "0")) > 0)
 
     def loss_window(self, mode: str) -> str:
         """SQLite's documentation (PRAGMA synchronous, journal_mode; "How To Corrupt"): a process crash loses nothing

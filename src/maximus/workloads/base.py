@@ -28,7 +28,7 @@ from maximus import limits
 from maximus.errors import UserError
 from maximus.records import Band, Headline, Presentation, WorkloadReading
 from maximus.records import BandResult as BandResult  # where workloads have always found it
-from maximus.records import CheckResult, DurabilityFindings, Outcome
+from maximus.records import CheckResult, DeviceJob, DurabilityFindings, Outcome, StorageAccess
 
 Progress = Callable[[str, int], None]  # (table, rows just written)
 
@@ -209,3 +209,10 @@ class Workload(ABC):
         missing, and whether what the log says rolled back is absent, against ``baseline``; ``terminals``: how many
         transactions may have been in flight, committed but never acknowledged."""
         raise NotImplementedError(f"the {self.name} workload has no crash test")
+
+    # Storage-bound workloads (issue #43): the device's own limit, measured by fio beside each run.
+
+    def device_job(self, settings: Any, terminals: int, access: StorageAccess, data_bytes: int) -> DeviceJob | None:
+        """The fio job that does what a run of these settings asks of the device, given how the engine reads
+        (``access``) and how large its data is (``data_bytes``); None for a workload that is not storage-bound."""
+        return None

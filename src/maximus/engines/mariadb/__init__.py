@@ -29,7 +29,7 @@ from maximus.engines.mariadb.settings import DURABILITY, LOG_BIN, PAGE_SIZE, SYN
 from maximus.engines.pump import Pump
 from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
-from maximus.records import CheckResult, Outcome
+from maximus.records import CheckResult, Outcome, StorageAccess
 
 _RETRYABLE = {1213, 1205, 1020}  # deadlock found, lock wait timeout exceeded, record changed since last read
 # (a write conflict under innodb_snapshot_isolation=ON): each rolled back, to be run again
@@ -86,6 +86,13 @@ class MariaDBEngine(ServerEngine):
         if settings.get(LOG_BIN) == "ON" and settings.get(SYNC_BINLOG, "0") != "1":
             warnings.append(f"{SYNC_BINLOG}={settings.get(SYNC_BINLOG, '0')} with {LOG_BIN}=ON weakens durability")
         return warnings
+
+    def storage_access(self) -> StorageAccess:
+        """InnoDB reads a page of ``innodb_page_size`` (16 KiB by default), directly (O_DIRECT) under the flush methods
+        that open the data files so, which is MariaDB's default."""
+        settings = self.effective_settings
+        direct = settings.get("innodb_flush_method", "O_DIRECT").upper() in ("O_DIRECT", "O_DIRECT_NO_FSYNC")
+        return StorageAccess(int(settings.get("innodb_page_size", "16384")), direct=direct)
 
     def loss_window(self, mode: str) -> str:
         """MariaDB's documentation (innodb_flush_log_at_trx_commit, innodb_doublewrite): 2 writes the log at commit and

@@ -36,7 +36,7 @@ from maximus.engines.postgres.settings import BIN_DIR, find_bin_dir, plain_versi
 from maximus.engines.pump import Pump
 from maximus.engines.server import ServerEngine, allow_changes_option, dsn_option
 from maximus.errors import EngineError
-from maximus.records import CheckResult, Outcome
+from maximus.records import CheckResult, Outcome, StorageAccess
 from maximus.samplers.base import Sampler
 from maximus.samplers.postgres import IO_TIMING, WAL_IO_TIMING, PostgresSampler
 
@@ -90,6 +90,10 @@ class PostgresEngine(ServerEngine):
         if self._server_settings is not None:
             return {**self._server_settings, **self.server.chosen_settings(), **self.settings}
         return {**super().effective_settings, **self.server.monitoring_settings()}
+
+    def storage_access(self) -> StorageAccess:
+        """A backend reads a page of ``block_size`` (8 KiB unless built otherwise) with a buffered ``pread``."""
+        return StorageAccess(int(self.effective_settings.get("block_size", "8192")), direct=False)
 
     def loss_window(self, mode: str) -> str:
         """PostgreSQL's documentation (Asynchronous Commit; WAL Configuration): ``synchronous_commit=off`` loses up
