@@ -89,6 +89,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             experiment_id INTEGER REFERENCES experiments(id), plan_key TEXT)""",
         "CREATE INDEX crash_tests_by_experiment ON crash_tests (experiment_id, plan_key)",
     ),
+    (  # version 9: the device's own limit beside a storage-bound run (records.DeviceLimit): fio's job and its JSON
+        """CREATE TABLE device_limits (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id), job TEXT NOT NULL, directory TEXT NOT NULL,
+            iops REAL NOT NULL, bytes_per_s REAL NOT NULL, latency_p50_us REAL NOT NULL, latency_p99_us REAL NOT NULL,
+            output TEXT NOT NULL)""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

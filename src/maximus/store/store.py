@@ -22,9 +22,9 @@ from maximus.errors import UserError
 from maximus.environment import boot_id
 from maximus.locks import unusable_directory
 from maximus.pids import start_time
-from maximus.records import (CheckResult, CrashMode, CrashTest, CrashTestRecord, DeferredResult, DurabilityFindings,
-                             ExperimentRecord, Outcome, RunEnd, RunRecord, RunSpec, RunStart, RunStatus, TxnSample,
-                             Verdict, Window, WorkloadReading)
+from maximus.records import (CheckResult, CrashMode, CrashTest, CrashTestRecord, DeferredResult, DeviceJob, DeviceLimit,
+                             DurabilityFindings, ExperimentRecord, Outcome, RunEnd, RunRecord, RunSpec, RunStart,
+                             RunStatus, TxnSample, Verdict, Window, WorkloadReading)
 from maximus.records import MetricSample
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
 from maximus.store.schema import SCHEMA_VERSION, migrate
@@ -418,6 +418,27 @@ class ResultsStore:
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         rows = self._db.execute(f"{_SELECT_CRASH_TEST}{where} ORDER BY id", parameters)
         return [_crash_test(row) for row in rows]
+
+
+    @guarded
+    def add_device_limit(self, run_id: int, limit: DeviceLimit) -> None:
+        """What fio measured beside run ``run_id``, its JSON whole."""
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO device_limits (run_id, job, directory, iops, bytes_per_s, latency_p50_us,"
+                " latency_p99_us, output) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, json.dumps(dataclasses.asdict(limit.job)), limit.directory, limit.iops, limit.bytes_per_s,
+                 limit.latency_p50_us, limit.latency_p99_us, json.dumps(dict(limit.output))))
+
+    @guarded
+    def device_limit(self, run_id: int) -> DeviceLimit | None:
+        """The device's limit stored with run ``run_id``, or None (not a storage-bound run)."""
+        row = self._db.execute("SELECT job, directory, iops, bytes_per_s, latency_p50_us, latency_p99_us, output"
+                               " FROM device_limits WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        job, directory, iops, bytes_per_s, p50, p99, output = row
+        return DeviceLimit(DeviceJob(**json.loads(job)), directory, iops, bytes_per_s, p50, p99, json.loads(output))
 
 
 _SELECT_CRASH_TEST = ("SELECT id, at, engine, knobs, workload, settings, terminals, mode, seed, verdict, acknowledged,"
