@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from maximus import environment, limits, system
+from maximus import device, environment, limits, system
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
                               make_engine, prepare_database, quietly, raise_fault)
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.errors import EngineError, UserError, describe
 from maximus.records import (EMBEDDED, MAX_FAILED_PERCENT, CheckResult, Outcome, RunEnd, RunSpec, RunStart,
-                             RunStatus, TxnSample, Window)
+                             RunStatus, StorageAccess, TxnSample, Window)
 from maximus.samplers.base import Sampler
 from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler
@@ -49,6 +49,7 @@ class BenchmarkOptions:
     plan_key: str | None = None
     max_failed_percent: float = MAX_FAILED_PERCENT  # a run with more failed transactions in its window is failed
     system_changes: bool = False  # the user allows operating-system knobs to be changed (as root), and put back
+    device_limit: bool = True  # a storage-bound workload's run is measured beside fio's matching job (maximus.device)
 
     @property
     def engine_knobs(self) -> dict[str, str]:
@@ -79,6 +80,11 @@ class BenchmarkOptions:
         if not 0 <= self.max_failed_percent <= 100:  # a NaN is refused too
             raise UserError(f"--max-failed must be a percentage between 0 and 100, got {self.max_failed_percent:g}")
         system.require(list(self.os_knobs), self.system_changes)
+        if self.device_limit and self.build.workload.device_job(self.build.settings, self.terminals,
+                                                                StorageAccess(4096, False), 1 << 20):
+            missing = device.fio_missing()
+            if missing:
+                raise UserError(f"{missing} (or --no-device-limit: the run without the device's limit beside it)")
 
     def estimate(self) -> limits.Estimate:
         """How long the run takes, a build of its database included (which a pristine copy spares)."""
@@ -174,10 +180,26 @@ def _run(store: ResultsStore, machine: system.Machine[Engine], build: Build, opt
     with machine.working():
         prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore)
         begun = _begin(store, engine, build, options, prepared, machine.done())
+        if options.device_limit:
+            _measure_device(store, begun.run_id, engine, build, options.terminals)
         watch = engine.watch()
         result = _drive_and_store(store, begun, engine, build, options, observer, watch)
         consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
     return RunOutcome(begun.run_id, result.status, result, consistency)
+
+
+def _measure_device(store: ResultsStore, run_id: int, engine: Engine, build: Build, terminals: int) -> None:
+    """fio's job matching the run, on its data's file system, before the terminals start; kept with the run. None for
+    a workload that is not storage-bound."""
+    session = engine.connect()
+    try:
+        data_bytes = engine.database_bytes(session)
+    finally:
+        session.close()
+    job = build.workload.device_job(build.settings, terminals, engine.storage_access(), data_bytes)
+    if job is not None:
+        data = engine.data_path()
+        store.add_device_limit(run_id, device.measure(job, data if data.is_dir() else data.parent))
 
 
 def _stop_after(engine: Engine, run_id: int | None) -> None:

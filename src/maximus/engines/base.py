@@ -244,6 +244,10 @@ class Engine(ABC):
     def stop(self) -> None:
         """Stop the server (no-op for embedded engines); safe to call twice."""
 
+    def database_bytes(self, session: Session) -> int:
+        """How large the database is on disk, its indexes included: what fio's matching job reads over."""
+        raise NotImplementedError(f"{self.name} does not say how large its database is")
+
     def storage_access(self) -> StorageAccess:
         """How this engine, with its settings, reads its data pages (fio's matching job is made from it)."""
         return StorageAccess(page_bytes=4096, direct=False)

@@ -136,6 +136,9 @@ class SQLiteEngine(Engine):
     def path(self) -> Path:
         return self.workdir / f"{self.database}.sqlite"
 
+    def database_bytes(self, session: Session) -> int:
+        return self.path.stat().st_size
+
     def storage_access(self) -> StorageAccess:
         """A page read is a ``pread`` of ``page_size`` bytes, through the page cache; with ``mmap_size`` above 0 the
         file is read through a map instead."""

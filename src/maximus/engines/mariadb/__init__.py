@@ -87,6 +87,11 @@ class MariaDBEngine(ServerEngine):
             warnings.append(f"{SYNC_BINLOG}={settings.get(SYNC_BINLOG, '0')} with {LOG_BIN}=ON weakens durability")
         return warnings
 
+    def database_bytes(self, session: Session) -> int:
+        row = session.fetchone("SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables "
+                               "WHERE table_schema = DATABASE()")
+        return int(row[0]) if row else 0
+
     def storage_access(self) -> StorageAccess:
         """InnoDB reads a page of ``innodb_page_size`` (16 KiB by default), directly (O_DIRECT) under the flush methods
         that open the data files so, which is MariaDB's default."""

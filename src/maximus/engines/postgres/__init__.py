@@ -91,6 +91,10 @@ class PostgresEngine(ServerEngine):
             return {**self._server_settings, **self.server.chosen_settings(), **self.settings}
         return {**super().effective_settings, **self.server.monitoring_settings()}
 
+    def database_bytes(self, session: Session) -> int:
+        row = session.fetchone("SELECT pg_database_size(current_database())")
+        return int(row[0]) if row else 0
+
     def storage_access(self) -> StorageAccess:
         """A backend reads a page of ``block_size`` (8 KiB unless built otherwise) with a buffered ``pread``."""
         return StorageAccess(int(self.effective_settings.get("block_size", "8192")), direct=False)
