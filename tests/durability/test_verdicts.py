@@ -70,6 +70,7 @@ def crash(base: Path, engine: str, mode: api.CrashMode, knobs: dict[str, str] | 
     tests = [record.test for record in api.crash_tests(results, ids=ids)]
     for test in tests:
         assert test.mode is mode and test.findings.acknowledged > 0, explain(test)
+        assert warmup_s <= test.crashed_at_s <= warmup_s + duration_s + 0.5, explain(test)  # the kill's moment
     return tests
 
 
