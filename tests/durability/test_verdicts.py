@@ -110,7 +110,8 @@ def assert_lost_or_inconsistent(tests: list[CrashTest]) -> None:
 # -- SQLite -------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("knobs", [{"journal_mode": "wal", "synchronous": "full"},
-                                   {"journal_mode": "delete", "synchronous": "extra"}], ids=["wal-full", "delete-extra"])
+                                   {"journal_mode": "delete", "synchronous": "extra"}],
+                         ids=["wal-full", "delete-extra"])
 @pytest.mark.parametrize("mode", [PROCESS, POWER], ids=["process", "power"])
 def test_sqlite_durable_configurations_keep_every_acknowledged_commit(base: Path, knobs: dict[str, str],
                                                                       mode: api.CrashMode) -> None:
