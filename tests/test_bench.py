@@ -74,6 +74,14 @@ SMOKES = {
         *(rf"synchronous={setting}: time on the mount / without it: median {N} over 2 rounds \(range {N}-{N}\)$"
           for setting in ("off", "full")),
         rf"  pass-through cost: {N} FUSE writes per commit, {N} µs added per write \({N} µs per commit\)$")),
+    "crash_verdicts.py": Smoke(lines=(
+        r"Crash verdicts at 1 warehouse, 4 terminals, in /var/tmp/maximus-bench-crash-",
+        rf"  sqlite journal_mode=wal synchronous=full\s+2 cuts: {N} of {N} acknowledged lost in {N} cuts, {N} "
+        rf"inconsistent; 95 % upper bound of the per-cut loss probability {N}%",
+        r"  sqlite journal_mode=wal synchronous=normal\s+power: ",
+        r"  sqlite journal_mode=wal synchronous=normal\s+SIGKILL: ",
+        rf"  sqlite journal_mode=wal synchronous=full\s+{N} s per power-cut cycle",
+        r"4\. The layer's cost on throughput: bench/powercut_overhead.py")),
     "monitoring_overhead.py": Smoke(takes_workdir=True, lines=(
         rf"pair 1: monitored\s+{N} TPM \({N} tpmC\) · unmonitored\s+{N} TPM \({N} tpmC\) · ratio {N} "
         r"\(monitored first\)$",

@@ -190,10 +190,10 @@ def _crash_under_load(engine: Engine, build: Build, bench: BenchmarkOptions, cra
         try:
             load.start()
             _wait_for_the_moment(load, crash_at, observer)
+            crashed_at = time.monotonic() - (load.released_at or time.monotonic())  # the kill, not its end
             notes = _crash(engine, load, layer, cut_seed)
         finally:
             load.kill()
-        crashed_at = time.monotonic() - (load.released_at or time.monotonic())
         return _Cycle(list(load.entries()), baseline, crashed_at, notes)
 
 
