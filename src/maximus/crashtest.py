@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 from maximus import environment, limits, system
-from maximus.database import (Build, LoadProgress, check_running, integrity_of, locked, make_engine,
-                              prepare_database, quietly)
+from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, integrity_of, locked,
+                              make_engine, prepare_database, quietly)
 from maximus.driver.crashload import CrashLoad, CrashLoadSpec
 from maximus.engines import Engine, engine_class
 from maximus.errors import EngineError, UserError, describe
@@ -144,11 +144,10 @@ def _cycle(store: ResultsStore, machine: system.Machine[Engine], options: CrashT
     crash_at, cut_seed = cycle_draws(seed, bench.warmup_s, bench.duration_s)
     if observer:
         observer.cycle(number + 1, options.crashes, crash_at)
-    engine.start()
-    machine.server_started()
+    cycle = replace(bench, seed=seed, rebuild=bench.rebuild and number == 0)
+    prepared = _restored(machine, build, cycle, layer, progress)
     with machine.working():
-        crashed = _crash_under_load(engine, build, replace(bench, seed=seed, rebuild=bench.rebuild and number == 0),
-                                    crash_at, cut_seed, layer, observer, progress)
+        crashed = _crash_under_load(engine, build, cycle, prepared, crash_at, cut_seed, layer, observer)
     recovery_s, recovered_note = _recover(engine)
     findings, checks = _verify(engine, build, crashed, bench.terminals) if recovery_s is not None else \
         (DurabilityFindings(len(crashed.entries), 0, (), ()), [])
@@ -167,14 +166,29 @@ def _cycle(store: ResultsStore, machine: system.Machine[Engine], options: CrashT
     return test_id
 
 
-def _crash_under_load(engine: Engine, build: Build, bench: BenchmarkOptions, crash_at: float, cut_seed: int,
-                      layer: PowerCutLayer | None, observer: CrashObserver | None,
-                      progress: LoadProgress | None) -> _Cycle:
-    """The pristine database (made durable on the layer; built first with ``bench.rebuild`` or without one), its
-    baseline, the terminals (seeded by ``bench.seed``), and the crash at ``crash_at`` seconds after their release."""
-    prepared = prepare_database(engine, build, bench.seed, progress, bench.rebuild, restore=True)
+def _restored(machine: system.Machine[Engine], build: Build, bench: BenchmarkOptions, layer: PowerCutLayer | None,
+              progress: LoadProgress | None) -> PreparedDatabase:
+    """The pristine database restored (built first with ``bench.rebuild`` or without one), then made durable as no
+    crash can take back: the server stopped cleanly and started again, and the layer synced. A crash test measures
+    what the terminals' commits lose, not the restore's: MariaDB's restore (IMPORT TABLESPACE) writes pages its redo
+    log does not cover, and a SIGKILL soon after it took the whole run back, or left indexes corrupt."""
+    engine = machine.engine
+    engine.start()
+    with machine.working():
+        prepared = prepare_database(engine, build, bench.seed, progress, bench.rebuild, restore=True)
+    engine.stop()
+    engine.start()
+    machine.server_started()
     if layer is not None and layer.mount is not None:
-        layer.mount.sync()  # the restored database is on the disk: only what the terminals write may be lost
+        layer.mount.sync()
+    return prepared
+
+
+def _crash_under_load(engine: Engine, build: Build, bench: BenchmarkOptions, prepared: PreparedDatabase,
+                      crash_at: float, cut_seed: int, layer: PowerCutLayer | None,
+                      observer: CrashObserver | None) -> _Cycle:
+    """The restored database's baseline, the terminals (seeded by ``bench.seed``), and the crash at ``crash_at``
+    seconds after their release."""
     server_side = server_side_run(bench, engine, build.workload)
     run_settings = build.workload.run_settings(build.settings, bench.seed, prepared.info, server_side)
     session = engine.connect()

@@ -96,7 +96,18 @@ def kill_tree(pid: int, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while any(alive(member) for member in family) and time.monotonic() < deadline:
         time.sleep(0.01)
+    _reap_ours(family)
     await_reaped(pid, timeout_s)
+
+
+def _reap_ours(pids: Sequence[int]) -> None:
+    """Reap those of ``pids`` that are this process's children (a server started in place, MariaDB's): init reaps
+    the others, and a zombie of ours would wait for us for ever."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not ours, or already reaped
+            pass
 
 
 def descendants(pid: int) -> list[int]:
