@@ -55,11 +55,14 @@ class Configuration:
 
 DURABLE = (Configuration("sqlite", {"journal_mode": "wal", "synchronous": "full"}),
            Configuration("sqlite", {"journal_mode": "delete", "synchronous": "extra"}),
-           Configuration("postgres", {}))
+           Configuration("postgres", {}),
+           Configuration("mariadb", {"innodb_flush_log_at_trx_commit": "1"}))
 LOSSY = (Configuration("sqlite", {"journal_mode": "wal", "synchronous": "normal"}),
          Configuration("sqlite", {"synchronous": "off"}),
          Configuration("postgres", {"synchronous_commit": "off"}, needs_os_crash=False),
-         Configuration("postgres", {"fsync": "off"}))
+         Configuration("postgres", {"fsync": "off"}),
+         Configuration("mariadb", {"innodb_flush_log_at_trx_commit": "2"}),
+         Configuration("mariadb", {"innodb_flush_log_at_trx_commit": "0"}, needs_os_crash=False))
 
 
 @dataclass
@@ -126,15 +129,18 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20, help="SIGKILLs per lossy configuration needing an OS crash")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--engines", default="sqlite,postgres,mariadb", help="the engines whose configurations run")
     args = parser.parse_args()
     cuts, kills, to_loss = args.cuts, args.kills, MAX_CUTS_TO_LOSS
-    durable, lossy = DURABLE, LOSSY
+    chosen = set(args.engines.split(","))
+    durable = tuple(config for config in DURABLE if config.engine in chosen)
+    lossy = tuple(config for config in LOSSY if config.engine in chosen)
     if args.quick:
         cuts, kills = 20, 5
     if args.smoke:
         print(SMOKE_NOTICE)
         cuts, kills, to_loss = 2, 1, 2
-        durable, lossy = DURABLE[:1], LOSSY[:1]
+        durable, lossy = durable[:1], lossy[:1]
     base = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/var/tmp"))
     base.chmod(0o755)
     try:
