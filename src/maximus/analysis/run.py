@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from maximus.analysis import monitoring
+from maximus.analysis.device import DeviceComparison, compare_with_device
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.monitoring import RunColumn, RunMonitoring
 from maximus.bands import Counters, band_results
@@ -28,6 +29,7 @@ class RunReport:
     consistency: tuple[CheckResult, ...]
     monitoring: RunMonitoring
     deferred: tuple[DeferredResult, ...] = ()  # the deferred transactions' result file (TPC-C 2.7.2.3)
+    device: DeviceComparison | None = None  # a storage-bound run against fio's matching job (issue #43)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -48,9 +50,12 @@ def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
                           reading.headline.per_seconds)
     deferred = tuple(store.deferred_results(run_id))
     counters = Counters(figures.counts, store.facts(run_id), deferred, record.window)
+    monitored = analyse_monitoring(store, record, samples, figures)
+    limit = store.device_limit(run_id)
+    device = compare_with_device(limit, figures, reading.headline, monitored.figures.disk) if limit else None
     return RunReport(record, reading.presentation, figures, tuple(band_results(reading.validity, counters)),
-                     tuple(band_results(reading.mix, counters)),
-                     tuple(store.consistency(run_id)), analyse_monitoring(store, record, samples, figures), deferred)
+                     tuple(band_results(reading.mix, counters)), tuple(store.consistency(run_id)), monitored, deferred,
+                     device)
 
 
 def reading_of(record: RunRecord) -> WorkloadReading:

@@ -256,6 +256,7 @@ def _show(report: api.RunReport, histograms: bool, environment: bool, just_store
     view.render_timeline(out, report.figures, shown.headline)
     view.render_run_table(out, [api.run_column(report)], shown)
     view.render_monitoring(out, report.monitoring)
+    view.render_device(out, report.device)
     if histograms:
         view.render_histograms(out, report.figures, shown)
     view.render_bands(out, "Input validity (5.5.1.5)", report.validity)

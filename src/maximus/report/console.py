@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from maximus import environment
+from maximus.analysis.device import DeviceComparison
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring, WaitEvent
 from maximus.report.format import band_value_text, layout_text, measured_text, transactions_text
@@ -324,6 +325,22 @@ def _engine_lines(m: MonitoringFigures) -> list[str]:
 def _check_lines(run: RunMonitoring) -> list[str]:
     return [f"Cross-check {c.name}: {'[green]ok[/]' if c.passed else '[bold red]MISMATCH[/]'} ({c.detail})"
             for c in run.checks]
+
+
+def render_device(console: Console, device: DeviceComparison | None) -> None:
+    """A storage-bound run against fio's matching job: both rates, the ratio with its interval, the verdict."""
+    if device is None:
+        return
+    job, limit = device.limit.job, device.limit
+    how = "direct" if job.direct else "mmap" if job.mapped else "buffered"
+    access = f"{job.pattern} {job.block_bytes // 1024} KiB, {job.jobs} job{'s' if job.jobs > 1 else ''}, {how}, " \
+             f"{job.file_bytes / 2**20:,.0f} MiB file"
+    console.print("[bold]Against the device[/] (fio's matching job, before the run)")
+    console.print(f"  fio {access}: {device.device:,.1f} {device.unit}, latency p50 {limit.latency_p50_us:,.0f} us, "
+                  f"p99 {limit.latency_p99_us:,.0f} us", highlight=False)
+    console.print(f"  the run: {device.database.mean:,.1f} {device.unit}: [bold]{escape(device.text())}[/]",
+                  highlight=False)
+    console.print(f"  {escape(device.reason)}", highlight=False)
 
 
 def render_monitoring(console: Console, run: RunMonitoring) -> None:

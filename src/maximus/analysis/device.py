@@ -1,0 +1,75 @@
+"""A storage-bound run against its device's own limit: the run's rate as a fraction of what fio's matching job did on
+the same file system (``records.DeviceLimit``, stored with the run), with its interval, and what bounds the run.
+
+- **device-bound**: at least ``DEVICE_BOUND`` of fio's rate: the database gets what the device can give this access.
+- **cache-bound**: below it, and the data device read less than ``CACHE_LEAK`` of one page per operation (or of the
+  bytes the scans asked for): caches served the rest, so the run measured memory, not storage.
+- **CPU-bound**: below it, the reads reaching the device: the database's own work between reads (its CPU, or the
+  client's) holds it back.
+
+The interval is the batch-means one of the run's per-second series (within-run noise only; fio is one measurement).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from maximus.analysis.compare import Estimate, batch_means, estimate
+from maximus.analysis.metrics import RunFigures
+from maximus.analysis.monitoring import DiskFigures
+from maximus.records import DeviceLimit, Headline, Window
+
+DEVICE_BOUND = 0.80  # of fio's rate at the matched jobs (issue #43)
+CACHE_LEAK = 0.95  # device reads below this share of the reads the run asked for: caches served the rest
+
+
+@dataclass(frozen=True)
+class DeviceComparison:
+    limit: DeviceLimit
+    unit: str  # "reads/s" or "MB/s"
+    database: Estimate  # the run's rate in ``unit``, with its batch-means interval
+    device: float  # fio's, in ``unit``
+    ratio: Estimate  # database / device
+    verdict: str  # device-bound, cache-bound, CPU-bound
+    reason: str  # the figures behind the verdict, one line
+
+    def text(self) -> str:
+        """E.g. "0.84 of fio (0.80-0.88): device-bound"."""
+        interval = f" ({self.ratio.low:.2f}-{self.ratio.high:.2f})" if self.ratio.n > 1 else ""
+        return f"{self.ratio.mean:.2f} of fio{interval}: {self.verdict}"
+
+
+def compare_with_device(limit: DeviceLimit, figures: RunFigures, headline: Headline,
+                        disk: DiskFigures | None) -> DeviceComparison:
+    """The run of ``figures`` against ``limit``, its verdict judged with the data device's reads (``disk``)."""
+    per_second = _headline_per_second(figures.per_second, figures.window)
+    job = limit.job
+    if job.compared_as == "bytes":
+        scale, unit, device = job.bytes_per_completion / 1e6, "MB/s", limit.bytes_per_s / 1e6
+    else:
+        scale, unit, device = 1.0, "reads/s", limit.iops
+    rates = [value * scale for value in batch_means(per_second)]
+    database = estimate(rates)
+    ratio = estimate([rate / device for rate in rates]) if device > 0 else Estimate(float("nan"), 0, 0, 0)
+    verdict, reason = _verdict(ratio.mean, database.mean, unit, job.block_bytes, disk)
+    return DeviceComparison(limit, unit, database, device, ratio, verdict, reason)
+
+
+def _headline_per_second(per_second: Sequence[tuple[int, int, int]], window: Window) -> list[float]:
+    """The headline transaction's completions in each whole second of the measured window."""
+    return [float(done) for second, done, _ in per_second if window.start <= second and second + 1 <= window.end]
+
+
+def _verdict(ratio: float, rate: float, unit: str, block_bytes: int, disk: DiskFigures | None) -> tuple[str, str]:
+    if ratio >= DEVICE_BOUND:
+        return "device-bound", f"{ratio:.2f} of fio's rate at the matched jobs"
+    if disk is None:
+        return "CPU-bound", f"{ratio:.2f} of fio's rate; the data device was not sampled: a cache is not ruled out"
+    asked = rate * 1e6 if unit == "MB/s" else rate * block_bytes  # bytes/s the run asked of the storage
+    read = disk.read_mb_per_s * 1e6
+    if asked > 0 and read < CACHE_LEAK * asked:
+        return "cache-bound", (f"the data device read {read / 1e6:.1f} MB/s of the {asked / 1e6:.1f} MB/s the run "
+                               f"asked for ({read / asked:.0%}): caches served the rest")
+    return "CPU-bound", (f"{ratio:.2f} of fio's rate with the reads reaching the device ({read / 1e6:.1f} MB/s): "
+                         "the work between reads holds it back")
