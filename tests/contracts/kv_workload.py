@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from maximus import limits
 from maximus.engines.base import Dialect, Engine, Session
 from maximus.bands import COUNT
-from maximus.records import Band, CheckResult
+from maximus.records import Band, CheckResult, DeviceJob, StorageAccess
 from maximus.workloads.base import (CommandLineSetting, DatabaseInfo, Headline, LoadResult, Presentation, Progress,
                                     SettingError, Workload)
 
@@ -167,6 +167,14 @@ class KvWorkload(Workload):
         read side, which knows no kv workload."""
         return [Band("write_share_percent", (f"{COUNT}write",), (f"{COUNT}read", f"{COUNT}write"),
                      settings.write_percent - 10.0, settings.write_percent + 10.0, "kv.2")]
+
+    def device_job(self, settings: KvSettings, terminals: int, access: StorageAccess, data_bytes: int
+                   ) -> DeviceJob | None:
+        """Read-only, it reads single rows at random: fio's random reads of a page, a job per terminal."""
+        if settings.write_percent:
+            return None
+        return DeviceJob("randread", access.page_bytes, terminals, max(data_bytes, 1 << 20), access.direct,
+                         access.mapped, runtime_s=1.0)
 
     def emulator(self, run_settings: KvRunSettings, terminal: int, dialect: Dialect) -> KvEmulator:
         return KvEmulator(run_settings, terminal)

@@ -3,6 +3,8 @@ which then runs through ``maximus run``, ``show`` and ``export`` under its own n
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import csv
 import io
 import os
@@ -219,3 +221,39 @@ def test_an_experiment_file_names_the_workload_and_its_own_settings(kv_registere
 def test_an_unknown_workload_is_one_line() -> None:
     with pytest.raises(UserError, match=r"unknown workload 'nope' \(available: tpcc, tpcb\)"):
         workload("nope")
+
+
+def test_a_storage_bound_workload_is_held_against_fio_on_its_device(kv_registered: None, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workload that declares a device job (kv, read-only) gets fio's matching job measured before its run, on its
+    data's file system, stored with it, and ``show`` holds the run against it; the generic code knows no kv."""
+    results, workdir = tmp_path / "results.db", tmp_path / "work"
+    options = api.BenchmarkOptions(workload="kv", settings={"write_percent": 0}, terminals=2, warmup_s=0.5,
+                                   duration_s=2, workdir=workdir, results=results)
+    outcome = api.run(options)
+    shown = CliRunner().invoke(app, ["show", str(outcome.run_id), "--results", str(results)])
+    assert shown.exit_code == 0, shown.output
+    assert "Against the device" in shown.output and " of fio" in shown.output
+    store = api.open_results(results)
+    try:
+        limit = store.device_limit(outcome.run_id)
+        report = api.analyse_run(store, outcome.run_id)
+    finally:
+        store.close()
+    assert limit is not None and limit.job.pattern == "randread" and limit.job.jobs == 2
+    assert limit.job.block_bytes == 4096 and not limit.job.direct  # SQLite's page, buffered
+    assert limit.iops > 0 and limit.output["jobs"][0]["read"]["iops"] == limit.iops  # fio's own JSON, kept whole
+    assert report.device is not None and report.device.unit == "reads/s"
+    assert report.device.ratio.mean == pytest.approx(report.device.database.mean / limit.iops)
+    assert report.device.verdict in ("device-bound", "cache-bound", "CPU-bound")
+    assert not list(workdir.rglob(".maximus-fio-*"))  # fio's file removed
+    without = api.run(replace(options, device_limit=False))
+    store = api.open_results(results)
+    try:
+        assert store.device_limit(without.run_id) is None
+    finally:
+        store.close()
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(UserError, match=r"^measuring the device's limit needs fio: apt-get install fio \(or "
+                                        r"--no-device-limit: the run without the device's limit beside it\)$"):
+        api.run(options)
