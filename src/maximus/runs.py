@@ -190,13 +190,16 @@ def _run(store: ResultsStore, machine: system.Machine[Engine], build: Build, opt
 
 def _measure_device(store: ResultsStore, run_id: int, engine: Engine, build: Build, terminals: int) -> None:
     """fio's job matching the run, on its data's file system, before the terminals start; kept with the run. None for
-    a workload that is not storage-bound."""
+    a workload that is not storage-bound (asked first: only its job needs the database's size)."""
+    workload, access = build.workload, engine.storage_access()
+    if workload.device_job(build.settings, terminals, access, 0) is None:
+        return
     session = engine.connect()
     try:
         data_bytes = engine.database_bytes(session)
     finally:
         session.close()
-    job = build.workload.device_job(build.settings, terminals, engine.storage_access(), data_bytes)
+    job = workload.device_job(build.settings, terminals, access, data_bytes)
     if job is not None:
         data = engine.data_path()
         store.add_device_limit(run_id, device.measure(job, data if data.is_dir() else data.parent))
