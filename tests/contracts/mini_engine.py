@@ -56,6 +56,9 @@ class MiniEngine(Engine):
     def exists(self) -> bool:
         return self.path.exists()
 
+    def database_bytes(self, session: Session) -> int:
+        return self.path.stat().st_size
+
     def destroy(self) -> None:
         self.path.unlink(missing_ok=True)
 

@@ -139,6 +139,19 @@ def test_provision_connect_snapshot_restore(started: Callable[..., Engine]) -> N
     assert not engine.exists()
 
 
+def test_the_engine_says_how_it_reads_its_pages_and_how_large_its_database_is(started: Callable[..., Engine]) -> None:
+    """What fio's job beside a storage-bound run is made from (``maximus.device``)."""
+    engine = started()
+    _load_one_row(engine, "sized")
+    access = engine.storage_access()
+    assert access.page_bytes in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+    session = engine.connect()
+    try:
+        assert engine.database_bytes(session) >= access.page_bytes
+    finally:
+        session.close()
+
+
 def test_a_database_kept_as_pristine_comes_back_with_every_restore(started: Callable[..., Engine]) -> None:
     engine = started()
     _load_one_row(engine, "older")
