@@ -33,6 +33,7 @@ class DeviceComparison:
     ratio: Estimate  # database / device
     verdict: str  # device-bound, cache-bound, CPU-bound
     reason: str  # the figures behind the verdict, one line
+    disk: DiskFigures | None = None  # what the data device did in the window, beside fio's and the run's rates
 
     def text(self) -> str:
         """E.g. "0.84 of fio (0.80-0.88): device-bound"."""
@@ -53,7 +54,7 @@ def compare_with_device(limit: DeviceLimit, figures: RunFigures, headline: Headl
     database = estimate(rates)
     ratio = estimate([rate / device for rate in rates]) if device > 0 else Estimate(float("nan"), 0, 0, 0)
     verdict, reason = _verdict(ratio.mean, database.mean, unit, job.block_bytes, disk)
-    return DeviceComparison(limit, unit, database, device, ratio, verdict, reason)
+    return DeviceComparison(limit, unit, database, device, ratio, verdict, reason, disk)
 
 
 def _headline_per_second(per_second: Sequence[tuple[int, int, int]], window: Window) -> list[float]:

@@ -38,6 +38,8 @@ class RunReport:
         stored before these were recomputed stored them itself: each is said once."""
         stored = self.record.warnings
         derived = [check.warning() for check in self.monitoring.checks if not check.passed]
+        if self.device is not None and self.device.verdict == "cache-bound":  # a storage-bound run that was not
+            derived.append(f"cache leak: {self.device.reason}")
         bound = self.monitoring.figures.client_bound
         return (*stored, *(text for text in [*derived, *([bound] if bound else [])] if text not in stored))
 

@@ -340,6 +340,9 @@ def render_device(console: Console, device: DeviceComparison | None) -> None:
                   f"p99 {limit.latency_p99_us:,.0f} us", highlight=False)
     console.print(f"  the run: {device.database.mean:,.1f} {device.unit}: [bold]{escape(device.text())}[/]",
                   highlight=False)
+    if device.disk is not None:
+        console.print(f"  the data device {escape(device.disk.device)} in the window: {device.disk.reads_per_s:,.1f} "
+                      f"reads/s, {device.disk.read_mb_per_s:,.1f} MB/s", highlight=False)
     console.print(f"  {escape(device.reason)}", highlight=False)
 
 
