@@ -9,7 +9,7 @@ import shutil
 from contextlib import AbstractContextManager, contextmanager
 from typing import Iterator, Mapping
 
-from maximus.errors import UserError
+from maximus.errors import EngineError, MaximusError, UserError
 from maximus.pids import start_time
 from maximus.system import changes, memory, processes, throttle
 from maximus.durability.mount import FSNAME, PowerCutMount
@@ -200,6 +200,12 @@ class MemoryLimit:
                 memory.limited(self.knob, int(self.limit), pid, journal, engine.data_path()) as self.group:
             try:
                 yield []
+            except Exception as error:  # a server or terminal the OOM killer ended: the cause, named first
+                kills = self.group.oom_kills()
+                if kills:
+                    what = str(error) if isinstance(error, MaximusError) else f"{type(error).__name__}: {error}"
+                    raise EngineError(f"{self._killed(kills)}; then {' '.join(what.split())}") from None
+                raise
             finally:
                 self.group = None
 
@@ -207,10 +213,12 @@ class MemoryLimit:
         if self.group is None:
             return Seen()
         usage = self.group.usage()
-        kills = usage["oom_kills"]
-        warned = [f"the kernel's OOM killer ended {kills} process(es) held to {self.knob}={_mb(self.limit)}: the "
-                  "limit is below what they need for themselves, their page cache aside"] if kills else []
-        return Seen({"memory": {self.side: usage}}, warned)
+        kills = int(usage["oom_kills"])  # type: ignore[call-overload]
+        return Seen({"memory": {self.side: usage}}, [self._killed(kills)] if kills else [])
+
+    def _killed(self, kills: int) -> str:
+        return (f"the kernel's OOM killer ended {kills} process(es) held to {self.knob}={_mb(self.limit)}: the limit "
+                "is below what they need for themselves, their page cache aside")
 
 
 def _mb(size: str) -> str:
