@@ -5,7 +5,8 @@ steps of the tuning articles.
 They change processes, not the machine: a server's knobs are set on its main process and the children it has,
 and the children it forks later inherit them (a new backend for every terminal); the client's are set on this
 process before it starts the terminals and loaders, which inherit them, and put back when the run ends. Nothing
-outlives the run, so nothing is journaled.
+outlives the run, so nothing is journaled. The memory knobs (``MEMORY_KNOBS``) are declared here beside them but
+applied as a cgroup, which is journaled (``memory``, ``kinds.MemoryLimit``).
 """
 
 from __future__ import annotations
