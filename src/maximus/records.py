@@ -322,6 +322,8 @@ class RunEnd:
     warnings: tuple[str, ...] = ()
     window: Window | None = None  # replaces the planned one: an interrupted run measured less than it planned
     deferred: Sequence[DeferredResult] = ()
+    environment: Mapping[str, object] = field(default_factory=dict)  # read at the end (a memory limit's peak), over
+    # the same keys of the environment stored as the run began
 
 
 @dataclass(frozen=True, slots=True)

@@ -183,7 +183,7 @@ def _run(store: ResultsStore, machine: system.Machine[Engine], build: Build, opt
         if options.device_limit:
             _measure_device(store, begun.run_id, engine, build, options.terminals)
         watch = engine.watch()
-        result = _drive_and_store(store, begun, engine, build, options, observer, watch)
+        result = _drive_and_store(store, begun, engine, build, options, observer, watch, machine.seen)
         consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
     return RunOutcome(begun.run_id, result.status, result, consistency)
 
@@ -280,7 +280,10 @@ def terminal_hosting(engine: Engine, run_settings: Any, terminals: int) -> tuple
 
 
 def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: Build, options: BenchmarkOptions,
-                     observer: Observer | None, watch: Callable[[], str | None]) -> DriveResult:
+                     observer: Observer | None, watch: Callable[[], str | None],
+                     seen: Callable[[], system.Seen]) -> DriveResult:
+    """Drive the terminals and store what they did, with what the machine's changes saw by the end (``seen``: a
+    memory limit's peak usage; its OOM kills, the cause of a run that failed)."""
     hosting, per_process = terminal_hosting(engine, begun.run_settings, options.terminals)
     spec = DriveSpec(engine, build.workload, begun.run_settings, options.terminals, options.warmup_s,
                      options.duration_s,
@@ -295,14 +298,28 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
         reason, warnings = f"{type(error).__name__}: {error}", monitor.warnings if monitor else []
         nothing = Window(options.warmup_s, options.warmup_s)  # no sample is stored: nothing was measured
-        _store_end(store, begun, monitor, RunEnd(status, errors=(reason,), warnings=tuple(warnings), window=nothing))
+        machine_seen = _seen_quietly(seen)
+        _store_end(store, begun, monitor, RunEnd(status, errors=(*machine_seen.warnings, reason),
+                                                 warnings=(*warnings, *machine_seen.warnings), window=nothing,
+                                                 environment=machine_seen.environment))
         raise
     # The monitor's own notes (a sampler that failed) are the run's; the cross-checks and the client-bound verdict are
     # the read side's, recomputed from the stored samples (analysis.run.RunReport.warnings)
-    warnings = monitor.warnings if monitor else []
+    warnings, machine_seen = monitor.warnings if monitor else [], seen()
+    if result.status is RunStatus.FAILED:  # an OOM kill is the cause the rest follows from
+        result.errors = [*machine_seen.warnings, *result.errors]
     _store_end(store, begun, monitor, RunEnd(result.status, result.samples, result.facts, tuple(result.errors),
-                                             result.elapsed_s, tuple(warnings), result.window, result.deferred))
+                                             result.elapsed_s, (*warnings, *machine_seen.warnings), result.window,
+                                             result.deferred, machine_seen.environment))
     return result
+
+
+def _seen_quietly(seen: Callable[[], system.Seen]) -> system.Seen:
+    """What the machine's changes saw, when a run ends with an error on its way: that error is the one to raise."""
+    try:
+        return seen()
+    except (OSError, ValueError):
+        return system.Seen()
 
 
 def _store_end(store: ResultsStore, begun: _Begun, monitor: Monitor | None, end: RunEnd) -> None:

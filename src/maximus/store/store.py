@@ -189,10 +189,13 @@ class ResultsStore:
                  for s in samples))
             self._db.executemany("INSERT INTO run_facts (run_id, name, value) VALUES (?, ?, ?)",
                                  ((run_id, name, value) for name, value in facts.items()))
-            old = json.loads(self._db.execute("SELECT warnings FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
-            self._db.execute("UPDATE runs SET status = ?, finished_at = ?, errors = ?, elapsed_s = ?, warnings = ?"
-                             " WHERE id = ?", (status.value, _now(), json.dumps(list(errors)), elapsed_s,
-                                               json.dumps(old + list(warnings)), run_id))
+            old_warnings, old_environment = self._db.execute("SELECT warnings, environment FROM runs WHERE id = ?",
+                                                             (run_id,)).fetchone()
+            environment = json.loads(old_environment) | dict(end.environment)
+            self._db.execute("UPDATE runs SET status = ?, finished_at = ?, errors = ?, elapsed_s = ?, warnings = ?,"
+                             " environment = ? WHERE id = ?",
+                             (status.value, _now(), json.dumps(list(errors)), elapsed_s,
+                              json.dumps(json.loads(old_warnings) + list(warnings)), json.dumps(environment), run_id))
 
     @guarded
     def fail_run(self, run_id: int, cause: str) -> None:

@@ -9,11 +9,11 @@ from maximus.system.journal import journal_path, recover
 from maximus.system.knobs import OS, OsKnob, current_values, durability_warnings, is_os_knob, machine, split
 from maximus.system.machine import CHANGES, Done, Machine, changed, check_changes
 from maximus.system.processes import ProcessKnob, apply_to_server, io_class, scheduling
-from maximus.system.protocol import MachineChange, Stage, Target
+from maximus.system.protocol import MachineChange, Seen, Stage, Target
 from maximus.system.storage import KeptLayouts, Layout, Placement, StorageKnob, placed
 
 __all__ = ["CHANGES", "OPT_IN", "OS", "Done", "KeptLayouts", "Layout", "Machine", "MachineChange", "OsKnob",
-           "Placement", "ProcessKnob", "Stage", "StorageKnob", "Target", "applied", "apply_to_server", "changed",
-           "check_changes",
+           "Placement", "ProcessKnob", "Seen", "Stage", "StorageKnob", "Target", "applied", "apply_to_server",
+           "changed", "check_changes",
            "current_values", "durability_warnings", "io_class", "is_os_knob", "journal_path", "machine", "placed",
            "recover", "require", "scheduling", "split"]

@@ -9,13 +9,13 @@ import shutil
 from contextlib import AbstractContextManager, contextmanager
 from typing import Iterator, Mapping
 
-from maximus.errors import UserError
+from maximus.errors import EngineError, MaximusError, UserError
 from maximus.pids import start_time
-from maximus.system import changes, processes, throttle
+from maximus.system import changes, memory, processes, throttle
 from maximus.durability.mount import FSNAME, PowerCutMount
 from maximus.system.journal import Mounted, Started
 from maximus.system.knobs import machine
-from maximus.system.protocol import Target
+from maximus.system.protocol import Seen, Target
 from maximus.system.storage import STORAGE, THROTTLES, Layout, Placement, placed
 
 
@@ -147,7 +147,7 @@ class ClientScheduling:
 
     @classmethod
     def of(cls, knobs: Mapping[str, str]) -> ClientScheduling | None:
-        chosen = {name: value for name, value in knobs.items() if name.startswith("client.")}
+        chosen = processes.scheduling_knobs(knobs, "client")
         return cls(chosen) if chosen else None
 
     def check(self, target: Target) -> None:
@@ -157,6 +157,72 @@ class ClientScheduling:
     def applied(self, target: Target) -> Iterator[list[str]]:
         with processes.client_applied(self.settings):
             yield []
+
+
+class MemoryLimit:
+    """``server.memory`` or ``client.memory``: the side's processes in a memory cgroup whose limit bounds their RAM,
+    page cache included (``memory``); a managed server's main process and children, born in it from then on, or this
+    process, whose terminals and loaders are (and on an embedded engine do the database's I/O). Its usage is read
+    for the run's record, its OOM kills named."""
+
+    def __init__(self, knob: str, limit: str) -> None:
+        self.knob, self.limit = knob, limit
+        self.group: memory.LimitedGroup | None = None  # while applied
+
+    @classmethod
+    def of_server(cls, knobs: Mapping[str, str]) -> MemoryLimit | None:
+        return cls("server.memory", knobs["server.memory"]) if "server.memory" in knobs else None
+
+    @classmethod
+    def of_client(cls, knobs: Mapping[str, str]) -> MemoryLimit | None:
+        return cls("client.memory", knobs["client.memory"]) if "client.memory" in knobs else None
+
+    @property
+    def side(self) -> str:
+        return self.knob.split(".", 1)[0]
+
+    def check(self, target: Target) -> None:
+        target.require([self.knob])
+        engine = target.engine
+        if self.side == "server" and (not engine.capabilities.server_process or not engine.manages_server):
+            raise UserError(f"{self.knob}: {engine.name} runs no server process of Maximus's here (an embedded engine, "
+                            "or a server of yours): use client.memory, or bound your server's memory yourself")
+        if not memory.has_memory():
+            raise UserError(f"{self.knob}: this kernel has no cgroup v1 memory controller at {memory.MEMORY}")
+
+    @contextmanager
+    def applied(self, target: Target) -> Iterator[list[str]]:
+        engine = target.engine
+        pid = engine.server_pid() if self.side == "server" else os.getpid()
+        if pid is None:
+            raise UserError(f"{self.knob}: {engine.name}'s server is not running")
+        with target.journal() as journal, \
+                memory.limited(self.knob, int(self.limit), pid, journal, engine.data_path()) as self.group:
+            try:
+                yield []
+            except Exception as error:  # a server or terminal the OOM killer ended: the cause, named first
+                kills = self.group.oom_kills()
+                if kills:
+                    what = str(error) if isinstance(error, MaximusError) else f"{type(error).__name__}: {error}"
+                    raise EngineError(f"{self._killed(kills)}; then {' '.join(what.split())}") from None
+                raise
+            finally:
+                self.group = None
+
+    def seen(self) -> Seen:
+        if self.group is None:
+            return Seen()
+        usage = self.group.usage()
+        kills = int(usage["oom_kills"])  # type: ignore[call-overload]
+        return Seen({"memory": {self.side: usage}}, [self._killed(kills)] if kills else [])
+
+    def _killed(self, kills: int) -> str:
+        return (f"the kernel's OOM killer ended {kills} process(es) held to {self.knob}={_mb(self.limit)}: the limit "
+                "is below what they need for themselves, their page cache aside")
+
+
+def _mb(size: str) -> str:
+    return f"{int(size) / 2**20:g}MB"
 
 
 class PowerCutLayer:

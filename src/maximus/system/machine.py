@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Generic, Iterator, Mapping, Sequence, TypeVar
 
-from maximus.system.kinds import (ClientScheduling, KernelSettings, ServerOnLayout, ServerScheduling, StorageLayout,
-                                  Throttle)
+from maximus.system.kinds import (ClientScheduling, KernelSettings, MemoryLimit, ServerOnLayout, ServerScheduling,
+                                  StorageLayout, Throttle)
 from maximus.system.knobs import current_values, durability_warnings
 from maximus.system.processes import schedules
-from maximus.system.protocol import Database, MachineChange, Stage, Target
+from maximus.system.protocol import Database, MachineChange, Observed, Seen, Stage, Target
 from maximus.system.storage import KeptLayouts
 
 CHANGES: tuple[tuple[Stage, Callable[[Mapping[str, str]], MachineChange | None]], ...] = (
@@ -26,8 +26,10 @@ CHANGES: tuple[tuple[Stage, Callable[[Mapping[str, str]], MachineChange | None]]
     (Stage.ENGINE, KernelSettings.of),
     (Stage.SERVER, ServerOnLayout.of),
     (Stage.SERVER, ServerScheduling.of),
+    (Stage.SERVER, MemoryLimit.of_server),
     (Stage.WORK, Throttle.of),
     (Stage.WORK, ClientScheduling.of),
+    (Stage.WORK, MemoryLimit.of_client),
 )
 
 E = TypeVar("E", bound=Database)
@@ -66,8 +68,20 @@ class Machine(Generic[E]):
         placement = self._target.placement
         environment: dict[str, object] = {"os_knobs": current_values(self.engine.data_path()),
                                           "processes": schedules(self.engine.server_pid())}
-        return Done(environment | ({"layout": placement.record} if placement.record else {}),
-                    durability_warnings(self._target.knobs), list(self._warnings))
+        return Done(environment | ({"layout": placement.record} if placement.record else {})
+                    | self.seen().environment, durability_warnings(self._target.knobs), list(self._warnings))
+
+    def seen(self) -> Seen:
+        """What the changes in force saw of the run's processes so far (a memory limit's peak usage and OOM kills),
+        read before the run ends while they still hold."""
+        seen = [change.seen() for _, change in self._changes if isinstance(change, Observed)]
+        environment: dict[str, object] = {}
+        for part in seen:
+            for key, value in part.environment.items():  # ``memory``: the server's and the client's side by side
+                before = environment.get(key)
+                environment[key] = {**before, **value} if isinstance(before, dict) and isinstance(value, dict) \
+                    else value
+        return Seen(environment, [warning for part in seen for warning in part.warnings])
 
 
 @contextmanager

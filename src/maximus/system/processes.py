@@ -5,7 +5,8 @@ steps of the tuning articles.
 They change processes, not the machine: a server's knobs are set on its main process and the children it has,
 and the children it forks later inherit them (a new backend for every terminal); the client's are set on this
 process before it starts the terminals and loaders, which inherit them, and put back when the run ends. Nothing
-outlives the run, so nothing is journaled.
+outlives the run, so nothing is journaled. The memory knobs (``MEMORY_KNOBS``) are declared here beside them but
+applied as a cgroup, which is journaled (``memory``, ``kinds.MemoryLimit``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping
 
 from maximus.errors import EngineError, UserError
-from maximus.knobs import Choice, Integer
+from maximus.knobs import Choice, Integer, Size
 from maximus.knobs.registry import ValueType
 from maximus.samplers import processes
 
@@ -68,6 +69,7 @@ class ProcessKnob:
     type: ValueType
     description: str
     advice: str
+    risk: str = ""  # what a bad value costs
 
     @property
     def side(self) -> str:
@@ -75,7 +77,7 @@ class ProcessKnob:
 
     @property
     def setting(self) -> str:
-        return self.name.split(".", 1)[1]  # nice, ionice or cpus
+        return self.name.split(".", 1)[1]  # nice, ionice, cpus or memory
 
     def parse(self, raw: object) -> str:
         try:
@@ -89,6 +91,11 @@ class ProcessKnob:
 
 _NICE = ("Lower is more CPU for the process (-20 to 19); a server a little above its clients keeps them from "
          "preempting it in the middle of a transaction on a saturated machine.")
+_MEMORY = ("Bounds the OS page cache the database may use, so that a storage-bound workload reads from the device "
+           "without a table larger than RAM; the limit counts the processes' own memory (a server's shared buffers "
+           "as they fill) as well as their cache.")
+_MEMORY_RISK = ("below what the processes need for themselves, the kernel's OOM killer ends one of them and the run "
+                "fails")
 _CPUS = ("Client and server on separate cores is a classic step on small machines: neither evicts the other's "
          "caches, at the price of cores one side may leave idle.")
 
@@ -98,10 +105,15 @@ PROCESS_KNOBS: tuple[ProcessKnob, ...] = (
                 "(ionice; honoured by the bfq scheduler).", "idle or realtime only under bfq: the other schedulers "
                 "ignore the class."),
     ProcessKnob("server.cpus", CpuList(), "CPUs the server's processes may run on.", _CPUS),
+    ProcessKnob("server.memory", Size(), "RAM the server's processes may hold, their page cache included (a "
+                "memory cgroup's limit).", _MEMORY, _MEMORY_RISK),
     ProcessKnob("client.nice", Integer(-20, 19), "Scheduling priority of Maximus's terminals and loaders.", _NICE),
     ProcessKnob("client.cpus", CpuList(), "CPUs Maximus's terminals and loaders may run on.", _CPUS),
+    ProcessKnob("client.memory", Size(), "RAM Maximus's terminals and loaders may hold, their page cache included "
+                "(an embedded engine's database I/O is theirs).", _MEMORY, _MEMORY_RISK),
 )
 PROCESS = {knob.name: knob for knob in PROCESS_KNOBS}
+MEMORY_KNOBS = frozenset({"server.memory", "client.memory"})  # a cgroup each (``kinds.MemoryLimit``), not scheduling
 
 
 def tree(pid: int) -> list[int]:
@@ -118,7 +130,14 @@ def tree(pid: int) -> list[int]:
 
 
 def server_knobs(settings: Mapping[str, str]) -> dict[str, str]:
-    return {name: value for name, value in settings.items() if name.startswith("server.")}
+    """The server's scheduling knobs among ``settings``."""
+    return scheduling_knobs(settings, "server")
+
+
+def scheduling_knobs(settings: Mapping[str, str], side: str) -> dict[str, str]:
+    """The ``side``'s (server or client) knobs that set how its processes are scheduled: all but its memory."""
+    return {name: value for name, value in settings.items()
+            if name.startswith(f"{side}.") and name not in MEMORY_KNOBS}
 
 
 def apply_to_server(settings: Mapping[str, str], main_pid: int | None) -> None:
@@ -179,7 +198,7 @@ def schedules(server_pid: int | None) -> dict[str, dict[str, str]]:
 def client_applied(settings: Mapping[str, str]) -> Iterator[None]:
     """The ``client.*`` knobs on this process for the block (the terminals and loaders it starts inherit them),
     put back after it."""
-    chosen = {PROCESS[name].setting: value for name, value in settings.items() if name.startswith("client.")}
+    chosen = {PROCESS[name].setting: value for name, value in scheduling_knobs(settings, "client").items()}
     if not chosen:
         yield
         return

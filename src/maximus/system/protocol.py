@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Mapping, Protocol
+from typing import Mapping, Protocol, runtime_checkable
 
 from maximus.system.changes import require
 from maximus.system.journal import Journal
@@ -96,3 +96,20 @@ class MachineChange(Protocol):
     def applied(self, target: Target) -> AbstractContextManager[list[str]]:
         """The change in force for the block (journaled before each part of it is made), put back after it however
         it ends; yields a warning for each part the kernel took otherwise than asked."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a change saw of the run's processes so far: for the run's environment, and a warning for each thing the
+    run should be read with (processes the kernel's OOM killer ended), which is also the cause of a run that failed."""
+
+    environment: dict[str, object] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class Observed(Protocol):
+    """A change whose effect is measured while it holds (a memory limit's peak usage): read as the run begins and
+    before it ends, while the change is still in force."""
+
+    def seen(self) -> Seen: ...
