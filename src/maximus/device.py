@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from maximus.errors import EngineError, UserError
 from maximus.records import DeviceJob, DeviceLimit
@@ -35,8 +35,10 @@ def command(job: DeviceJob, file: Path) -> list[str]:
             f"--runtime={job.runtime_s:g}", "--group_reporting", "--thread", "--output-format=json"]
 
 
-def measure(job: DeviceJob, directory: Path) -> DeviceLimit:
-    """Run ``job`` on the file system of ``directory``; its figures and fio's JSON. A fio that fails is an
+def measure(job: DeviceJob, directory: Path, groups: Sequence[Path] = ()) -> DeviceLimit:
+    """Run ``job`` on the file system of ``directory``; its figures and fio's JSON. ``groups``: cgroups fio joins
+    before it starts (the server's memory limit and throttle, where they are not Maximus's own: fio inherits those),
+    so that its reads meet the same cache bound and throttle as the database's. A fio that fails is an
     ``EngineError`` with fio's last line."""
     missing = fio_missing()
     if missing:
@@ -44,7 +46,7 @@ def measure(job: DeviceJob, directory: Path) -> DeviceLimit:
     file = directory / f".maximus-fio-{os.getpid()}"
     try:
         done = subprocess.run(command(job, file), capture_output=True, text=True,
-                              timeout=job.runtime_s + TIMEOUT_MARGIN_S)
+                              timeout=job.runtime_s + TIMEOUT_MARGIN_S, preexec_fn=_joining(groups))
     except subprocess.TimeoutExpired:
         raise EngineError(f"fio did not finish within {job.runtime_s + TIMEOUT_MARGIN_S:g} s in {directory}") from None
     finally:
@@ -53,6 +55,18 @@ def measure(job: DeviceJob, directory: Path) -> DeviceLimit:
         lines = (done.stderr or done.stdout).strip().splitlines()
         raise EngineError(f"fio failed in {directory}: {lines[-1] if lines else f'exit code {done.returncode}'}")
     return limit_of(job, directory, json.loads(done.stdout[done.stdout.index("{"):]))
+
+
+def _joining(groups: Sequence[Path]) -> Callable[[], None] | None:
+    """What the forked fio does before it runs: join each of ``groups`` (writing 0 moves the writer)."""
+    if not groups:
+        return None
+
+    def join() -> None:
+        for group in groups:
+            (group / "cgroup.procs").write_text("0")
+
+    return join
 
 
 def limit_of(job: DeviceJob, directory: Path, output: Mapping[str, Any]) -> DeviceLimit:

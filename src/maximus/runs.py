@@ -201,8 +201,9 @@ def _measure_device(store: ResultsStore, run_id: int, engine: Engine, build: Bui
         session.close()
     job = workload.device_job(build.settings, terminals, access, data_bytes)
     if job is not None:
-        data = engine.data_path()
-        store.add_device_limit(run_id, device.measure(job, data if data.is_dir() else data.parent))
+        data, server = engine.data_path(), engine.server_pid()
+        groups = system.io_groups_of(server) if server else []  # an embedded engine's are Maximus's, fio's too
+        store.add_device_limit(run_id, device.measure(job, data if data.is_dir() else data.parent, groups))
 
 
 def _stop_after(engine: Engine, run_id: int | None) -> None:

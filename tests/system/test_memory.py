@@ -309,3 +309,18 @@ def test_a_limit_too_small_for_the_server_fails_the_run_naming_the_oom_killer(jo
         postmaster = _postmaster(work)  # a server whose stop failed after the kills: ours to end
         if postmaster and Path(f"/proc/{postmaster}").exists():
             os.kill(postmaster, signal.SIGQUIT)
+
+
+def test_fio_beside_a_run_joins_the_servers_memory_group(journal: Path, tmp_path: Path) -> None:
+    """fio's reads are charged to the group its run's server is held to (maximus.device.measure's ``groups``), so
+    they meet the same cache bound as the database's."""
+    from maximus.device import measure
+    from maximus.records import DeviceJob
+
+    with Hold().journal() as held, cgroups.made("memory", held, "a test") as group:
+        cgroups.write(group, "memory.limit_in_bytes", str(64 << 20), "a test")
+        limit = measure(DeviceJob("randread", 4096, 1, 16 << 20, False, runtime_s=1.0), tmp_path, [group])
+        charged = int((group / "memory.max_usage_in_bytes").read_text())
+    assert limit.iops > 0
+    assert charged > 1 << 20, f"fio charged {charged} bytes to the group"  # its 16 MB file's pages, at least
+    assert not _ours() and not journal.exists()

@@ -4,6 +4,7 @@ is checked before anything is made, applied at its stage of the run and put back
 (``machine.changed``), an experiment keeps its layouts between its runs (``storage.KeptLayouts``). Every change to
 the machine is in ``journal`` before it is made."""
 
+from maximus.system.cgroups import io_groups_of
 from maximus.system.changes import OPT_IN, applied, require
 from maximus.system.journal import journal_path, recover
 from maximus.system.knobs import OS, OsKnob, current_values, durability_warnings, is_os_knob, machine, split
@@ -14,6 +15,5 @@ from maximus.system.storage import KeptLayouts, Layout, Placement, StorageKnob, 
 
 __all__ = ["CHANGES", "OPT_IN", "OS", "Done", "KeptLayouts", "Layout", "Machine", "MachineChange", "OsKnob",
            "Placement", "ProcessKnob", "Seen", "Stage", "StorageKnob", "Target", "applied", "apply_to_server",
-           "changed", "check_changes",
-           "current_values", "durability_warnings", "io_class", "is_os_knob", "journal_path", "machine", "placed",
-           "recover", "require", "scheduling", "split"]
+           "changed", "check_changes", "current_values", "durability_warnings", "io_class", "io_groups_of",
+           "is_os_knob", "journal_path", "machine", "placed", "recover", "require", "scheduling", "split"]

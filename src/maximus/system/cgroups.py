@@ -29,11 +29,23 @@ def has_controller(controller: str) -> bool:
 def own_group(controller: str) -> Path:
     """The ``controller`` cgroup this process is in: a group of Maximus's is made inside it, and its processes go
     back to it."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
+    return group_of("self", controller)
+
+
+def group_of(pid: int | str, controller: str) -> Path:
+    """The ``controller`` cgroup process ``pid`` is in (its hierarchy's root when it says none)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
         if controller in controllers.split(","):
             return hierarchy(controller) / path.lstrip("/")
     return hierarchy(controller)
+
+
+def io_groups_of(pid: int) -> list[Path]:
+    """The memory and blkio cgroups of ``pid`` that are not this process's own: where a process doing the same I/O
+    (fio beside a run) must be for the same cache bound and throttle."""
+    return [group for controller in ("memory", "blkio") if has_controller(controller)
+            and (group := group_of(pid, controller)) != own_group(controller)]
 
 
 @contextmanager
