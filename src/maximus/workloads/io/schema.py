@@ -1,8 +1,9 @@
 """The one table both io workloads read, ``io_rows``, in each dialect; its size on disk as each engine counts it.
 
-Rows are fixed-width: a BIGINT id, the primary key, and a CHAR payload written in full (random alphanumerics), so
-every row of a build is as wide as the others and a page holds a known number of them (measured at the build and
-recorded, ``loader``). The primary key clusters the rows where the engine can (InnoDB always, SQLite ``WITHOUT
+Rows are fixed-width: a BIGINT id, the primary key, and a payload written at its full declared width (random
+alphanumerics, one byte each in every engine's encoding), so every row of a build is as wide as the others and a page
+holds a known number of them (measured at the build and recorded, ``loader``). The payload is a VARCHAR: MariaDB's
+CHAR stops at 255 characters, and every engine stores a full VARCHAR as it stores a CHAR of that width. The primary key clusters the rows where the engine can (InnoDB always, SQLite ``WITHOUT
 ROWID``): the table is then its key's B-tree, and a scan reads nothing but the rows.
 """
 
@@ -30,7 +31,7 @@ _OWN_STATISTICS = {"postgres": {"analyze": f"VACUUM ANALYZE {TABLE}"}, "mariadb"
 
 def schema_statements(dialect: Dialect, payload_bytes: int) -> list[str]:
     key = "" if dialect.primary_keys_after_load else ", PRIMARY KEY (id)"
-    return [f"CREATE TABLE {TABLE} (id BIGINT NOT NULL, payload CHAR({payload_bytes}) NOT NULL{key})"
+    return [f"CREATE TABLE {TABLE} (id BIGINT NOT NULL, payload VARCHAR({payload_bytes}) NOT NULL{key})"
             f"{dialect.clustered_table_suffix}",
             f"CREATE TABLE {META_TABLE} (name VARCHAR(64) PRIMARY KEY, value VARCHAR(4000))"]
 

@@ -13,7 +13,7 @@ from maximus.workloads.base import CommandLineSetting, SettingError
 
 MIB = 1 << 20
 TABLE_MB = limits.Limit(1, 1 << 20)  # 1 MiB to 1 TiB
-# A row's columns: the 8-byte id and a CHAR payload of the rest. At most 1,024 bytes keeps every row within one page
+# A row's columns: the 8-byte id and a payload of the rest. At most 1,024 bytes keeps every row within one page
 # of every engine's smallest usual page and far below PostgreSQL's TOAST threshold (about 2 KB), past which a
 # payload would be compressed out of line and the table would no longer be as large as it says.
 ROW_BYTES = limits.Limit(16, 1024)
