@@ -110,8 +110,8 @@ class IoRandom(_IoWorkload[RandomSettings]):
     def emulator(self, run_settings: IoRunSettings, terminal: int, dialect: Dialect) -> RandomEmulator:
         return RandomEmulator(run_settings, terminal, dialect)
 
-    def device_job(self, settings: RandomSettings, terminals: int, access: StorageAccess,
-                   data_bytes: int) -> DeviceJob:
+    def device_job(self, settings: RandomSettings, terminals: int, access: StorageAccess, data_bytes: int,
+                   info: DatabaseInfo | None = None) -> DeviceJob:
         """Each client reads one page at a time, synchronously: N clients are N jobs of one page per read."""
         return DeviceJob("randread", block_bytes=access.page_bytes, jobs=terminals, file_bytes=data_bytes,
                          direct=access.direct, mapped=access.mapped, compared_as="operations")
@@ -145,13 +145,17 @@ class IoScan(_IoWorkload[ScanSettings]):
     def emulator(self, run_settings: IoRunSettings, terminal: int, dialect: Dialect) -> ScanEmulator:
         return ScanEmulator(run_settings, terminal, dialect)
 
-    def device_job(self, settings: ScanSettings, terminals: int, access: StorageAccess,
-                   data_bytes: int) -> DeviceJob:
+    def device_job(self, settings: ScanSettings, terminals: int, access: StorageAccess, data_bytes: int,
+                   info: DatabaseInfo | None = None) -> DeviceJob:
         """Each client reads the whole data sequentially, in large requests (read-ahead's, or a page if larger); a
-        completion is one scan, so the run's bytes are its scans times the data's bytes."""
+        completion is one scan, which reads the table as the build measured it on disk. Not the database's bytes:
+        PostgreSQL's also hold the primary-key index and the catalogues, about a tenth more, which no scan reads, and
+        which would make the device look as if it read less than the scans asked for. Without the build's record
+        (only whether there is a job is asked) the database's bytes stand in."""
+        table_bytes = info.inputs.table_bytes if info is not None else data_bytes
         return DeviceJob("read", block_bytes=max(SCAN_BLOCK_BYTES, access.page_bytes), jobs=terminals,
                          file_bytes=data_bytes, direct=access.direct, mapped=access.mapped, compared_as="bytes",
-                         bytes_per_completion=data_bytes)
+                         bytes_per_completion=table_bytes)
 
 
 __all__ = ["IoRandom", "IoScan", "RandomSettings", "ScanSettings"]

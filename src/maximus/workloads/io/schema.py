@@ -3,8 +3,9 @@
 Rows are fixed-width: a BIGINT id, the primary key, and a payload written at its full declared width (random
 alphanumerics, one byte each in every engine's encoding), so every row of a build is as wide as the others and a page
 holds a known number of them (measured at the build and recorded, ``loader``). The payload is a VARCHAR: MariaDB's
-CHAR stops at 255 characters, and every engine stores a full VARCHAR as it stores a CHAR of that width. The primary key clusters the rows where the engine can (InnoDB always, SQLite ``WITHOUT
-ROWID``): the table is then its key's B-tree, and a scan reads nothing but the rows.
+CHAR stops at 255 characters, and every engine stores a full VARCHAR as it stores a CHAR of that width. The primary
+key clusters the rows where the engine can (InnoDB always, SQLite ``WITHOUT ROWID``): the table is then its key's
+B-tree, and a scan reads nothing but the rows.
 """
 
 from __future__ import annotations
