@@ -12,12 +12,15 @@ from typer.testing import CliRunner
 
 from maximus import api
 from maximus.cli.app import app
+from maximus.driver.scheduler import DriveSpec, Run
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.errors import UserError
 from maximus.records import DeviceJob, RunStatus, StorageAccess
-from maximus.workloads.base import SettingError
+from maximus.workloads.base import DatabaseInfo, SettingError
 from maximus.workloads.io import IoRandom, IoScan
 from maximus.workloads.io.emulator import IoRunSettings, RandomEmulator, RowDrawer
+from maximus.workloads.io.loader import IoBuild
+from maximus.workloads.tpcb import Tpcb
 from maximus.workloads.io.settings import Skew, parse_skew
 
 SMALL = {"table_mb": 2, "row_bytes": 100}
@@ -157,9 +160,11 @@ def test_each_engines_access_gives_its_device_jobs(engine: str, knobs: dict[str,
     reads = IoRandom().device_job(IoRandom().settings({}), 16, access, data)
     assert reads == DeviceJob("randread", block_bytes=page, jobs=16, file_bytes=data, direct=direct, mapped=mapped,
                               compared_as="operations")
-    scans = IoScan().device_job(IoScan().settings({}), 4, access, data)
+    built = DatabaseInfo(1024, 1, 30.0, True, {}, IoBuild(1024, 200, 5_368_709, 2 << 30))
+    scans = IoScan().device_job(IoScan().settings({}), 4, access, data, built)
     assert scans == DeviceJob("read", block_bytes=max(128 << 10, page), jobs=4, file_bytes=data, direct=direct,
-                              mapped=mapped, compared_as="bytes", bytes_per_completion=data)
+                              mapped=mapped, compared_as="bytes", bytes_per_completion=2 << 30)  # the table's
+    assert IoScan().device_job(IoScan().settings({}), 4, access, data).bytes_per_completion == data  # no build yet
 
 
 def test_a_64k_page_is_read_whole_by_a_scans_job() -> None:
@@ -200,3 +205,10 @@ def test_a_small_table_is_warned_as_cached() -> None:
     assert warning == "a 16 MiB table is likely cached (below 64 MiB): the run measures memory, not storage"
     assert IoScan().warnings(IoScan().settings({}), 4) == []
     assert not IoScan().presentation(IoScan().settings({"table_mb": 16})).conforming
+
+
+def test_a_workload_that_writes_nothing_has_no_writer_gate_on_sqlite(built: SQLiteEngine) -> None:
+    """SQLite with a rollback journal queues readers behind writers; with no writer, the readers run side by side."""
+    settings = IoRunSettings(ROWS, Skew(), 1)
+    assert Run(DriveSpec(built, IoRandom(), settings, 4, 0.0, 1.0)).channels.writer_gate is None
+    assert Run(DriveSpec(built, Tpcb(), settings, 4, 0.0, 1.0)).channels.writer_gate is not None
