@@ -23,7 +23,7 @@ from maximus.samplers.os_linux import OsSampler
 from maximus.store import ResultsStore, default_results_path
 from maximus.store.failures import ResultsUnavailable
 from maximus.workloads import workload as workload_named
-from maximus.workloads.base import Workload
+from maximus.workloads.base import DatabaseInfo, Workload
 
 
 @dataclass(frozen=True)
@@ -181,14 +181,15 @@ def _run(store: ResultsStore, machine: system.Machine[Engine], build: Build, opt
         prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore)
         begun = _begin(store, engine, build, options, prepared, machine.done())
         if options.device_limit:
-            _measure_device(store, begun.run_id, engine, build, options.terminals)
+            _measure_device(store, begun.run_id, engine, build, options.terminals, prepared.info)
         watch = engine.watch()
         result = _drive_and_store(store, begun, engine, build, options, observer, watch, machine.seen)
         consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
     return RunOutcome(begun.run_id, result.status, result, consistency)
 
 
-def _measure_device(store: ResultsStore, run_id: int, engine: Engine, build: Build, terminals: int) -> None:
+def _measure_device(store: ResultsStore, run_id: int, engine: Engine, build: Build, terminals: int,
+                    info: DatabaseInfo) -> None:
     """fio's job matching the run, on its data's file system, before the terminals start; kept with the run. None for
     a workload that is not storage-bound (asked first: only its job needs the database's size)."""
     workload, access = build.workload, engine.storage_access()
@@ -199,7 +200,7 @@ def _measure_device(store: ResultsStore, run_id: int, engine: Engine, build: Bui
         data_bytes = engine.database_bytes(session)
     finally:
         session.close()
-    job = workload.device_job(build.settings, terminals, access, data_bytes)
+    job = workload.device_job(build.settings, terminals, access, data_bytes, info)
     if job is not None:
         data, server = engine.data_path(), engine.server_pid()
         groups = system.io_groups_of(server) if server else []  # an embedded engine's are Maximus's, fio's too

@@ -168,8 +168,8 @@ class KvWorkload(Workload):
         return [Band("write_share_percent", (f"{COUNT}write",), (f"{COUNT}read", f"{COUNT}write"),
                      settings.write_percent - 10.0, settings.write_percent + 10.0, "kv.2")]
 
-    def device_job(self, settings: KvSettings, terminals: int, access: StorageAccess, data_bytes: int
-                   ) -> DeviceJob | None:
+    def device_job(self, settings: KvSettings, terminals: int, access: StorageAccess, data_bytes: int,
+                   info: Any = None) -> DeviceJob | None:
         """Read-only, it reads single rows at random: fio's random reads of a page, a job per terminal."""
         if settings.write_percent:
             return None

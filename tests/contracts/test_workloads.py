@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from maximus import api
 from maximus.cli.app import app
-from maximus.cli.workload_options import offered
+from maximus.cli.workload_options import offered, settings_given
 from maximus.engines import ENGINES
 from maximus.engines.sqlite import SQLiteEngine
 from maximus.errors import UserError
@@ -27,7 +27,8 @@ from maximus.workloads.base import SettingError, Workload
 
 # the registered ones, and the minimal one as a registry line would add it
 CANDIDATES = {**WORKLOADS, KvWorkload.name: KvWorkload}
-SMALLEST = {"tpcc": {"warehouses": 1}, "tpcb": {"scale": 1, "accounts_per_branch": 1000}, "kv": {"rows": 200}}
+SMALLEST = {"tpcc": {"warehouses": 1}, "tpcb": {"scale": 1, "accounts_per_branch": 1000}, "kv": {"rows": 200},
+            "io-random": {"table_mb": 1}, "io-scan": {"table_mb": 1}}
 # `maximus` with the minimal workload registered as a registry line would, before the command line is built
 KV_MAXIMUS = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from kv_workload import KvWorkload; "
               "from maximus.workloads import WORKLOADS; WORKLOADS['kv'] = KvWorkload; "
@@ -87,15 +88,29 @@ def test_the_command_line_settings_are_settings_with_their_type(chosen: Workload
         assert chosen.settings({option.key: defaults[option.key]}) == chosen.settings({})
 
 
-def test_a_flag_declared_by_two_workloads_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_flag_declared_otherwise_by_two_workloads_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     class Twin(KvWorkload):
         name = "twin"
+        options = (replace(KvWorkload.options[0], help="another meaning"),)
 
     monkeypatch.setitem(WORKLOADS, KvWorkload.name, KvWorkload)
     assert "--keys" in [option.setting.flag for option in offered()]
     monkeypatch.setitem(WORKLOADS, Twin.name, Twin)
     with pytest.raises(ValueError, match="--keys is declared by the kv and the twin workloads"):
         offered()
+
+
+def test_a_flag_declared_alike_by_two_workloads_is_one_option_of_both(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Twin(KvWorkload):
+        name = "twin"
+
+    monkeypatch.setitem(WORKLOADS, KvWorkload.name, KvWorkload)
+    monkeypatch.setitem(WORKLOADS, Twin.name, Twin)
+    (keys,) = [option for option in offered() if option.setting.flag == "--keys"]
+    assert keys.workloads == ("kv", "twin")
+    assert settings_given("twin", [keys], {keys.parameter: 5}) == {"rows": 5}
+    with pytest.raises(UserError, match="--keys: not a setting of the tpcc workload"):
+        settings_given("tpcc", [keys], {keys.parameter: 5})
 
 
 def _kv_maximus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -219,7 +234,7 @@ def test_an_experiment_file_names_the_workload_and_its_own_settings(kv_registere
 
 
 def test_an_unknown_workload_is_one_line() -> None:
-    with pytest.raises(UserError, match=r"unknown workload 'nope' \(available: tpcc, tpcb\)"):
+    with pytest.raises(UserError, match=r"unknown workload 'nope' \(available: tpcc, tpcb, io-random, io-scan\)"):
         workload("nope")
 
 

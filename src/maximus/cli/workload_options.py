@@ -17,9 +17,10 @@ from maximus.errors import UserError
 
 @dataclass(frozen=True)
 class Offered:
-    """A workload's setting as one option of a command, with the default the workload gives it."""
+    """A workload's setting as one option of a command, with the default the workload gives it. Workloads of one
+    family (io-random and io-scan: one table) may declare the same setting alike: it is one option of each."""
 
-    workload: str
+    workloads: tuple[str, ...]
     setting: api.CommandLineSetting
     default: Any
 
@@ -41,17 +42,27 @@ def with_workload_options(chooses_database: bool = False) -> Callable[[Callable[
 
 
 def offered(chooses_database: bool = False) -> list[Offered]:
-    """Every registered workload's command-line settings; a flag declared twice is a bug in a workload."""
+    """Every registered workload's command-line settings. A flag declared twice is a bug in a workload, unless both
+    declare the same setting alike, with the same default: then it is one option, shared."""
     found: dict[str, Offered] = {}
     for workload, settings in api.workload_options().items():
         defaults = api.default_settings(workload)
         for setting in settings:
+            if not (setting.chooses_database or not chooses_database):
+                continue
+            option = Offered((workload,), setting, defaults[setting.key])
             if setting.flag in found:
-                raise ValueError(f"{setting.flag} is declared by the {found[setting.flag].workload} and the "
-                                 f"{workload} workloads: a flag names one setting of one workload")
-            if setting.chooses_database or not chooses_database:
-                found[setting.flag] = Offered(workload, setting, defaults[setting.key])
+                option = _shared(found[setting.flag], option)
+            found[setting.flag] = option
     return list(found.values())
+
+
+def _shared(first: Offered, again: Offered) -> Offered:
+    if (first.setting, first.default) != (again.setting, again.default):
+        raise ValueError(f"{again.setting.flag} is declared by the {' and the '.join(first.workloads)} and the "
+                         f"{' and the '.join(again.workloads)} workloads: a flag names one setting of one workload, "
+                         "or the same setting, declared alike, of several")
+    return Offered(first.workloads + again.workloads, first.setting, first.default)
 
 
 def settings_given(workload: str, options: list[Offered], given: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,7 +73,7 @@ def settings_given(workload: str, options: list[Offered], given: Mapping[str, An
         value = given[option.parameter]
         if value is None:
             continue
-        if option.workload == workload:
+        if workload in option.workloads:
             settings[option.setting.key] = value
         elif workload in api.workload_options():
             raise UserError(f"{option.setting.flag}: not a setting of the {workload} workload")

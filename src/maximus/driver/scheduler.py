@@ -240,7 +240,9 @@ class Run:
         self._causes: dict[str, str | None] = {}  # Engine.fault's answer, by error text
         self._watched_at = 0.0
         self.context = multiprocessing.get_context("spawn")
-        self.channels = _Channels(self.context, spec.terminals, spec.engine.capabilities.single_writer)
+        # A workload that writes nothing has no writer for its readers to block, nor to wait for: no gate
+        gated = spec.engine.capabilities.single_writer and bool(spec.workload.write_transactions())
+        self.channels = _Channels(self.context, spec.terminals, gated)
         # as they travel: a TxnSample per transaction is built after the run, not on the CPUs the run shares
         self.wire_samples: list[tuple] = []
         self.wire_runs: list[tuple] = []  # runs of committed transactions (Recorder.record_committed)

@@ -212,7 +212,10 @@ class Workload(ABC):
 
     # Storage-bound workloads (issue #43): the device's own limit, measured by fio beside each run.
 
-    def device_job(self, settings: Any, terminals: int, access: StorageAccess, data_bytes: int) -> DeviceJob | None:
+    def device_job(self, settings: Any, terminals: int, access: StorageAccess, data_bytes: int,
+                   info: DatabaseInfo | None = None) -> DeviceJob | None:
         """The fio job that does what a run of these settings asks of the device, given how the engine reads
-        (``access``) and how large its data is (``data_bytes``); None for a workload that is not storage-bound."""
+        (``access``), how large its data is (``data_bytes``) and what its build recorded (``info``: e.g. the bytes of
+        the table a scan reads; None when only whether there is a job is asked, before the database exists); None
+        for a workload that is not storage-bound."""
         return None
