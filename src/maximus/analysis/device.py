@@ -1,10 +1,11 @@
 """A storage-bound run against its device's own limit: the run's rate as a fraction of what fio's matching job did on
 the same file system (``records.DeviceLimit``, stored with the run), with its interval, and what bounds the run.
 
-- **device-bound**: at least ``DEVICE_BOUND`` of fio's rate: the database gets what the device can give this access.
-- **cache-bound**: below it, and the data device read less than ``CACHE_LEAK`` of one page per operation (or of the
-  bytes the scans asked for): caches served the rest, so the run measured memory, not storage.
-- **CPU-bound**: below it, the reads reaching the device: the database's own work between reads (its CPU, or the
+- **cache-bound**: the data device read less than ``CACHE_LEAK`` of one page per operation (or of the bytes the scans
+  asked for): caches served the rest, so the run measured memory, not storage, whatever its ratio to fio.
+- **device-bound**: else at least ``DEVICE_BOUND`` of fio's rate: the database gets what the device can give this
+  access.
+- **CPU-bound**: else, the reads reaching the device: the database's own work between reads (its CPU, or the
   client's) holds it back.
 
 The interval is the batch-means one of the run's per-second series (within-run noise only; fio is one measurement).
@@ -63,14 +64,15 @@ def _headline_per_second(per_second: Sequence[tuple[int, int, int]], window: Win
 
 
 def _verdict(ratio: float, rate: float, unit: str, block_bytes: int, disk: DiskFigures | None) -> tuple[str, str]:
-    if ratio >= DEVICE_BOUND:
-        return "device-bound", f"{ratio:.2f} of fio's rate at the matched jobs"
-    if disk is None:
-        return "CPU-bound", f"{ratio:.2f} of fio's rate; the data device was not sampled: a cache is not ruled out"
+    """Cache-bound first: a run served from caches can beat fio (whose own reads are the device's) and is no
+    measurement of the device whatever its ratio; then device-bound at ``DEVICE_BOUND`` of fio, else CPU-bound."""
     asked = rate * 1e6 if unit == "MB/s" else rate * block_bytes  # bytes/s the run asked of the storage
-    read = disk.read_mb_per_s * 1e6
-    if asked > 0 and read < CACHE_LEAK * asked:
+    read = disk.read_mb_per_s * 1e6 if disk is not None else None
+    if read is not None and asked > 0 and read < CACHE_LEAK * asked:
         return "cache-bound", (f"the data device read {read / 1e6:.1f} MB/s of the {asked / 1e6:.1f} MB/s the run "
                                f"asked for ({read / asked:.0%}): caches served the rest")
-    return "CPU-bound", (f"{ratio:.2f} of fio's rate with the reads reaching the device ({read / 1e6:.1f} MB/s): "
-                         "the work between reads holds it back")
+    unsampled = "" if read is not None else "; the data device was not sampled: a cache is not ruled out"
+    if ratio >= DEVICE_BOUND:
+        return "device-bound", f"{ratio:.2f} of fio's rate at the matched jobs{unsampled}"
+    reaching = f" with the reads reaching the device ({read / 1e6:.1f} MB/s)" if read is not None else unsampled
+    return "CPU-bound", f"{ratio:.2f} of fio's rate{reaching}: the work between reads holds it back"

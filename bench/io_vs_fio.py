@@ -1,0 +1,123 @@
+"""Storage-bound workloads against the device, side by side in one run (issue #43): each engine's ``io-random`` reads/s
+at 1, 4 and 16 clients against fio's matching job (a synchronous job per client, the engine's page, buffered or direct
+as it reads), and ``io-scan``'s MB/s against fio's sequential read; with the CPU each read costs the database and the
+client, which is what holds a database below the device.
+
+Every figure is a real run's (``maximus.api.run``): fio runs before each run on the same file system, in the same
+memory cgroup as the database's processes (``server.memory``, SQLite's ``client.memory``), and the run's
+``DeviceComparison`` gives the ratio. The caches are bounded so that the table is several times larger than every
+cache in the way: the engine's buffer cache set small, the OS page cache of its processes held by a memory cgroup
+(MariaDB reads with O_DIRECT: its buffer pool is the only cache).
+
+Usage (as root: the memory limits are cgroups; from the repository root):
+
+    .venv/bin/python bench/io_vs_fio.py [--table-mb 512] [--duration 15] [--engines sqlite,postgres,mariadb]
+                                        [--quick] [--smoke]
+
+--quick: a 256 MB table, 8 s runs. --smoke: the smallest sizes, SQLite only, to check that the script works end to
+end; its figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from maximus import api
+
+SMOKE_NOTICE = ("smoke mode: the smallest sizes, to check that the script works end to end; "
+                "its figures mean nothing")
+PREFIX = "maximus-bench-io-"  # tests/test_bench.py checks that nothing of this name is left behind
+CLIENTS = (1, 4, 16)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """An engine with its caches bounded: its own knobs, and the memory its processes may keep (OS page cache
+    included)."""
+
+    engine: str
+    knobs: dict[str, str]
+
+
+SETUPS = {
+    "sqlite": Setup("sqlite", {"cache_size": "-2048", "client.memory": "96MB"}),
+    "postgres": Setup("postgres", {"shared_buffers": "16MB", "server.memory": "160MB",
+                                   "max_parallel_workers_per_gather": "2"}),
+    "mariadb": Setup("mariadb", {"innodb_buffer_pool_size": "32MB"}),
+}
+
+
+def run_one(setup: Setup, workload: str, clients: int, table_mb: int, duration: float, base: Path) -> api.RunReport:
+    options = api.BenchmarkOptions(engine=setup.engine, knobs=setup.knobs, workload=workload,
+                                   settings={"table_mb": table_mb}, terminals=clients, warmup_s=2.0,
+                                   duration_s=duration, workdir=base / setup.engine, results=base / "results.db",
+                                   system_changes=True)
+    outcome = api.run(options)
+    store = api.open_results(options.results)
+    try:
+        return api.analyse_run(store, outcome.run_id)
+    finally:
+        store.close()
+
+
+def cpu_per_read_us(report: api.RunReport) -> str:
+    """CPU microseconds each completed transaction cost the server's processes and the client's, in the window."""
+    groups = report.monitoring.figures.groups
+    rate = report.device.database.mean if report.device else 0.0
+    per_second = rate if report.device and report.device.unit == "reads/s" else \
+        report.figures.headline / report.presentation.headline.per_seconds
+    if not per_second:
+        return "-"
+    parts = [f"{name} {group.cpus / per_second * 1e6:,.0f}" for name, group in sorted(groups.items())
+             if name in ("server", "client")]
+    return ", ".join(parts) or "-"
+
+
+def line(setup: Setup, workload: str, clients: int, report: api.RunReport) -> str:
+    device = report.device
+    if device is None:
+        return f"  {setup.engine:<9} {workload:<10} {clients:>3}  no device limit stored"
+    interval = f"{device.ratio.low:.2f}-{device.ratio.high:.2f}" if device.ratio.n > 1 else "one batch"
+    return (f"  {setup.engine:<9} {workload:<10} {clients:>3}  {device.database.mean:>11,.1f} {device.device:>11,.1f} "
+            f"{device.unit:<8} ratio {device.ratio.mean:.2f} ({interval})  {device.verdict:<12} "
+            f"CPU us/op: {cpu_per_read_us(report)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--table-mb", type=int, default=512)
+    parser.add_argument("--duration", type=float, default=15.0)
+    parser.add_argument("--engines", default="sqlite,postgres,mariadb")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    table_mb, duration, engines, clients = args.table_mb, args.duration, args.engines.split(","), CLIENTS
+    if args.quick:
+        table_mb, duration = 256, 8.0
+    if args.smoke:
+        print(SMOKE_NOTICE)
+        table_mb, duration, engines, clients = 8, 1.0, ["sqlite"], (1,)
+    base = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/var/tmp"))
+    base.chmod(0o755)
+    try:
+        print(f"Storage-bound runs against fio, a {table_mb} MB table, {duration:g} s each, in {base}")
+        print(f"  {'engine':<9} {'workload':<10} {'cl':>3}  {'database':>11} {'fio':>11} unit")
+        for engine in engines:
+            setup = SETUPS[engine]
+            for count in clients:
+                print(line(setup, "io-random", count, run_one(setup, "io-random", count, table_mb, duration, base)),
+                      flush=True)
+            scanners = 1 if args.smoke else 2
+            print(line(setup, "io-scan", scanners, run_one(setup, "io-scan", scanners, table_mb, duration, base)),
+                  flush=True)
+        print("Targets: io-random at 16 clients and io-scan at least 0.8 of fio (device-bound).")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
