@@ -82,6 +82,11 @@ SMOKES = {
         r"  sqlite journal_mode=wal synchronous=normal\s+SIGKILL: ",
         rf"  sqlite journal_mode=wal synchronous=full\s+{N} s per power-cut cycle",
         r"4\. The layer's cost on throughput: bench/powercut_overhead.py")),
+    "io_vs_fio.py": Smoke(lines=(
+        r"Storage-bound runs against fio, a 8 MB table, 1 s each, in /var/tmp/maximus-bench-io-",
+        rf"  sqlite\s+io-random\s+1\s+{N}\s+{N} reads/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound",
+        rf"  sqlite\s+io-scan\s+1\s+{N}\s+{N} MB/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound",
+        r"Targets: io-random at 16 clients and io-scan at least 0\.8 of fio")),
     "monitoring_overhead.py": Smoke(takes_workdir=True, lines=(
         rf"pair 1: monitored\s+{N} TPM \({N} tpmC\) · unmonitored\s+{N} TPM \({N} tpmC\) · ratio {N} "
         r"\(monitored first\)$",
