@@ -1,23 +1,25 @@
 """Crash tests against the targets of issue #42: how many acknowledged commits each configuration loses.
 
 - Each durable configuration (SQLite WAL + synchronous=FULL, SQLite DELETE + synchronous=EXTRA, PostgreSQL's
-  defaults) is power-cut ``--cuts`` times (default 200) at the crash test's default odds (each pending write kept,
+  defaults, MariaDB with innodb_flush_log_at_trx_commit=1) is power-cut ``--cuts`` times (default 200) at the crash test's default odds (each pending write kept,
   dropped or torn), and the acknowledged commits lost are counted: the target is 0, and with none lost in n cuts the
   per-cut loss probability is below 1 - 0.05^(1/n) with 95 % confidence (printed).
 - Each lossy configuration (SQLite WAL + NORMAL and synchronous=OFF, PostgreSQL synchronous_commit=off and
-  fsync=off), at its own defaults otherwise, is power-cut until its first loss, at most 20 times; those whose loss
-  needs an operating-system crash (all but synchronous_commit=off) are then SIGKILLed ``--kills`` times (default
+  fsync=off, MariaDB innodb_flush_log_at_trx_commit=2 and 0), at its own defaults otherwise, is power-cut until its
+  first loss, at most 20 times; those whose loss needs an operating-system crash (all but synchronous_commit=off and
+  innodb_flush_log_at_trx_commit=0) are then SIGKILLed ``--kills`` times (default
   20), where none may lose: the difference is what tells a process crash from a power cut.
 - The seconds per crash, recovery and verification cycle at 1 warehouse (target at most 60 s), from the durable
   configurations' cycles (the build, made once per engine, is not counted).
 
 Every cycle is a real crash test (``maximus.api.crash_test``): 4 terminals, crash drawn in [1 s, 3 s] after their
 release. The layer's cost on throughput is ``bench/powercut_overhead.py``'s (its figures are in bench/README.md):
-this script does not measure it again. MariaDB is left out: see bench/README.md (2026-11-27, crash verdicts).
+this script does not measure it again. ``--engines`` chooses whose configurations run.
 
 Usage (from the repository root, as root: the layer mounts with allow_other for PostgreSQL's user):
 
-    .venv/bin/python bench/crash_verdicts.py [--cuts 200] [--kills 20] [--quick] [--smoke]
+    .venv/bin/python bench/crash_verdicts.py [--cuts 200] [--kills 20] [--engines sqlite,postgres,mariadb]
+                                             [--quick] [--smoke]
 
 --quick: 20 cuts per durable configuration, 5 kills. --smoke: 2 cuts, 1 kill, lossy configurations cut at most
 twice, SQLite only: it checks that the script works, and its figures mean nothing.
