@@ -1,9 +1,10 @@
 """Crash tests against the targets of issue #42: how many acknowledged commits each configuration loses.
 
-- Each durable configuration (SQLite WAL + synchronous=FULL, SQLite DELETE + synchronous=EXTRA, PostgreSQL's
-  defaults, MariaDB with innodb_flush_log_at_trx_commit=1) is power-cut ``--cuts`` times (default 200) at the crash test's default odds (each pending write kept,
-  dropped or torn), and the acknowledged commits lost are counted: the target is 0, and with none lost in n cuts the
-  per-cut loss probability is below 1 - 0.05^(1/n) with 95 % confidence (printed).
+- Each durable configuration (SQLite WAL + synchronous=FULL, SQLite DELETE + synchronous=EXTRA, PostgreSQL's defaults,
+  MariaDB with innodb_flush_log_at_trx_commit=1) is power-cut ``--cuts`` times (default 200) at the crash test's
+  default odds (each pending write kept, dropped or torn), and the acknowledged commits lost are counted: the target
+  is 0, and with none lost in n cuts the per-cut loss probability is below 1 - 0.05^(1/n) with 95 % confidence
+  (printed).
 - Each lossy configuration (SQLite WAL + NORMAL and synchronous=OFF, PostgreSQL synchronous_commit=off and
   fsync=off, MariaDB innodb_flush_log_at_trx_commit=2 and 0), at its own defaults otherwise, is power-cut until its
   first loss, at most 20 times; those whose loss needs an operating-system crash (all but synchronous_commit=off and
