@@ -1,0 +1,83 @@
+"""The device's limit on the read side beyond ``maximus show``: an experiment of storage-bound runs (the contract
+suite's kv workload, read-only, on SQLite: fio runs its matching job before every run) held against fio per cell,
+in ``experiment show``, the HTML report and the exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from contracts.kv_workload import KvWorkload  # tests/contracts
+from maximus import api
+from maximus.analysis.bundle import ExperimentData, gather_experiment, gather_run
+from maximus.cli.app import app
+from maximus.experiment import runner
+from maximus.workloads import WORKLOADS
+from observers import Quiet  # tests/observers.py
+
+# Two steps that change fio's job (buffered reads, then mmap), two client counts (one fio job per client), two
+# repeats: fio's 1 s job runs before each of the 8 runs.
+EXPERIMENT = """\
+name = "device test"
+clients = [1, 2]
+repeats = 2
+[workload]
+name = "kv"
+write_percent = 0
+warmup = 0.5
+duration = 1.5
+[[steps]]
+name = "mmap"
+set = { mmap_size = 268435456 }
+"""
+
+
+@pytest.fixture(scope="module")
+def device_experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """(results database, experiment id) of the experiment above, every run held against fio."""
+    directory = tmp_path_factory.mktemp("device-experiment")
+    path = directory / "experiment.toml"
+    path.write_text(EXPERIMENT)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(WORKLOADS, KvWorkload.name, KvWorkload)
+        experiment_id = runner.start(path, directory / "work", directory / "results.db", Quiet())
+    return directory / "results.db", experiment_id
+
+
+@pytest.fixture(scope="module")
+def data(device_experiment: tuple[Path, int]) -> ExperimentData:
+    results, experiment_id = device_experiment
+    store = api.open_results(results)
+    try:
+        return gather_experiment(store, experiment_id)
+    finally:
+        store.close()
+
+
+def test_every_cell_holds_its_runs_against_fio_over_the_repeats(data: ExperimentData) -> None:
+    assert sorted(data.device) == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    for (step, clients), cell in data.device.items():
+        runs = [r for r in data.cell_runs(step, clients) if r.complete]
+        comparisons = [r.report.device for r in runs]
+        assert all(c is not None for c in comparisons) and cell.run_ids == tuple(r.id for r in runs)
+        assert cell.unit == "reads/s" and cell.job.jobs == clients and cell.job.mapped == (step == 1)
+        assert cell.database.n == cell.device.n == cell.ratio.n == 2
+        assert cell.device.mean == pytest.approx(sum(c.device for c in comparisons if c) / 2)
+        assert cell.ratio.mean == pytest.approx(sum(c.ratio.mean for c in comparisons if c) / 2)
+        assert cell.ratio.low <= cell.ratio.mean <= cell.ratio.high
+        assert cell.verdicts == tuple(c.verdict for c in comparisons if c)
+        assert cell.verdict in cell.verdicts or "×" in cell.verdict
+
+
+def test_a_cell_whose_runs_disagree_names_every_verdict_the_most_frequent_first(data: ExperimentData) -> None:
+    from dataclasses import replace
+
+    cell = next(iter(data.device.values()))
+    assert replace(cell, verdicts=("CPU-bound", "CPU-bound")).verdict == "CPU-bound"
+    mixed = replace(cell, verdicts=("CPU-bound", "device-bound", "device-bound"))
+    assert mixed.verdict == "device-bound ×2, CPU-bound ×1"
