@@ -4,9 +4,6 @@ in ``experiment show``, the HTML report and the exports."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ from typer.testing import CliRunner
 
 from contracts.kv_workload import KvWorkload  # tests/contracts
 from maximus import api
-from maximus.analysis.bundle import ExperimentData, gather_experiment, gather_run
+from maximus.analysis.bundle import ExperimentData, gather_experiment
 from maximus.cli.app import app
 from maximus.experiment import runner
 from maximus.workloads import WORKLOADS
@@ -81,3 +78,24 @@ def test_a_cell_whose_runs_disagree_names_every_verdict_the_most_frequent_first(
     assert replace(cell, verdicts=("CPU-bound", "CPU-bound")).verdict == "CPU-bound"
     mixed = replace(cell, verdicts=("CPU-bound", "device-bound", "device-bound"))
     assert mixed.verdict == "device-bound ×2, CPU-bound ×1"
+
+
+def test_experiment_show_prints_the_cells_against_the_device_before_the_summary(
+        device_experiment: tuple[Path, int], data: ExperimentData) -> None:
+    results, experiment_id = device_experiment
+    shown = CliRunner().invoke(app, ["experiment", "show", str(experiment_id), "--results", str(results)],
+                               env={"COLUMNS": "160"})
+    assert shown.exit_code == 0, shown.output
+    output = shown.output
+    assert "Against the device" in output and output.index("Against the device") < output.index("Summary:")
+    cell = data.device[1, 2]
+    row = next(line for line in output.splitlines() if "1: mmap" in line and f" {cell.ratio.mean:.2f} (" in line)
+    assert "reads/s" in row and cell.verdict.split(" ×")[0] in row
+    assert f"{cell.device.mean:,.0f} ±" in row
+
+
+def test_an_experiment_without_fio_prints_no_device_table(finished_experiment: tuple[Path, int]) -> None:
+    results, experiment_id = finished_experiment  # tests/report/conftest.py: TPC-C, which fio does not measure
+    shown = CliRunner().invoke(app, ["experiment", "show", str(experiment_id), "--results", str(results)])
+    assert shown.exit_code == 0, shown.output
+    assert "Against the device" not in shown.output

@@ -68,3 +68,16 @@ def layout_text(record: RunRecord) -> str:
     return (f"{layout['filesystem']} of {layout['size'] / 2**30:g} GiB {on}, mounted "
             f"{layout['mount_options'] or 'with defaults'}; made in {layout['created_s']:.2f} s, before the "
             f"load{throttled}")
+
+
+def fraction_text(value: Estimate) -> str:
+    """A fraction with its 95 % interval, e.g. "0.84 (0.80–0.88)"; just the fraction with one value, ``-`` with
+    none."""
+    if value.n == 0 or math.isnan(value.mean):
+        return "-"
+    return f"{value.mean:.2f}" if value.n < 2 else f"{value.mean:.2f} ({value.low:.2f}–{value.high:.2f})"
+
+
+def rate_digits(unit: str) -> int:
+    """Digits after the point for a rate in ``unit``: whole reads a second, tenths of a MB a second."""
+    return 0 if unit.startswith("reads") else 1
