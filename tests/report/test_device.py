@@ -4,6 +4,9 @@ in ``experiment show``, the HTML report and the exports."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from pathlib import Path
 
 import pytest
@@ -99,3 +102,52 @@ def test_an_experiment_without_fio_prints_no_device_table(finished_experiment: t
     shown = CliRunner().invoke(app, ["experiment", "show", str(experiment_id), "--results", str(results)])
     assert shown.exit_code == 0, shown.output
     assert "Against the device" not in shown.output
+
+
+def _export(results: Path, *args: str) -> str:
+    result = CliRunner().invoke(app, ["export", *args, "--results", str(results)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_the_json_export_gives_each_run_and_each_cell_against_fio_with_fio_s_own_json(
+        device_experiment: tuple[Path, int], data: ExperimentData) -> None:
+    results, experiment_id = device_experiment
+    document = json.loads(_export(results, str(experiment_id)))
+    store = api.open_results(results)
+    try:
+        limits = {run["run"]["id"]: store.device_limit(run["run"]["id"]) for run in document["runs"]}
+    finally:
+        store.close()
+    for run in document["runs"]:
+        device, limit = run["device"], limits[run["run"]["id"]]
+        assert limit is not None and device["fio"]["output"] == json.loads(json.dumps(limit.output))
+        assert device["fio"]["rate"] == device["fio"]["iops"] == limit.iops and device["unit"] == "reads/s"
+        assert device["job"]["pattern"] == "randread" and device["job"]["jobs"] == run["run"]["planned"]["clients"]
+        assert device["ratio"]["mean"] == pytest.approx(device["database"]["mean"] / limit.iops)
+        assert device["verdict"] in ("device-bound", "cache-bound", "CPU-bound") and device["reason"]
+    for cell in document["cells"]:
+        expected = data.device[cell["step"], cell["clients"]]
+        device = cell["device"]
+        assert device["fio"]["mean"] == pytest.approx(expected.device.mean) and device["fio"]["n"] == 2
+        assert device["ratio"]["mean"] == pytest.approx(expected.ratio.mean) and device["verdict"] == expected.verdict
+        assert device["run_ids"] == list(expected.run_ids) and len(device["verdicts"]) == 2
+
+
+def test_the_csv_exports_give_the_rates_ratio_and_verdict_per_cell_and_per_run(
+        device_experiment: tuple[Path, int], data: ExperimentData) -> None:
+    results, experiment_id = device_experiment
+    cells = list(csv.DictReader(io.StringIO(_export(results, str(experiment_id), "--format", "csv", "--cells"))))
+    assert len(cells) == 4
+    for row in cells:
+        expected = data.device[int(row["step"]), int(row["clients"])]
+        assert row["device_unit"] == "reads/s" and row["device_verdict"] == expected.verdict
+        assert float(row["fio_rate"]) == pytest.approx(expected.device.mean)
+        assert float(row["database_rate"]) == pytest.approx(expected.database.mean)
+        assert float(row["fio_ratio"]) == pytest.approx(expected.ratio.mean)
+    runs = list(csv.DictReader(io.StringIO(_export(results, str(experiment_id), "--format", "csv"))))
+    by_id = {run.id: run.report.device for run in data.runs}
+    for row in runs:
+        device = by_id[int(row["run_id"])]
+        assert device is not None and float(row["fio_ratio"]) == pytest.approx(device.ratio.mean)
+        assert row["device_verdict"] == device.verdict

@@ -36,7 +36,8 @@ def device_table(data: ExperimentData) -> Table | None:
     table = Table(title="Against the device (fio's matching job before every run; mean over repeats)",
                   title_justify="left")
     for index, column in enumerate(DEVICE_COLUMNS):
-        table.add_column(column, justify="left" if index in (0, 4, 6) else "right", no_wrap=index != 0)
+        # the verdict wraps (a line per verdict when the runs disagree), so that every other column keeps its width
+        table.add_column(column, justify="left" if index in (0, 4, 6) else "right", no_wrap=index != 6)
     for row in rows:
         table.add_row(*(escape(text) for text in row[:-1]), _styled(row[-1]))
     return table
@@ -44,4 +45,4 @@ def device_table(data: ExperimentData) -> Table | None:
 
 def _styled(verdict: str) -> str:
     style = _VERDICT_STYLE.get(verdict)
-    return f"[{style}]{escape(verdict)}[/]" if style else escape(verdict)
+    return f"[{style}]{escape(verdict)}[/]" if style else escape(verdict).replace(", ", ",\n")
