@@ -17,8 +17,14 @@ from maximus import api
 from maximus.analysis.bundle import ExperimentData, gather_experiment
 from maximus.cli.app import app
 from maximus.experiment import runner
+from maximus.report import charts, html
+from maximus.report.plotting import figure
 from maximus.workloads import WORKLOADS
 from observers import Quiet  # tests/observers.py
+
+from . import test_html_browser as in_browser
+
+browser = in_browser.browser  # Chromium, the fixture of the report's browser tests
 
 # Two steps that change fio's job (buffered reads, then mmap), two client counts (one fio job per client), two
 # repeats: fio's 1 s job runs before each of the 8 runs.
@@ -151,3 +157,62 @@ def test_the_csv_exports_give_the_rates_ratio_and_verdict_per_cell_and_per_run(
         device = by_id[int(row["run_id"])]
         assert device is not None and float(row["fio_ratio"]) == pytest.approx(device.ratio.mean)
         assert row["device_verdict"] == device.verdict
+
+
+def test_the_device_chart_puts_each_cells_database_rate_beside_fio_s_per_step(data: ExperimentData) -> None:
+    chart = charts.device_chart(list(data.device.values()), data.report.summary.step_names)
+    assert chart.unit == "reads/s" and not chart.note
+    assert [(bar.step, bar.clients) for bar in chart.bars] == [("baseline", 1), ("baseline", 2), ("mmap", 1),
+                                                               ("mmap", 2)]
+    for bar in chart.bars:
+        cell = data.device[data.report.summary.step_names.index(bar.step), bar.clients]
+        assert bar.database == pytest.approx(cell.database.mean) and bar.device == pytest.approx(cell.device.mean)
+        assert bar.device_low == pytest.approx(cell.device.low) and bar.device_high == pytest.approx(cell.device.high)
+        assert bar.ratio == pytest.approx(cell.ratio.mean) and bar.verdict == cell.verdict
+    traces = figure(chart).data
+    assert [trace.name for trace in traces] == ["the database", "fio (the device)"]
+    assert all(trace.error_y.visible for trace in traces)
+    nothing = charts.device_chart([], ["baseline"])
+    assert not nothing.bars and nothing.note == "no run of this experiment was held against fio"
+
+
+def test_the_html_report_has_the_device_chart_and_table_and_each_run_page_its_fio_job(
+        data: ExperimentData) -> None:
+    page = html.experiment_page(data)
+    section = page[page.index('<section id="device">'):]
+    section = section[:section.index("</section>")]
+    assert 'data-chart="device"' in section and section.count("<tr>") == 5  # the header, then a row per cell
+    cell = data.device[1, 2]
+    assert f"{cell.ratio.mean:.2f} (" in section and "1: mmap" in section
+    run = next(r for r in data.runs if r.complete)
+    device = run.report.device
+    assert device is not None
+    run_page = html.run_page(run)
+    shown = run_page[run_page.index("<h3>Against the device</h3>"):]
+    assert f"randread 4 KiB, {run.planned.clients if run.planned else 0} job" in shown
+    assert f"{device.device:,.0f} reads/s" in shown and html.escape(device.verdict) in shown
+
+
+def test_a_report_without_fio_has_no_device_section(finished_experiment: tuple[Path, int]) -> None:
+    results, experiment_id = finished_experiment  # TPC-C: fio measures none of its runs
+    store = api.open_results(results)
+    try:
+        tpcc = gather_experiment(store, experiment_id)
+    finally:
+        store.close()
+    assert not tpcc.device
+    page = html.experiment_page(tpcc)
+    assert 'id="device"' not in page and "Against the device" not in html.run_page(tpcc.runs[0])
+
+
+def test_the_device_chart_is_drawn_offline(browser, device_experiment: tuple[Path, int], tmp_path: Path) -> None:
+    results, experiment_id = device_experiment
+    path = tmp_path / "report.html"
+    in_browser._report(results, path, str(experiment_id))
+    view = in_browser.Page(browser, path)
+    in_browser.ARTIFACTS.mkdir(exist_ok=True)
+    view.page.screenshot(path=str(in_browser.ARTIFACTS / "report-device.png"), full_page=True)
+    view.assert_clean()
+    assert view.charts()["chart-device"] == 2  # the database's bars and fio's
+    assert len(view.texts("#device table.device-cells tbody tr")) == 4
+    view.context.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from maximus.analysis.compare import Estimate, Ratio
-from maximus.records import BandResult, RunRecord, RunSpec
+from maximus.records import BandResult, DeviceJob, RunRecord, RunSpec
 
 
 def estimate_text(value: Estimate, digits: int = 0, scale: float = 1.0) -> str:
@@ -81,3 +81,10 @@ def fraction_text(value: Estimate) -> str:
 def rate_digits(unit: str) -> int:
     """Digits after the point for a rate in ``unit``: whole reads a second, tenths of a MB a second."""
     return 0 if unit.startswith("reads") else 1
+
+
+def device_job_text(job: DeviceJob) -> str:
+    """fio's job in a line, e.g. "randread 8 KiB, 4 jobs, buffered, 512 MiB file"."""
+    how = "direct" if job.direct else "mmap" if job.mapped else "buffered"
+    return (f"{job.pattern} {job.block_bytes // 1024} KiB, {job.jobs} job{'s' if job.jobs > 1 else ''}, {how}, "
+            f"{job.file_bytes / 2**20:,.0f} MiB file")
