@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.bundle import ExperimentData, RunData
+from maximus.analysis.device import DeviceCell, DeviceComparison
 from maximus.analysis.durability import Durability, failed_checks
 from maximus.analysis.metrics import TransactionFigures
 from maximus.records import CrashTestRecord, Headline
@@ -78,9 +79,35 @@ def _run(run: RunData) -> dict:
         "consistency": [plain(c) for c in report.consistency],
         "result_file": [plain(result) for result in report.deferred],
         "monitoring": plain(report.monitoring),
+        "device": device_data(report.device),
         "series": {"per_second": [{"second": s, timeline: n, "transactions": t} for s, n, t in figures.per_second],
                    "metrics": [plain(m) for m in run.metrics]},
     }
+
+
+def device_data(device: DeviceComparison | None) -> dict | None:
+    """A storage-bound run against fio's matching job: the job, fio's figures and its JSON as it reported it (what
+    every one of them traces to), the run's rate in the same unit with its batch-means interval, the ratio, the
+    verdict and why; None for a run fio did not measure."""
+    if device is None:
+        return None
+    limit = device.limit
+    return {"job": plain(limit.job), "directory": limit.directory, "unit": device.unit,
+            "fio": {"rate": plain(device.device), "iops": plain(limit.iops), "bytes_per_s": plain(limit.bytes_per_s),
+                    "latency_p50_us": plain(limit.latency_p50_us), "latency_p99_us": plain(limit.latency_p99_us),
+                    "output": plain(limit.output)},
+            "database": plain(device.database), "ratio": plain(device.ratio), "verdict": device.verdict,
+            "reason": device.reason}
+
+
+def device_cell_data(cell: DeviceCell | None) -> dict | None:
+    """A cell against its device over the repeats (each run's own figures are in its ``device``); None when fio
+    measured none of its runs."""
+    if cell is None:
+        return None
+    return {"job": plain(cell.job), "unit": cell.unit, "database": plain(cell.database), "fio": plain(cell.device),
+            "ratio": plain(cell.ratio), "verdict": cell.verdict, "verdicts": list(cell.verdicts),
+            "run_ids": list(cell.run_ids)}
 
 
 def per_second_key(headline: Headline) -> str:
@@ -104,7 +131,8 @@ def experiment_document(data: ExperimentData) -> dict:
     cells = [_cell(c, headline) | {"step_name": names[c.step], "tps": plain(data.tps[c.step, c.clients]),
                          "vs_previous": ratio_data(c.vs_previous), "vs_baseline": ratio_data(c.vs_baseline),
                          "load_vs_baseline": ratio_data(c.load_vs_baseline),
-                         "durability": _durability_class(summary.step_durability(c.step))} for c in summary.cells]
+                         "durability": _durability_class(summary.step_durability(c.step)),
+                         "device": device_cell_data(data.device.get((c.step, c.clients)))} for c in summary.cells]
     steps = [{"step": index, "step_name": name, "durability": durability_data(summary.step_durability(index))}
              for index, name in enumerate(names)]
     return {"kind": "experiment", "schema": SCHEMA,
@@ -191,6 +219,19 @@ _MONITORING: list[Column] = [
 ]
 
 
+def _device(pick: Callable[[DeviceComparison], Any]) -> Callable[[RunData], Any]:
+    return lambda run: pick(run.report.device) if run.report.device else None
+
+
+# A storage-bound run against fio's matching job (the run's rate as its batch means' mean); empty for any other run
+_DEVICE: list[Column] = [
+    ("device_unit", _device(lambda d: d.unit)), ("database_rate", _device(lambda d: d.database.mean)),
+    ("fio_rate", _device(lambda d: d.device)), ("fio_ratio", _device(lambda d: d.ratio.mean)),
+    ("fio_ratio_low", _device(lambda d: d.ratio.low)), ("fio_ratio_high", _device(lambda d: d.ratio.high)),
+    ("device_verdict", _device(lambda d: d.verdict)),
+]
+
+
 def _consistency(passed: bool | None) -> Callable[[RunData], int]:
     return lambda r: sum(1 for c in r.report.consistency if c.passed is passed)
 
@@ -249,7 +290,7 @@ def run_columns(runs: Sequence[RunData]) -> list[Column]:
                                            if b.status == "OUT OF BAND")),
         *((name.removesuffix("_percent") + "_pct", _band("mix", name))
           for name in _union([[b.name for b in r.mix] for r in reports])),
-        *_MONITORING,
+        *_MONITORING, *_DEVICE,
         ("consistency_passed", _consistency(True)), ("consistency_failed", _consistency(False)),
         ("consistency_skipped", _consistency(None)),
         ("warnings", lambda r: " | ".join(r.report.warnings)),
@@ -288,6 +329,7 @@ def cells_table(data: ExperimentData) -> tuple[list[str], list[list[Any]]]:
                **_ratio_cells("vs_previous", c.vs_previous), **_ratio_cells("vs_baseline", c.vs_baseline),
                **_ratio_cells("load_vs_baseline", c.load_vs_baseline),
                **_durability_cells(data.report.summary.step_durability(c.step)),
+               **_device_cells(data.device.get((c.step, c.clients))),
                "run_ids": " ".join(map(str, c.run_ids))}
         rows.append(row)
     header = list(rows[0]) if rows else ["step"]
@@ -297,6 +339,17 @@ def cells_table(data: ExperimentData) -> tuple[list[str], list[list[Any]]]:
 def _durability_cells(found: Durability | None) -> dict[str, Any]:
     """The step's durability class and worst verdict; empty cells when it was not crash-tested."""
     return {"durability": _durability_class(found), "durability_worst": found.worst.value if found else None}
+
+
+def _device_cells(cell: DeviceCell | None) -> dict[str, Any]:
+    """The cell against its device: both rates and the ratio as means over the repeats, in ``device_unit``; empty
+    cells when fio measured none of its runs."""
+    if cell is None:
+        return {name: None for name in ("device_unit", "database_rate", "fio_rate", "fio_ratio", "fio_ratio_low",
+                                        "fio_ratio_high", "device_verdict")}
+    return {"device_unit": cell.unit, "database_rate": cell.database.mean, "fio_rate": cell.device.mean,
+            "fio_ratio": cell.ratio.mean, "fio_ratio_low": cell.ratio.low, "fio_ratio_high": cell.ratio.high,
+            "device_verdict": cell.verdict}
 
 
 RESULT_FILE_COLUMNS = ["run_id", "terminal", "queued_s", "completed_s", "outcome", "w_id", "carrier_id",

@@ -44,6 +44,7 @@ def test_json_has_every_cell_with_estimates_ratios_and_verdicts(document) -> Non
     assert wal["vs_previous"]["verdict"] in ("faster", "slower", "within noise")
     assert wal["vs_previous"]["change_percent"] == pytest.approx(100 * (wal["vs_previous"]["ratio"] - 1))
     assert cells["baseline", 1]["vs_previous"] is None and wal["tps"]["mean"] > 0
+    assert wal["device"] is None and document["runs"][0]["device"] is None  # TPC-C: not storage-bound
     assert document["summary"]["headline"].endswith("1 step significant")
 
 
@@ -101,6 +102,8 @@ def test_csv_cells_and_series(finished_experiment) -> None:
     assert [(c["step_name"], c["clients"]) for c in cells] == [("baseline", "1"), ("baseline", "2"), ("wal", "1"),
                                                               ("wal", "2")]
     assert cells[0]["vs_previous_verdict"] == "" and cells[3]["vs_previous_verdict"]
+    device = ("device_unit", "database_rate", "fio_rate", "fio_ratio", "device_verdict")  # TPC-C: fio measured none
+    assert all(name in cells[0] and cells[0][name] == "" for name in device)
     text = _export(results, "--format", "csv", "--series")  # the newest experiment by default
     series = list(csv.DictReader(io.StringIO(text)))
     assert list(series[0]) == SERIES_COLUMNS

@@ -8,10 +8,11 @@ exporting are pure functions of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, estimate
+from maximus.analysis.device import DeviceCell, device_cell
 from maximus.analysis.experiment import ExperimentReport, analyse_experiment
 from maximus.analysis.run import RunReport, analyse_run
 from maximus.experiment.plan import PlannedRun, from_data
@@ -61,6 +62,8 @@ class ExperimentData:
     report: ExperimentReport
     runs: tuple[RunData, ...]  # in the order they were stored
     tps: Mapping[tuple[int, int], Estimate]  # (step, clients) -> transactions per second over repeats
+    # (step, clients) -> the cell against its device, for the cells whose runs fio measured (storage-bound ones)
+    device: Mapping[tuple[int, int], DeviceCell] = field(default_factory=dict)
 
     def cell_runs(self, step: int, clients: int) -> list[RunData]:
         return [r for r in self.runs if r.planned and r.planned.step == step and r.planned.clients == clients]
@@ -82,7 +85,18 @@ def gather_experiment(store: ResultsStore, experiment_id: int) -> ExperimentData
     tps = {(c.step, c.clients): estimate([r.report.figures.tpm / 60 for r in runs if r.complete and r.planned
                                           and r.planned.step == c.step and r.planned.clients == c.clients])
            for c in report.summary.cells}
-    return ExperimentData(report, runs, tps)
+    return ExperimentData(report, runs, tps, device_cells(report, runs))
+
+
+def device_cells(report: ExperimentReport, runs: Sequence[RunData]) -> dict[tuple[int, int], DeviceCell]:
+    """Each cell whose complete runs were held against fio, in the summary's order of cells."""
+    cells = {}
+    for c in report.summary.cells:
+        compared = [(r.id, r.report.device) for r in runs if r.complete and r.report.device and r.planned
+                    and r.planned.step == c.step and r.planned.clients == c.clients]
+        if cell := device_cell(c.step, c.clients, compared):
+            cells[c.step, c.clients] = cell
+    return cells
 
 
 def representative(runs: Sequence[RunData]) -> RunData | None:

@@ -13,13 +13,14 @@ The interval is the batch-means one of the run's per-second series (within-run n
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
 from maximus.analysis.compare import Estimate, batch_means, estimate
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import DiskFigures
-from maximus.records import DeviceLimit, Headline, Window
+from maximus.records import DeviceJob, DeviceLimit, Headline, Window
 
 DEVICE_BOUND = 0.80  # of fio's rate at the matched jobs (issue #43)
 CACHE_LEAK = 0.95  # device reads below this share of the reads the run asked for: caches served the rest
@@ -76,3 +77,43 @@ def _verdict(ratio: float, rate: float, unit: str, block_bytes: int, disk: DiskF
         return "device-bound", f"{ratio:.2f} of fio's rate at the matched jobs{unsampled}"
     reaching = f" with the reads reaching the device ({read / 1e6:.1f} MB/s)" if read is not None else unsampled
     return "CPU-bound", f"{ratio:.2f} of fio's rate{reaching}: the work between reads holds it back"
+
+
+@dataclass(frozen=True)
+class DeviceCell:
+    """One cell of an experiment (a step at a client count) against its device, over the cell's complete runs: fio
+    measured before every run, so both rates are estimates over the repeats, and so is the ratio (each run's own
+    ratio, averaged: every run is held against the fio of its own moment)."""
+
+    step: int
+    clients: int
+    job: DeviceJob  # the first run's (the cell's runs share the step's configuration, so the same job)
+    unit: str
+    database: Estimate  # the runs' rates in ``unit`` over the repeats
+    device: Estimate  # fio's over the repeats
+    ratio: Estimate
+    verdicts: tuple[str, ...]  # each run's, in the order the runs were stored
+    run_ids: tuple[int, ...]
+
+    @property
+    def verdict(self) -> str:
+        """The runs' verdict when they agree; else each with its count, the most frequent first ("device-bound ×2,
+        CPU-bound ×1"): a cell that sits on a boundary says so rather than picking one."""
+        counted = Counter(self.verdicts).most_common()
+        if len(counted) == 1:
+            return counted[0][0]
+        return ", ".join(f"{verdict} ×{count}" for verdict, count in counted)
+
+
+def device_cell(step: int, clients: int, runs: Sequence[tuple[int, DeviceComparison]]) -> DeviceCell | None:
+    """The cell of ``runs`` ((run id, its comparison), complete runs only); None without any. A run in another unit
+    than the first (a workload whose access changed within the cell) is left out rather than averaged with it."""
+    if not runs:
+        return None
+    unit = runs[0][1].unit
+    same = [(run_id, comparison) for run_id, comparison in runs if comparison.unit == unit]
+    comparisons = [comparison for _, comparison in same]
+    return DeviceCell(step, clients, comparisons[0].limit.job, unit,
+                      estimate([c.database.mean for c in comparisons]), estimate([c.device for c in comparisons]),
+                      estimate([c.ratio.mean for c in comparisons]), tuple(c.verdict for c in comparisons),
+                      tuple(run_id for run_id, _ in same))

@@ -15,6 +15,7 @@ from maximus.cli.console import out
 from maximus.cli.reports import write_experiment_report
 from maximus.errors import EngineError, MaximusError
 from maximus.report.charts import clients_label
+from maximus.report.device import device_table
 from maximus.report.experiment_console import render_comparison, render_experiment, render_experiments
 from maximus.report.tables import experiment_notices
 from maximus.report.progress import RunCountdown
@@ -65,7 +66,7 @@ class ConsoleProgress:
 
 def show_experiment(console: Console, experiment_id: int, results: Path | None) -> None:
     data = api.show_experiment(experiment_id, results)
-    render_experiment(console, data.report, experiment_notices(data))
+    render_experiment(console, data.report, experiment_notices(data), device_table(data))
 
 
 def finish_experiment(console: Console, experiment_id: int, results: Path | None,

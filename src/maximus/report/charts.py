@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from maximus.analysis.compare import Estimate
+from maximus.analysis.device import DeviceCell
 from maximus.analysis.experiment import ExperimentSummary
 from maximus.analysis.metrics import RunFigures, TransactionFigures
 from maximus.analysis.timeseries import CpuTimeline, DiskTimeline
@@ -165,6 +166,50 @@ def p90_against_throughput(summary: ExperimentSummary, presentation: Presentatio
     name = presentation.label(summary.figure.transaction)
     return LineChart(f"{name} p90 response time against throughput (5.6.2)", summary.figure.name,
                      f"{name} p90 (ms)", tuple(lines))
+
+
+@dataclass(frozen=True)
+class DeviceBar:
+    """One cell against its device: the database's mean rate over the repeats and fio's, each with its 95 %
+    interval (None: a single repeat), and the ratio and verdict shown beside them."""
+
+    step: str
+    clients: int
+    database: float | None
+    database_low: float | None
+    database_high: float | None
+    device: float | None
+    device_low: float | None
+    device_high: float | None
+    ratio: float | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class DeviceChart:
+    title: str
+    unit: str
+    bars: tuple[DeviceBar, ...]
+    note: str = ""
+
+
+def device_chart(cells: Sequence[DeviceCell], step_names: Sequence[str]) -> DeviceChart:
+    """Per step (a storage layout, a scheduler), the database's rate beside fio's at each client count. The
+    cells in another unit than the first are left out (one axis, one unit) and the note says so."""
+    if not cells:
+        return DeviceChart("Against the device", "", (), "no run of this experiment was held against fio")
+    unit = cells[0].unit
+    shown = [cell for cell in cells if cell.unit == unit]
+    bars = []
+    for cell in shown:
+        database, database_low, database_high = _bounds([cell.database])
+        device, device_low, device_high = _bounds([cell.device])
+        bars.append(DeviceBar(step_names[cell.step], cell.clients, database[0], database_low[0], database_high[0],
+                              device[0], device_low[0], device_high[0], _finite(cell.ratio.mean), cell.verdict))
+    left_out = len(cells) - len(shown)
+    note = f"{left_out} cell(s) in another unit than {unit} are in the table only" if left_out else ""
+    return DeviceChart(f"The database against fio's matching job, per step and client count ({unit}, mean over "
+                       "repeats, 95 % CI)", unit, tuple(bars), note)
 
 
 # --- run charts -------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from maximus import environment
 from maximus.analysis.device import DeviceComparison
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring, WaitEvent
-from maximus.report.format import band_value_text, layout_text, measured_text, transactions_text
+from maximus.report.format import band_value_text, device_job_text, layout_text, measured_text, transactions_text
 from maximus.records import BandResult, CheckResult, Headline, Presentation, RunRecord
 
 KNOBS_SHOWN_WHOLE = 30  # SQLite's knobs, with room to spare; not a server's hundreds of settings
@@ -331,10 +331,8 @@ def render_device(console: Console, device: DeviceComparison | None) -> None:
     """A storage-bound run against fio's matching job: both rates, the ratio with its interval, the verdict."""
     if device is None:
         return
-    job, limit = device.limit.job, device.limit
-    how = "direct" if job.direct else "mmap" if job.mapped else "buffered"
-    access = f"{job.pattern} {job.block_bytes // 1024} KiB, {job.jobs} job{'s' if job.jobs > 1 else ''}, {how}, " \
-             f"{job.file_bytes / 2**20:,.0f} MiB file"
+    limit = device.limit
+    access = device_job_text(limit.job)
     console.print("[bold]Against the device[/] (fio's matching job, before the run)")
     console.print(f"  fio {access}: {device.device:,.1f} {device.unit}, latency p50 {limit.latency_p50_us:,.0f} us, "
                   f"p99 {limit.latency_p99_us:,.0f} us", highlight=False)

@@ -44,9 +44,11 @@ def _verdict(ratio: Ratio | None) -> str:
     return f"[{_VERDICT_STYLE[ratio.verdict]}]{verdict_text(ratio)}[/]"
 
 
-def render_experiment(console: Console, report: ExperimentReport, notices: Sequence[Notice] = ()) -> None:
-    """The steps' tables, then the report's warnings (``notices``: durability, noisy cells, failed runs, ...)
-    and the summary line."""
+def render_experiment(console: Console, report: ExperimentReport, notices: Sequence[Notice] = (),
+                      device: Table | None = None) -> None:
+    """The steps' tables, the cells against the device (``device``: ``report.device.device_table``, when fio measured
+    the runs), then the report's warnings (``notices``: durability, noisy cells, failed runs, ...) and the summary
+    line."""
     experiment, summary = report.experiment, report.summary
     console.print(f"[bold]Experiment {report.record.id}: {experiment.name}[/] · {experiment.engine} · "
                   f"{report.presentation.scale} · {experiment.repeats} repeat(s) · "
@@ -54,6 +56,8 @@ def render_experiment(console: Console, report: ExperimentReport, notices: Seque
                   f"{_crash_tests(report)}")
     for index, step in enumerate(experiment.steps):
         _render_step(console, report, index)
+    if device is not None:
+        console.print(device)
     for notice in notices:
         runs = f" (run{'s' if len(notice.runs) > 1 else ''} {', '.join(map(str, notice.runs))})" \
             if notice.runs else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from maximus.analysis.compare import Estimate, Ratio
-from maximus.records import BandResult, RunRecord, RunSpec
+from maximus.records import BandResult, DeviceJob, RunRecord, RunSpec
 
 
 def estimate_text(value: Estimate, digits: int = 0, scale: float = 1.0) -> str:
@@ -68,3 +68,23 @@ def layout_text(record: RunRecord) -> str:
     return (f"{layout['filesystem']} of {layout['size'] / 2**30:g} GiB {on}, mounted "
             f"{layout['mount_options'] or 'with defaults'}; made in {layout['created_s']:.2f} s, before the "
             f"load{throttled}")
+
+
+def fraction_text(value: Estimate) -> str:
+    """A fraction with its 95 % interval, e.g. "0.84 (0.80–0.88)"; just the fraction with one value, ``-`` with
+    none."""
+    if value.n == 0 or math.isnan(value.mean):
+        return "-"
+    return f"{value.mean:.2f}" if value.n < 2 else f"{value.mean:.2f} ({value.low:.2f}–{value.high:.2f})"
+
+
+def rate_digits(unit: str) -> int:
+    """Digits after the point for a rate in ``unit``: whole reads a second, tenths of a MB a second."""
+    return 0 if unit.startswith("reads") else 1
+
+
+def device_job_text(job: DeviceJob) -> str:
+    """fio's job in a line, e.g. "randread 8 KiB, 4 jobs, buffered, 512 MiB file"."""
+    how = "direct" if job.direct else "mmap" if job.mapped else "buffered"
+    return (f"{job.pattern} {job.block_bytes // 1024} KiB, {job.jobs} job{'s' if job.jobs > 1 else ''}, {how}, "
+            f"{job.file_bytes / 2**20:,.0f} MiB file")

@@ -18,11 +18,14 @@ from string import Template
 from typing import Iterable, Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio
+from maximus.analysis.device import DeviceComparison
 from maximus.analysis.durability import Durability
 from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_timeline
 from maximus.report import charts, tables
 from maximus.analysis.bundle import ExperimentData, RunData, representative
-from maximus.report.format import band_value_text, estimate_text, ratio_text, verdict_text
+from maximus.report.device import DEVICE_COLUMNS, device_rows
+from maximus.report.format import (band_value_text, device_job_text, estimate_text, fraction_text, rate_digits,
+                                   ratio_text, verdict_text)
 from maximus.report.plotting import figure
 from maximus.records import BandResult, CheckResult, Presentation
 
@@ -40,7 +43,7 @@ def experiment_page(data: ExperimentData) -> str:
     shown = data.report.presentation
     body = [_header(title, shown, ("Experiment", tables.experiment_facts(data)),
                     tables.machine_facts(data.runs), tables.experiment_notices(data)),
-            _summary(data), _sweep_charts(data),
+            _summary(data), _sweep_charts(data), _experiment_device(data),
             *(_step(data, index) for index in range(len(experiment.steps))),
             _conformance(tables.conformance(data.runs), shown), _footer()]
     return _document(title, body)
@@ -53,7 +56,7 @@ def run_page(run: RunData) -> str:
     shown = run.report.presentation
     column = f"{record.spec.terminals} terminal{'s' if record.spec.terminals != 1 else ''}"
     results = [_knobs(tuple((k, v, False) for k, v in record.spec.knobs.items())),
-               _reported_settings(record.engine_settings), _run_figures(run),
+               _reported_settings(record.engine_settings), _run_figures(run), _run_device(run.report.device),
                _run_table(tables.run_table("Run table (measured window)", [(column, run)], shown),
                           tables.unmeasured_note([run])),
                *_run_charts(run, [run], "run")]
@@ -71,6 +74,22 @@ def _run_figures(run: RunData) -> str:
             *([escape(name.replace("_", " ")), f"{count:,}", "in the measured window"]
               for name, count in figures.outcomes.items())]
     return _table(["Figure", "Value", "Meaning"], ([r[0], r[1], escape(r[2])] for r in rows), "run-figures")
+
+
+def _run_device(device: DeviceComparison | None) -> str:
+    """A storage-bound run against fio's matching job, measured before it on the same file system; "" for another
+    run."""
+    if device is None:
+        return ""
+    limit, digits = device.limit, rate_digits(device.unit)
+    rows = [["fio's job", escape(device_job_text(limit.job)), escape(f"in {limit.directory}, before the run")],
+            ["fio", f"{device.device:,.{digits}f} {escape(device.unit)}",
+             f"latency p50 {limit.latency_p50_us:,.0f} µs, p99 {limit.latency_p99_us:,.0f} µs"],
+            ["The run", f"{escape(estimate_text(device.database, digits))} {escape(device.unit)}",
+             "mean of the run's batch means ± their 95 % interval"],
+            ["Ratio", escape(fraction_text(device.ratio)), "the run's rate over fio's (95 % interval)"],
+            ["Verdict", f'<span class="device-verdict">{escape(device.verdict)}</span>', escape(device.reason)]]
+    return "<h3>Against the device</h3>" + _table(["", "Value", "Meaning"], rows, "device")
 
 
 def _document(title: str, body: Iterable[str]) -> str:
@@ -224,6 +243,19 @@ def _sweep_charts(data: ExperimentData) -> str:
         _chart("chart-p90-throughput", "p90-throughput",
                charts.p90_against_throughput(summary, data.report.presentation))],
         "sweep")
+
+
+def _experiment_device(data: ExperimentData) -> str:
+    """Each cell against its device: the chart per step (a layout, a scheduler) and the table; "" when fio measured
+    no run of the experiment."""
+    if not data.device:
+        return ""
+    rows = ([escape(text) for text in row] for row in device_rows(data))
+    chart = charts.device_chart(list(data.device.values()), data.report.summary.step_names)
+    return _section("Against the device", [
+        "<p class=note>fio ran the job that matches each run on its data's file system before it: both rates are "
+        "means over the repeats, the ratio the mean of each run's own (docs/workloads.md).</p>",
+        _chart("chart-device", "device", chart), _table(list(DEVICE_COLUMNS), rows, "device-cells", 1)], "device")
 
 
 # --- steps --------------------------------------------------------------------------------------------------

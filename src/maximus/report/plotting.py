@@ -11,7 +11,8 @@ from functools import singledispatch
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from maximus.report.charts import GainChart, HistogramChart, HistogramPanel, Line, LineChart
+from maximus.report.charts import (DeviceBar, DeviceChart, GainChart, HistogramChart, HistogramPanel, Line, LineChart,
+                                    clients_label)
 
 VERDICT_COLOURS = {"faster": "#2e7d32", "slower": "#c62828", "within noise": "#f9a825", "needs repeats": "#9e9e9e"}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -170,3 +171,33 @@ def _add_panel(result: go.Figure, panel: HistogramPanel, row: int, col: int, axi
                  line=dict(color=MARK_COLOURS[mark], dash="dash", width=2))
             for mark, value in (("average", panel.average_ms), ("p90", panel.p90_ms), ("max", panel.max_ms))
             if value is not None and value <= top]
+
+
+@figure.register
+def _device_chart(info: DeviceChart) -> go.Figure:
+    """Grouped bars on a two-level x axis (step, then client count): the database's bar beside fio's, each with its
+    interval as a whisker, the ratio above the database's and the verdict in its hover text."""
+    x = [[bar.step for bar in info.bars], [clients_label(bar.clients) for bar in info.bars]]
+    result = go.Figure()
+    result.add_trace(go.Bar(
+        x=x, y=[bar.database for bar in info.bars], name="the database", marker_color=PALETTE[0],
+        error_y=_whiskers([(b.database, b.database_low, b.database_high) for b in info.bars]),
+        text=[_ratio_label(bar) for bar in info.bars], textposition="outside", cliponaxis=False,
+        hovertext=[bar.verdict for bar in info.bars]))
+    result.add_trace(go.Bar(
+        x=x, y=[bar.device for bar in info.bars], name="fio (the device)", marker_color="#90a4ae",
+        error_y=_whiskers([(b.device, b.device_low, b.device_high) for b in info.bars])))
+    result.update_layout(barmode="group")
+    return _layout(result, info.title, "step, clients", info.unit)
+
+
+def _ratio_label(bar: DeviceBar) -> str:
+    """The ratio over the bar (the verdict, which may name several, is in its hover text: a label wider than the bar
+    is shrunk unreadable)."""
+    return f"{bar.ratio:.2f} of fio" if bar.ratio is not None else ""
+
+
+def _whiskers(values: list[tuple[float | None, float | None, float | None]]) -> dict:
+    plus = [None if mean is None or high is None else high - mean for mean, _, high in values]
+    minus = [None if mean is None or low is None else mean - low for mean, low, _ in values]
+    return dict(type="data", array=plus, arrayminus=minus, visible=True)
