@@ -133,11 +133,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--engines", default="sqlite,postgres,mariadb", help="the engines whose configurations run")
+    parser.add_argument("--only", default="", help="only the configurations whose name contains this text")
     args = parser.parse_args()
     cuts, kills, to_loss = args.cuts, args.kills, MAX_CUTS_TO_LOSS
     chosen = set(args.engines.split(","))
-    durable = tuple(config for config in DURABLE if config.engine in chosen)
-    lossy = tuple(config for config in LOSSY if config.engine in chosen)
+    durable = tuple(c for c in DURABLE if c.engine in chosen and args.only in c.name)
+    lossy = tuple(c for c in LOSSY if c.engine in chosen and args.only in c.name)
     if args.quick:
         cuts, kills = 20, 5
     if args.smoke:
