@@ -36,6 +36,7 @@ class DeviceComparison:
     verdict: str  # device-bound, cache-bound, CPU-bound
     reason: str  # the figures behind the verdict, one line
     disk: DiskFigures | None = None  # what the data device did in the window, beside fio's and the run's rates
+    engine_reads_per_s: float | None = None  # the engine's own count of its data file reads in the window
 
     def text(self) -> str:
         """E.g. "0.84 of fio (0.80-0.88): device-bound"."""
@@ -43,9 +44,10 @@ class DeviceComparison:
         return f"{self.ratio.mean:.2f} of fio{interval}: {self.verdict}"
 
 
-def compare_with_device(limit: DeviceLimit, figures: RunFigures, headline: Headline,
-                        disk: DiskFigures | None) -> DeviceComparison:
-    """The run of ``figures`` against ``limit``, its verdict judged with the data device's reads (``disk``)."""
+def compare_with_device(limit: DeviceLimit, figures: RunFigures, headline: Headline, disk: DiskFigures | None,
+                        engine_reads_per_s: float | None = None) -> DeviceComparison:
+    """The run of ``figures`` against ``limit``, its verdict judged with the data device's reads (``disk``);
+    ``engine_reads_per_s``: the engine's own count of its reads, shown beside the device's."""
     per_second = _headline_per_second(figures.per_second, figures.window)
     job = limit.job
     if job.compared_as == "bytes":
@@ -56,7 +58,7 @@ def compare_with_device(limit: DeviceLimit, figures: RunFigures, headline: Headl
     database = estimate(rates)
     ratio = estimate([rate / device for rate in rates]) if device > 0 else Estimate(float("nan"), 0, 0, 0)
     verdict, reason = _verdict(ratio.mean, database.mean, unit, job.block_bytes, disk)
-    return DeviceComparison(limit, unit, database, device, ratio, verdict, reason, disk)
+    return DeviceComparison(limit, unit, database, device, ratio, verdict, reason, disk, engine_reads_per_s)
 
 
 def _headline_per_second(per_second: Sequence[tuple[int, int, int]], window: Window) -> list[float]:

@@ -193,6 +193,14 @@ def _change_from_zero(series: Series, window: Window) -> float | None:
     return until[-1] if until else None
 
 
+def reads_per_s(events: Sequence[WaitEvent], window: Window, role: str) -> float | None:
+    """How many waits of the events that play ``role`` the engine counted a second in the window (its data file
+    reads: PostgreSQL's blks_read, InnoDB's file reads); None when it counts none."""
+    chosen = [e for e in events if e.role == role]
+    seconds = window.end - window.start
+    return sum(e.waits for e in chosen) / seconds if chosen and seconds > 0 else None
+
+
 def average_wait_ms(events: Sequence[WaitEvent], role: str) -> float | None:
     """The average wait of the events that play ``role``; None when the engine reports none."""
     chosen = [e for e in events if e.role == role]
@@ -255,6 +263,7 @@ class MonitoringFigures:
     waits: tuple[WaitEvent, ...] = ()  # the top 5: sampled by share when the engine samples them, else timed by time
     log_sync_wait_ms: float | None = None
     data_read_wait_ms: float | None = None
+    data_reads_per_s: float | None = None  # the engine's own count of the reads it made from its data files
     buffer_hit_ratio: float | None = None
     tps_per_cpu_second: float | None = None
     engine: tuple[EngineStatistic, ...] = ()
@@ -281,6 +290,7 @@ def monitoring_figures(samples: Sequence[MetricSample], window: Window, transact
         groups=group_figures(all_series, window), disk=disk_figures(all_series, window),
         context_switches_per_s=switches.per_second if switches else None, waits=tuple(top[:TOP_WAITS]),
         log_sync_wait_ms=average_wait_ms(events, "log_sync"), data_read_wait_ms=average_wait_ms(events, "data_read"),
+        data_reads_per_s=reads_per_s(events, window, "data_read"),
         buffer_hit_ratio=buffer_hit_ratio(all_series, window),
         tps_per_cpu_second=transactions_per_s / cpu.busy_cpus if cpu and cpu.busy_cpus > 0 else None,
         engine=tuple(engine_statistics(all_series, window)),

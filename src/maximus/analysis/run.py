@@ -54,7 +54,8 @@ def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     counters = Counters(figures.counts, store.facts(run_id), deferred, record.window)
     monitored = analyse_monitoring(store, record, samples, figures)
     limit = store.device_limit(run_id)
-    device = compare_with_device(limit, figures, reading.headline, monitored.figures.disk) if limit else None
+    device = compare_with_device(limit, figures, reading.headline, monitored.figures.disk,
+                                 monitored.figures.data_reads_per_s) if limit else None
     return RunReport(record, reading.presentation, figures, tuple(band_results(reading.validity, counters)),
                      tuple(band_results(reading.mix, counters)), tuple(store.consistency(run_id)), monitored, deferred,
                      device)

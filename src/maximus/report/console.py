@@ -339,8 +339,10 @@ def render_device(console: Console, device: DeviceComparison | None) -> None:
     console.print(f"  the run: {device.database.mean:,.1f} {device.unit}: [bold]{escape(device.text())}[/]",
                   highlight=False)
     if device.disk is not None:
+        engine = f"; the engine counted {device.engine_reads_per_s:,.1f} reads/s of its own" \
+            if device.engine_reads_per_s is not None else ""
         console.print(f"  the data device {escape(device.disk.device)} in the window: {device.disk.reads_per_s:,.1f} "
-                      f"reads/s, {device.disk.read_mb_per_s:,.1f} MB/s", highlight=False)
+                      f"reads/s, {device.disk.read_mb_per_s:,.1f} MB/s{engine}", highlight=False)
     console.print(f"  {escape(device.reason)}", highlight=False)
 
 
