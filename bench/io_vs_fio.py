@@ -36,25 +36,34 @@ CLIENTS = (1, 4, 16)
 
 @dataclass(frozen=True)
 class Setup:
-    """An engine with its caches bounded: its own knobs, and the memory its processes may keep (OS page cache
-    included)."""
+    """An engine with its caches bounded: its own knobs, and the memory its processes may keep (the OS page cache
+    included), which grows with the clients so that their own memory (a Python terminal holds about 40 MB, a
+    PostgreSQL backend about 10 MB) does not eat the cache or bring the OOM killer."""
 
     engine: str
     knobs: dict[str, str]
+    memory_knob: str = ""
+    memory_base_mb: int = 0
+    memory_per_client_mb: int = 0
+
+    def knobs_for(self, clients: int) -> dict[str, str]:
+        if not self.memory_knob:
+            return dict(self.knobs)
+        memory = self.memory_base_mb + self.memory_per_client_mb * clients
+        return {**self.knobs, self.memory_knob: f"{memory}MB"}
 
 
 SETUPS = {
-    # client.memory holds Maximus's own process too (the loader keeps about 130 MB): 256 MB leaves it a cache of about a
-    # quarter of a 512 MB table
-    "sqlite": Setup("sqlite", {"cache_size": "-2048", "client.memory": "256MB"}),
-    "postgres": Setup("postgres", {"shared_buffers": "16MB", "server.memory": "160MB",
-                                   "max_parallel_workers_per_gather": "2"}),
-    "mariadb": Setup("mariadb", {"innodb_buffer_pool_size": "32MB"}),
+    # client.memory holds Maximus's own process too (its loader keeps about 130 MB) and every terminal process
+    "sqlite": Setup("sqlite", {"cache_size": "-2048"}, "client.memory", 224, 48),
+    "postgres": Setup("postgres", {"shared_buffers": "16MB", "max_parallel_workers_per_gather": "2"},
+                      "server.memory", 112, 12),
+    "mariadb": Setup("mariadb", {"innodb_buffer_pool_size": "32MB"}),  # O_DIRECT: its buffer pool is its only cache
 }
 
 
 def run_one(setup: Setup, workload: str, clients: int, table_mb: int, duration: float, base: Path) -> api.RunReport:
-    options = api.BenchmarkOptions(engine=setup.engine, knobs=setup.knobs, workload=workload,
+    options = api.BenchmarkOptions(engine=setup.engine, knobs=setup.knobs_for(clients), workload=workload,
                                    settings={"table_mb": table_mb}, terminals=clients, warmup_s=2.0,
                                    duration_s=duration, workdir=base / setup.engine, results=base / "results.db",
                                    system_changes=True)
