@@ -58,7 +58,7 @@ SETUPS = {
     "sqlite": Setup("sqlite", {"cache_size": "-2048"}, "client.memory", 224, 48),
     "postgres": Setup("postgres", {"shared_buffers": "16MB", "max_parallel_workers_per_gather": "2"},
                       "server.memory", 112, 12),
-    "mariadb": Setup("mariadb", {"innodb_buffer_pool_size": "32MB"}),  # O_DIRECT: its buffer pool is its only cache
+    "mariadb": Setup("mariadb", {"innodb_buffer_pool_size": "32M"}),  # O_DIRECT: its buffer pool is its only cache
 }
 
 
