@@ -165,6 +165,8 @@ def test_each_engines_access_gives_its_device_jobs(engine: str, knobs: dict[str,
     assert scans == DeviceJob("read", block_bytes=max(128 << 10, page), jobs=4, file_bytes=data, direct=direct,
                               mapped=mapped, compared_as="bytes", bytes_per_completion=2 << 30)  # the table's
     assert IoScan().device_job(IoScan().settings({}), 4, access, data).bytes_per_completion == data  # no build yet
+    small = IoRandom().settings({"table_mb": 8})  # likely cached: its fio is a token second
+    assert (reads.runtime_s, IoRandom().device_job(small, 16, access, data).runtime_s) == (10.0, 1.0)
 
 
 def test_a_64k_page_is_read_whole_by_a_scans_job() -> None:
