@@ -3,6 +3,8 @@ pumps of an engine with split calls."""
 
 from __future__ import annotations
 
+import fcntl
+
 import shutil
 import tempfile
 from pathlib import Path
@@ -92,3 +94,16 @@ def make_pump(request: pytest.FixtureRequest) -> Callable[[Engine], Pump]:
     if request.param == "python":
         return lambda engine: PythonPump()
     return lambda engine: engine.call_pump()
+
+
+_KNOBS_LOCK = Path(tempfile.gettempdir()) / "maximus-tests-machine-knobs.lock"
+
+
+@pytest.fixture
+def machine_knobs() -> Iterator[None]:
+    """The machine's knobs (and Maximus's cgroups) for this test alone: pytest -n runs test files side by side, and a
+    test that compares every knob before and after its run, or looks for cgroups of Maximus's left behind, would see
+    another file's experiment change one meanwhile."""
+    with open(_KNOBS_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -52,7 +52,7 @@ def base() -> Iterator[Path]:
 
 
 def crash(base: Path, engine: str, mode: api.CrashMode, knobs: dict[str, str] | None = None, crashes: int = 1,
-          weights: tuple[float, float, float, float] = DEFAULT_WEIGHTS, warmup_s: float = 1.0,
+          weights: tuple[float, float, float, float] = DEFAULT_WEIGHTS, warmup_s: float = 0.5,
           duration_s: float = 1.0, seed: int = 1, system_changes: bool = False) -> list[CrashTest]:
     """``crashes`` cycles of ``engine`` with ``knobs``, each crashed between ``warmup_s`` and ``warmup_s +
     duration_s`` after the terminals' release; the stored crash tests, read back."""
@@ -159,10 +159,16 @@ def test_postgres_defaults_keep_every_acknowledged_commit(base: Path, mode: api.
 @pytest.mark.parametrize("mode", [PROCESS, POWER], ids=["process", "power"])
 def test_postgres_asynchronous_commit_loses_acknowledged_commits_and_stays_consistent(base: Path,
                                                                                       mode: api.CrashMode) -> None:
-    # the WAL writer flushes every 10 s only: the commits of the run are in the WAL buffers or the page cache
+    # The WAL writer flushes every 10 s only: on a power cut the commits of the run are in the WAL buffers or the page
+    # cache, and dropped. A SIGKILL loses only the WAL not yet written to the OS: the last partial page, which the
+    # backends and the WAL writer write out page by page, so a kill can fall where none is pending (seen: 0 of 1,544
+    # lost). It may lose, and it never leaves the database inconsistent.
     tests = crash(base, "postgres", mode, {"synchronous_commit": "off", "wal_writer_delay": "10000"},
                   weights=DROP_ALL)
-    assert_lost(tests)
+    if mode is POWER:
+        assert_lost(tests)
+    else:
+        assert all(test.verdict is not Verdict.INCONSISTENT for test in tests), [explain(t) for t in tests]
     assert "synchronous_commit=off" in tests[0].window
 
 
@@ -172,8 +178,8 @@ def test_postgres_without_fsync_loses_or_is_inconsistent_after_a_power_cut(base:
     assert "fsync=off" in tests[0].window
 
 
-def test_aggressive_dirty_page_settings_lose_nothing_while_postgres_syncs_at_commit(base: Path,
-                                                                                     monkeypatch) -> None:
+def test_aggressive_dirty_page_settings_lose_nothing_while_postgres_syncs_at_commit(base: Path, monkeypatch,
+                                                                                     machine_knobs: None) -> None:
     """The layer is the worst case of any dirty-page setting (the kernel may have written nothing back), so the
     machine's settings cannot make a configuration that syncs at commit lose; they are changed, and put back."""
     names = ("vm.dirty_ratio", "vm.dirty_background_ratio", "vm.dirty_expire_centisecs",

@@ -1,5 +1,6 @@
-"""A crash-test experiment on managed PostgreSQL end to end: each step measured, then crashed by SIGKILL and by a power
-cut, and its durability beside its throughput in the step tables, the HTML report and the export."""
+"""A crash-test experiment on managed PostgreSQL end to end: each step measured, then crashed by a power cut, and its
+durability beside its throughput in the step tables, the HTML report and the export. (A SIGKILL of asynchronous commit
+loses only the WAL page not yet written, which a kill may miss: tests/durability/test_verdicts.py holds that.)"""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ wal_writer_delay = "10s"
 name = "asynchronous commit"
 set = { synchronous_commit = "off" }
 [crashtest]
-mode = ["process", "power"]
-warmup = 1
+mode = "power"
+warmup = 0.5
 duration = 1
 """
 
@@ -38,16 +39,16 @@ def test_a_crash_test_experiment_shows_faster_because_it_drops_commits(server_wo
     path.write_text(EXPERIMENT)
     experiment_id = runner.start(path, server_workdir / "crash-work", results, Quiet())
     tests = {record.test.plan_key: record.test for record in api.crash_tests(results, experiment_id)}
-    assert sorted(tests) == ["s0/x1", "s0/x2", "s1/x1", "s1/x2"]
-    assert [tests[key].mode for key in ("s0/x1", "s0/x2")] == [CrashMode.PROCESS, CrashMode.POWER]
-    assert tests["s0/x1"].verdict is tests["s0/x2"].verdict is Verdict.DURABLE  # synchronous_commit=on
-    # off, with the WAL writer asleep for 10 s: the commits in its buffers die with the server, and on a power cut
-    assert tests["s1/x1"].verdict is tests["s1/x2"].verdict is Verdict.LOST
-    assert "3 x wal_writer_delay (10s)" in tests["s1/x2"].window
+    assert sorted(tests) == ["s0/x1", "s1/x1"]
+    assert {test.mode for test in tests.values()} == {CrashMode.POWER}
+    assert tests["s0/x1"].verdict is Verdict.DURABLE  # synchronous_commit=on
+    # off, with the WAL writer asleep for 10 s: the commits of the run were not on the disk at the cut
+    assert tests["s1/x1"].verdict is Verdict.LOST
+    assert "3 x wal_writer_delay (10s)" in tests["s1/x1"].window
     html = (tmp_path / "report.html")
     api.report(experiment_id, output=html, results=results)
     text = html.read_text()
     assert "Durability" in text and "loses commits" in text and "durable (" in text
     document = json.loads(api.export(experiment_id, results=results))
-    assert len(document["crash_tests"]) == 4
+    assert len(document["crash_tests"]) == 2
     assert not [point for point in mounted(FSNAME) if point.startswith(str(server_workdir))]

@@ -98,9 +98,8 @@ def test_experiment_show_prints_the_cells_against_the_device_before_the_summary(
     output = shown.output
     assert "Against the device" in output and output.index("Against the device") < output.index("Summary:")
     cell = data.device[1, 2]
-    row = next(line for line in output.splitlines() if "1: mmap" in line and f" {cell.ratio.mean:.2f} (" in line)
-    assert "reads/s" in row and cell.verdict.split(" ×")[0] in row
-    assert f"{cell.device.mean:,.0f} ±" in row
+    row = next(line for line in output.splitlines() if "1: mmap" in line and f"{cell.device.mean:,.0f} ±" in line)
+    assert "reads/s" in row and f" {cell.ratio.mean:.2f} (" in row and cell.verdict.split(" ×")[0] in row
 
 
 def test_an_experiment_without_fio_prints_no_device_table(finished_experiment: tuple[Path, int]) -> None:
