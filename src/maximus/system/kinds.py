@@ -214,6 +214,8 @@ class MemoryLimit:
             return Seen()
         usage = self.group.usage()
         kills = int(usage["oom_kills"])  # type: ignore[call-overload]
+        if kills:  # the run failed with them: the limit lifted, so that the server can stop
+            self.group.lift()
         return Seen({"memory": {self.side: usage}}, [self._killed(kills)] if kills else [])
 
     def _killed(self, kills: int) -> str:

@@ -51,6 +51,13 @@ class LimitedGroup:
     def oom_kills(self) -> int:
         return _oom_control(self.path).get("oom_kill", 0)
 
+    def lift(self) -> None:
+        """No limit any more (the swap's first, which may not be below the memory's): a server the OOM killer already
+        broke can then stop, instead of being killed again as its shutdown needs memory (pg_ctl waited 120 s)."""
+        for attribute in ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes"):
+            if (self.path / attribute).exists():
+                (self.path / attribute).write_text("-1")
+
 
 @contextmanager
 def limited(knob: str, limit: int, main_pid: int, journal: Journal, data_path: Path) -> Iterator[LimitedGroup]:
