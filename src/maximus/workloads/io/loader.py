@@ -3,16 +3,14 @@ the table's bytes on disk and records what it built."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Iterator
 
 import numpy as np
 
-from maximus import __version__
 from maximus.engines.base import Engine, Session
+from maximus.workloads import build_record
 from maximus.workloads.base import DatabaseInfo, LoadResult, Progress
 from maximus.workloads.io import schema
 from maximus.workloads.io.settings import ID_BYTES, TableSettings
@@ -87,34 +85,24 @@ def _table_bytes(engine: Engine, session: Session) -> int:
 
 def _write_meta(session: Session, built: IoBuild, seed: int, seconds: float,
                 creation_settings: dict[str, str]) -> None:
-    meta = {"workload": FAMILY, "table_mb": built.table_mb, "rows": built.rows, "row_bytes": built.row_bytes,
-            "table_bytes": built.table_bytes, "seed": seed, "load_seconds": round(seconds, 3), "fresh": 1,
-            "creation_settings": json.dumps(creation_settings), "maximus_version": __version__,
-            "loaded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    session.begin()
-    for name, value in meta.items():
-        session.execute(f"INSERT INTO {schema.META_TABLE} (name, value) VALUES (?, ?)", (name, str(value)))
-    session.commit()
+    own = {"table_mb": built.table_mb, "rows": built.rows, "row_bytes": built.row_bytes,
+           "table_bytes": built.table_bytes}
+    build_record.write(session, FAMILY, own, seed, seconds, creation_settings)
 
 
 def read_info(session: Session) -> DatabaseInfo | None:
     """What a finished io build recorded, or None for anything else (not ours, or a load that never ended).
     ``inputs``: its ``IoBuild``; its scale, the table's MiB as the settings give them."""
-    try:
-        meta = dict(session.fetchall(f"SELECT name, value FROM {schema.META_TABLE}"))
-    except Exception:  # no such table
-        session.rollback()
-        return None
-    if meta.get("workload") != FAMILY:
+    meta = build_record.read(session, FAMILY)
+    if meta is None:
         return None
     built = IoBuild(*(int(meta[key]) for key in ("table_mb", "row_bytes", "rows", "table_bytes")))
-    return DatabaseInfo(built.table_mb, int(meta["seed"]), float(meta["load_seconds"]), meta["fresh"] == "1",
-                        json.loads(meta["creation_settings"]), built)
+    return DatabaseInfo(built.table_mb, *build_record.common(meta), built)
 
 
 def mark_used(session: Session) -> None:
     """Nothing changes the rows, but the flag says a run has read them: their pages may be in the caches."""
-    session.execute(f"UPDATE {schema.META_TABLE} SET value = '0' WHERE name = 'fresh'")
+    build_record.mark_used(session)
 
 
 def _chunks(total: int, size: int) -> Iterator[tuple[int, int]]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from maximus.engines.base import Dialect
 from maximus.workloads.statements import for_dialect
+from maximus.workloads import build_record
 
 TABLE = "io_rows"
-META_TABLE = "maximus_meta"
+META_TABLE = build_record.TABLE
 
 # The bytes of the table's rows on disk, without its indexes (a scan reads those bytes): PostgreSQL's heap, InnoDB's
 # clustered index, SQLite's table B-tree.
@@ -34,7 +35,7 @@ def schema_statements(dialect: Dialect, payload_bytes: int) -> list[str]:
     key = "" if dialect.primary_keys_after_load else ", PRIMARY KEY (id)"
     return [f"CREATE TABLE {TABLE} (id BIGINT NOT NULL, payload VARCHAR({payload_bytes}) NOT NULL{key})"
             f"{dialect.clustered_table_suffix}",
-            f"CREATE TABLE {META_TABLE} (name VARCHAR(64) PRIMARY KEY, value VARCHAR(4000))"]
+            build_record.CREATE]
 
 
 def after_load_statements(dialect: Dialect) -> list[str]:

@@ -3,15 +3,13 @@ history, then keys and statistics; and records what it built."""
 
 from __future__ import annotations
 
-import json
 import time
-from datetime import datetime, timezone
 from typing import Iterator
 
 import numpy as np
 
-from maximus import __version__
 from maximus.engines.base import Dialect, Engine, Session
+from maximus.workloads import build_record
 from maximus.workloads.base import DatabaseInfo, LoadResult, Progress
 from maximus.workloads.statements import for_dialect
 from maximus.workloads.tpcb import schema
@@ -90,33 +88,22 @@ def _statistics(dialect: Dialect) -> list[str]:
 
 def _write_meta(session: Session, settings: TpcbSettings, seed: int, seconds: float,
                 creation_settings: dict[str, str]) -> None:
-    meta = {"workload": WORKLOAD, "scale": settings.scale, "accounts_per_branch": settings.accounts_per_branch,
-            "seed": seed, "load_seconds": round(seconds, 3), "fresh": 1,
-            "creation_settings": json.dumps(creation_settings), "maximus_version": __version__,
-            "loaded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    session.begin()
-    for name, value in meta.items():
-        session.execute(f"INSERT INTO {schema.META_TABLE} (name, value) VALUES (?, ?)", (name, str(value)))
-    session.commit()
+    own = {"scale": settings.scale, "accounts_per_branch": settings.accounts_per_branch}
+    build_record.write(session, WORKLOAD, own, seed, seconds, creation_settings)
 
 
 def read_info(session: Session) -> DatabaseInfo | None:
     """What a finished TPC-B build recorded, or None for anything else (not ours, or a load that never ended).
     ``inputs``: its accounts per branch, which the transactions draw from."""
-    try:
-        meta = dict(session.fetchall(f"SELECT name, value FROM {schema.META_TABLE}"))
-    except Exception:  # no such table
-        session.rollback()
+    meta = build_record.read(session, WORKLOAD)
+    if meta is None:
         return None
-    if meta.get("workload") != WORKLOAD:
-        return None
-    return DatabaseInfo(int(meta["scale"]), int(meta["seed"]), float(meta["load_seconds"]), meta["fresh"] == "1",
-                        json.loads(meta["creation_settings"]), int(meta["accounts_per_branch"]))
+    return DatabaseInfo(int(meta["scale"]), *build_record.common(meta), int(meta["accounts_per_branch"]))
 
 
 def mark_used(session: Session) -> None:
     """A run changes the balances: the fresh-state condition no longer applies."""
-    session.execute(f"UPDATE {schema.META_TABLE} SET value = '0' WHERE name = 'fresh'")
+    build_record.mark_used(session)
 
 
 def _chunks(total: int, size: int) -> Iterator[tuple[int, int]]:

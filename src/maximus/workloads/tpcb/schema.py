@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maximus.engines.base import Dialect
+from maximus.workloads import build_record
 
-META_TABLE = "maximus_meta"
+META_TABLE = build_record.TABLE
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def create_table_sql(table: Table, dialect: Dialect) -> str:
 
 def schema_statements(dialect: Dialect) -> list[str]:
     tables = [create_table_sql(table, dialect) for table in TABLES]
-    return tables + [f"CREATE TABLE {META_TABLE} (name VARCHAR(64) PRIMARY KEY, value VARCHAR(4000))"]
+    return tables + [build_record.CREATE]
 
 
 def key_statements(dialect: Dialect) -> list[str]:
