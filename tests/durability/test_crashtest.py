@@ -136,7 +136,22 @@ def test_ctrl_c_during_a_power_crash_test_unmounts_the_layer_and_leaves_nothing(
             process.wait()
     assert process.returncode == 130 and stderr.strip().splitlines()[-1] == "error: interrupted"
     assert not _ours(tmp_path) and not journal.exists()
-    assert not _terminals_running(process.pid)
+    deadline = time.monotonic() + 10  # multiprocessing's resource tracker ends when the parent's pipe closes, later
+    while _terminals_running(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _terminals_running(process.pid), _session_commands(process.pid)
+
+
+def _session_commands(pid: int) -> list[str]:
+    """What still runs in the crash test's session, for the failure's message."""
+    commands = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getsid(int(entry.name)) == pid:
+                commands.append((entry / "cmdline").read_text().replace("\0", " "))
+        except OSError:
+            continue
+    return commands
 
 
 def _terminals_running(pid: int) -> bool:
