@@ -60,6 +60,7 @@ CRASHES = Limit(1, 10_000)  # crash cycles of one crash test
 WARMUP_S = Limit(0, 30 * DAY_S, SECONDS)
 DURATION_S = Limit(0, 30 * DAY_S, SECONDS, positive=True)
 PERCENT = Limit(0, 100, "percentage")
+RATE = Limit(0, 1_000_000, "number of transactions per second", positive=True)  # a fixed-rate run's, all terminals
 
 
 def check(option: str, value: object, limit: Limit) -> None:

@@ -37,6 +37,7 @@ class RunStatus(StrEnum):
     FAILED = "failed"
 
 
+RATE, ARRIVALS_OPTION = "rate", "arrivals"  # a fixed-rate run's options: its transactions per second, its arrivals
 EMBEDDED = "embedded"  # a run's option (RunSpec.options): "yes" where its engine ran inside Maximus's client processes
 
 
@@ -87,10 +88,17 @@ class TxnSample:
     terminal: int
     transaction: str
     start: float
-    latency: float
+    latency: float  # from its actual start to its completion: its service time in a fixed-rate run
     outcome: Outcome
     attempts: int = 1
     error: str = ""
+    intended: float | None = None  # a fixed-rate run's: when its schedule meant it to start (None: closed loop)
+
+    @property
+    def scheduled_latency(self) -> float:
+        """From when it should have started to its completion (issue #45): a stall shows in every transaction the
+        schedule held back, not only in the one that met it. The service time in a closed-loop run."""
+        return self.latency if self.intended is None else self.start + self.latency - self.intended
 
 
 @dataclass(frozen=True, slots=True)

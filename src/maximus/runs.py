@@ -12,11 +12,12 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from maximus import device, environment, limits, system
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
                               make_engine, prepare_database, quietly, raise_fault)
+from maximus.driver.schedule import ARRIVALS, RateSchedule
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.errors import EngineError, UserError, describe
-from maximus.records import (EMBEDDED, MAX_FAILED_PERCENT, CheckResult, Outcome, RunEnd, RunSpec, RunStart,
-                             RunStatus, StorageAccess, TxnSample, Window)
+from maximus.records import (ARRIVALS_OPTION, EMBEDDED, MAX_FAILED_PERCENT, RATE, CheckResult, Outcome, RunEnd,
+                             RunSpec, RunStart, RunStatus, StorageAccess, TxnSample, Window)
 from maximus.samplers.base import Sampler
 from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler
@@ -50,6 +51,8 @@ class BenchmarkOptions:
     max_failed_percent: float = MAX_FAILED_PERCENT  # a run with more failed transactions in its window is failed
     system_changes: bool = False  # the user allows operating-system knobs to be changed (as root), and put back
     device_limit: bool = True  # a storage-bound workload's run is measured beside fio's matching job (maximus.device)
+    rate: float | None = None  # fixed throughput (transactions per second over all terminals); None: closed loop
+    arrivals: str = "regular"  # a fixed rate's arrivals: regular or poisson (driver.schedule)
 
     @property
     def engine_knobs(self) -> dict[str, str]:
@@ -74,6 +77,10 @@ class BenchmarkOptions:
                                      ("--duration", self.duration_s, limits.DURATION_S),
                                      ("--seed", self.seed, limits.SEED)):
             limits.check(option, value, limit)
+        if self.rate is not None:
+            limits.check("--rate", self.rate, limits.RATE)
+        if self.arrivals not in ARRIVALS:
+            raise UserError(f"--arrivals must be {' or '.join(ARRIVALS)}, got {self.arrivals!r}")
         self.build  # noqa: B018  (validates)
         if self.transactions not in ("auto", "client", "server"):
             raise UserError(f"--transactions must be auto, client or server, got {self.transactions!r}")
@@ -222,6 +229,9 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
     """The run's row, stored as it starts."""
     server_side = server_side_run(options, engine, build.workload)
     run_settings = build.workload.run_settings(build.settings, options.seed, prepared.info, server_side)
+    if options.rate is not None and run_settings.pauses:
+        raise UserError(f"--rate sets when each transaction starts: the {build.workload.name} workload's keying and "
+                        f"think times would too (leave them off)")
     session = engine.connect()
     try:
         reported = engine.reported_settings(session)
@@ -235,7 +245,8 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
                    engine.database,
                    {"transactions": "server" if server_side else "client",
                     "isolation": isolation_text(engine, build, run_settings),
-                    EMBEDDED: "yes" if embedded(type(engine)) else "no"})
+                    EMBEDDED: "yes" if embedded(type(engine)) else "no",
+                    **({RATE: f"{options.rate:g}", ARRIVALS_OPTION: options.arrivals} if options.rate else {})})
     start = RunStart(
         spec=spec, effective_knobs=engine.effective_settings, engine_settings=reported,
         load_seconds=prepared.info.load_seconds, loaded_in_run=prepared.loaded_now, load_seed=prepared.info.seed,
@@ -264,15 +275,17 @@ def deferred_workers(terminals: int) -> int:
     return max(1, min(terminals // 10, 2 * (os.cpu_count() or 1)))
 
 
-def terminal_hosting(engine: Engine, run_settings: Any, terminals: int) -> tuple[str, int]:
+def terminal_hosting(engine: Engine, run_settings: Any, terminals: int, scheduled: bool = False) -> tuple[str, int]:
     """How the terminals share worker processes (``DriveSpec.hosting``) and how many each process hosts.
 
     Sharing needs every transaction to be one statement (server-side mode). Busy terminals (no keying
     or think times) share one process per core, each keeping a call in flight, on engines that split
     a call in two: far cheaper than a process each once there are more terminals than cores. Keyed
     terminals, which mostly wait, share one process per core on an event loop, so a thousand fit in
-    little memory. Everything else gets a process per terminal.
+    little memory. Everything else, a fixed-rate run's scheduled terminals included, gets a process per terminal.
     """
+    if scheduled:
+        return "process", 1
     shared = -(-terminals // min(terminals, os.cpu_count() or 1))
     if run_settings.server_side and not run_settings.pauses and engine.capabilities.split_calls:
         return "multiplexed", shared
@@ -286,12 +299,13 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
                      seen: Callable[[], system.Seen]) -> DriveResult:
     """Drive the terminals and store what they did, with what the machine's changes saw by the end (``seen``: a
     memory limit's peak usage; its OOM kills, the cause of a run that failed)."""
-    hosting, per_process = terminal_hosting(engine, begun.run_settings, options.terminals)
+    hosting, per_process = terminal_hosting(engine, begun.run_settings, options.terminals, options.rate is not None)
+    schedule = RateSchedule(options.rate, options.arrivals, options.terminals, options.seed) if options.rate else None
     spec = DriveSpec(engine, build.workload, begun.run_settings, options.terminals, options.warmup_s,
                      options.duration_s,
                      deferred_workers=0 if hosting == "multiplexed" or engine.one_connection()
                      else deferred_workers(options.terminals),
-                     hosting=hosting, terminals_per_process=per_process)
+                     hosting=hosting, terminals_per_process=per_process, schedule=schedule)
     monitor = Monitor(run_samplers(engine), Window(options.warmup_s, options.warmup_s + options.duration_s)) \
         if options.monitor else None
     try:

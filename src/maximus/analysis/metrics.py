@@ -21,8 +21,9 @@ COMPLETED = (Outcome.COMMITTED, Outcome.ROLLED_BACK)
 class TransactionFigures:
     name: str
     completed: int
-    latency: LatencySummary
-    histogram: Histogram
+    latency: LatencySummary  # response times: in a fixed-rate run from each transaction's intended start
+    histogram: Histogram  # of ``latency``
+    service: LatencySummary | None = None  # a fixed-rate run's: from each transaction's actual start
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,11 @@ def run_figures(samples: Sequence[TxnSample], window: Window, transaction_order:
 
 
 def _figures(name: str, completed: Sequence[TxnSample]) -> TransactionFigures:
-    latencies = [s.latency for s in completed if s.transaction == name]
+    """A transaction's response times; in a fixed-rate run from their intended starts (the latency a user waiting
+    since then saw), with their service times beside them."""
+    mine = [s for s in completed if s.transaction == name]
+    latencies = [s.scheduled_latency for s in mine]
     summary = summarise(latencies)
-    return TransactionFigures(name, len(latencies), summary, histogram(latencies, summary.p90))
+    scheduled = any(s.intended is not None for s in mine)
+    return TransactionFigures(name, len(latencies), summary, histogram(latencies, summary.p90),
+                              summarise([s.latency for s in mine]) if scheduled else None)

@@ -10,6 +10,7 @@ from maximus.analysis import monitoring
 from maximus.analysis.device import DeviceComparison, compare_with_device
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.monitoring import RunColumn, RunMonitoring
+from maximus.analysis.rate import RateFigures, rate_figures
 from maximus.bands import Counters, band_results
 from maximus.errors import UserError
 from maximus.records import (EMBEDDED, BandResult, CheckResult, DeferredResult, Presentation, RunRecord, TxnSample,
@@ -30,6 +31,7 @@ class RunReport:
     monitoring: RunMonitoring
     deferred: tuple[DeferredResult, ...] = ()  # the deferred transactions' result file (TPC-C 2.7.2.3)
     device: DeviceComparison | None = None  # a storage-bound run against fio's matching job (issue #43)
+    rate: RateFigures | None = None  # a fixed-rate run against its schedule (issue #45)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -40,6 +42,8 @@ class RunReport:
         derived = [check.warning() for check in self.monitoring.checks if not check.passed]
         if self.device is not None and self.device.verdict == "cache-bound":  # a storage-bound run that was not
             derived.append(f"cache leak: {self.device.reason}")
+        if self.rate is not None and not self.rate.sustained:
+            derived.append(self.rate.verdict)
         bound = self.monitoring.figures.client_bound
         return (*stored, *(text for text in [*derived, *([bound] if bound else [])] if text not in stored))
 
@@ -50,15 +54,15 @@ def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     samples = store.samples(run_id)
     figures = run_figures(samples, record.window, reading.reported_transactions, reading.headline.transaction,
                           reading.headline.per_seconds)
-    deferred = tuple(store.deferred_results(run_id))
-    counters = Counters(figures.counts, store.facts(run_id), deferred, record.window)
+    deferred, facts = tuple(store.deferred_results(run_id)), store.facts(run_id)
+    counters = Counters(figures.counts, facts, deferred, record.window)
     monitored = analyse_monitoring(store, record, samples, figures)
     limit = store.device_limit(run_id)
     device = compare_with_device(limit, figures, reading.headline, monitored.figures.disk,
                                  monitored.figures.data_reads_per_s) if limit else None
     return RunReport(record, reading.presentation, figures, tuple(band_results(reading.validity, counters)),
                      tuple(band_results(reading.mix, counters)), tuple(store.consistency(run_id)), monitored, deferred,
-                     device)
+                     device, rate_figures(record.spec, samples, record.window, facts))
 
 
 def reading_of(record: RunRecord) -> WorkloadReading:

@@ -134,13 +134,19 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None
         device_limit: Annotated[bool, typer.Option("--device-limit/--no-device-limit", help="Before a storage-bound "
                                                    "workload's run, measure the device with fio's matching job, and "
                                                    "hold the run against it.")] = True,
+        rate: Annotated[Optional[float], typer.Option("--rate", metavar="TPS", help="Fixed throughput: start "
+                                                      "TPS transactions a second over all terminals, each at its "
+                                                      "intended start, and measure latency from it (coordinated "
+                                                      "omission avoided). Without it, closed loop.")] = None,
+        arrivals: Annotated[str, typer.Option("--arrivals", help="With --rate: regular (evenly spaced) or poisson "
+                                              "(exponential gaps, seeded) arrivals.")] = "regular",
         workdir: Workdir = None, results: Results = None, connection: Connection = None, yes: Yes = False,
         workload: WorkloadName = "tpcc", allow_system_changes: AllowSystemChanges = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
     options = _options(engine, knob, settings, workdir, results, connection, workload, terminals=terminals,
                        warmup_s=warmup, duration_s=duration, seed=seed, check=check, rebuild=rebuild, monitor=monitor,
                        transactions=transactions, max_failed_percent=max_failed, system_changes=allow_system_changes,
-                       device_limit=device_limit)
+                       device_limit=device_limit, rate=rate, arrivals=arrivals)
     _announce(options.estimate(), yes)
     _run_and_show(options)
 

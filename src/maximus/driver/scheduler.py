@@ -28,6 +28,7 @@ from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
 from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
+from maximus.driver.schedule import RateSchedule
 from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire, record_deferred, result_from_wire,
                                      transaction_runner, yield_to_the_server)
 from maximus.engines.base import Engine
@@ -58,6 +59,7 @@ class DriveSpec:
     # event loop (engines with asynchronous sessions). The two shared kinds need server-side mode.
     hosting: str = "process"
     terminals_per_process: int = 1
+    schedule: RateSchedule | None = None  # a fixed-rate run's (process hosting): when each transaction should start
 
     def shares(self) -> list[range]:
         """The terminal indices each terminal process hosts."""
@@ -105,7 +107,8 @@ class _Channels:
 
 def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
     ignore_interrupts(termination=True)
-    yield_to_the_server()
+    if spec.schedule is None:  # a scheduled terminal must wake at its intended starts, not wait for the CPU
+        yield_to_the_server()
     try:
         session = spec.engine.connect()
         emulator = spec.workload.emulator(spec.settings, index, spec.engine.dialect)
@@ -115,7 +118,7 @@ def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
     origin, clock, window = _released(spec, channels, index)
     terminal = Terminal(index, emulator, session, spec.engine, clock, Recorder(channels.outbox, window, origin),
                         origin + window.end, spec.retry, channels.counters,
-                        channels.deliveries if spec.deferred_workers else None, channels.writer_gate)
+                        channels.deliveries if spec.deferred_workers else None, channels.writer_gate, spec.schedule)
     _guarded(terminal.run, channels, index)
     session.close()
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from maximus.driver.clock import Clock
 from maximus.driver.retry import Result, RetryPolicy
+from maximus.driver.schedule import RateSchedule
 from maximus.engines.base import Engine, Session
 from maximus.records import DeferredResult, Outcome, TxnSample, Window
 
@@ -44,12 +45,14 @@ class Recorder:
     last_flush: float = 0.0
 
     def record(self, terminal: int, transaction: str, started: float, finished: float,
-               result: Result, facts: dict[str, int] | None, now: float) -> None:
+               result: Result, facts: dict[str, int] | None, now: float, intended: float | None = None) -> None:
         """One transaction, timed by the monotonic clock; its facts count when it did not fail and its
-        whole response time lies in the measured window (5.4)."""
+        whole response time lies in the measured window (5.4). ``intended``: when a fixed-rate schedule meant it
+        to start."""
         outcome, attempts, error, _ = result
         start, latency = started - self.origin, finished - started
-        self.samples.append((terminal, transaction, start, latency, outcome.value, attempts, error))
+        self.samples.append((terminal, transaction, start, latency, outcome.value, attempts, error,
+                             None if intended is None else intended - self.origin))
         self.recorded += 1
         if facts and outcome is not Outcome.FAILED and self.window.holds(start, latency):
             for name, value in facts.items():
@@ -82,6 +85,10 @@ class Recorder:
         self.results.append((terminal, transaction, queued - self.origin, completed - self.origin,
                              result.outcome.value, record))
 
+    def count(self, fact: str, value: int) -> None:
+        """A fact of the driver's own, not of a transaction (a fixed-rate schedule's warm-up backlog)."""
+        self.facts["schedule", fact] += value
+
     def _add_facts(self, drawn: Iterable[tuple[Any, Any]]) -> None:
         by_transaction = defaultdict(list)
         for transaction, inputs in drawn:
@@ -103,8 +110,8 @@ class Recorder:
 
 
 def from_wire(fields: tuple) -> TxnSample:
-    terminal, transaction, start, latency, outcome, attempts, error = fields
-    return TxnSample(terminal, transaction, start, latency, Outcome(outcome), attempts, error)
+    terminal, transaction, start, latency, outcome, attempts, error, intended = fields
+    return TxnSample(terminal, transaction, start, latency, Outcome(outcome), attempts, error, intended)
 
 
 def result_from_wire(fields: tuple) -> DeferredResult:
@@ -118,7 +125,7 @@ def expand_runs(runs: Iterable[tuple], origin: float) -> Iterator[tuple]:
     committed = Outcome.COMMITTED.value
     for terminal, names, times in runs:
         for name, started, finished in zip(names, times[0::2], times[1::2]):
-            yield terminal, name, started - origin, finished - started, committed, 1, ""
+            yield terminal, name, started - origin, finished - started, committed, 1, "", None
 
 
 Runner = Callable[[Any], Result]  # inputs -> what became of the transaction
@@ -173,10 +180,13 @@ class Terminal:
     counters: Any  # shared array: [new orders done, transactions done] per terminal
     delivery_queue: Any | None  # None: the terminal runs its deferred transactions itself (one connection)
     writer_gate: Any | None
+    schedule: RateSchedule | None = None  # a fixed-rate run's: when each transaction should start
     runners: dict[Any, Runner] = field(default_factory=dict)  # by transaction, built on first use
 
     def run(self) -> None:
-        if self.emulator.pauses:
+        if self.schedule is not None:
+            self._run_scheduled(self.schedule)
+        elif self.emulator.pauses:
             self._run_paced()
         else:
             self._run_busy()
@@ -192,6 +202,33 @@ class Terminal:
             finish(self, transaction, inputs, started, self.clock.now(), result)
             if not self._pause(self.emulator.think_time(transaction.name)):
                 break
+
+    def _run_scheduled(self, schedule: RateSchedule) -> None:
+        """Each transaction at its intended start, or at once when the terminal is behind (issue #45).
+
+        The warm-up's backlog is not carried into the measured window: the schedule's points of the warm-up that
+        the window's start finds unstarted are skipped and counted (``schedule.warmup_backlog``). Those of the
+        window left unstarted at its end are counted too (``schedule.unstarted``): nothing is dropped silently.
+        """
+        now, recorder = self.clock.now, self.recorder
+        window_start = recorder.origin + recorder.window.start
+        starts = schedule.starts(self.index, recorder.origin)
+        intended = next(starts)
+        while intended < self.end:
+            if intended < window_start <= now():
+                skipped, intended = schedule.skip(starts, intended, window_start)
+                recorder.count("warmup_backlog", skipped)
+                continue
+            if not self.clock.sleep(intended - now()):
+                return  # stopped: the window ends here
+            transaction, inputs = self.emulator.next()
+            started = now()
+            if started >= self.end:
+                break
+            result = self._run(transaction, inputs, started)
+            finish(self, transaction, inputs, started, now(), result, intended)
+            intended = next(starts)
+        recorder.count("unstarted", schedule.skip(starts, intended, self.end)[0])
 
     def _run_busy(self) -> None:
         """No keying or think times: transactions back to back, drawn and recorded ``BATCH`` at a time.
@@ -249,7 +286,8 @@ def record_deferred(recorder: Recorder, terminal: int, name: str, queued_at: flo
     recorder.record_result(terminal, name, queued_at, now, result)
 
 
-def finish(terminal: Any, transaction: Any, inputs: Any, started: float, finished: float, result: Result) -> None:
+def finish(terminal: Any, transaction: Any, inputs: Any, started: float, finished: float, result: Result,
+           intended: float | None = None) -> None:
     """Count a terminal's transaction on the live counters and record its sample and facts.
 
     ``terminal`` is a ``Terminal``, a ``MultiplexedTerminal`` or an ``AsyncTerminal``: anything with
@@ -261,7 +299,7 @@ def finish(terminal: Any, transaction: Any, inputs: Any, started: float, finishe
         if transaction.name == terminal.emulator.headline:  # the live counter shows New-Order
             terminal.counters[slot] += 1
     terminal.recorder.record(terminal.index, transaction.name, started, finished, result,
-                             transaction.summed_facts((inputs,)), finished)
+                             transaction.summed_facts((inputs,)), finished, intended)
 
 
 def finish_committed(terminal: Any, names: list[str], times: list[float], drawn: Sequence[tuple[Any, Any]]) -> None:

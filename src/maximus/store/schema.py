@@ -95,6 +95,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             iops REAL NOT NULL, bytes_per_s REAL NOT NULL, latency_p50_us REAL NOT NULL, latency_p99_us REAL NOT NULL,
             output TEXT NOT NULL)""",
     ),
+    (  # version 10: a fixed-rate run's intended start of each transaction (TxnSample.intended; NULL: closed loop)
+        "ALTER TABLE txn_samples ADD COLUMN intended REAL",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

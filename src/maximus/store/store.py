@@ -183,10 +183,10 @@ class ResultsStore:
                 self._db.execute("UPDATE runs SET window_start = ?, window_end = ? WHERE id = ?",
                                  (window.start, window.end, run_id))
             self._db.executemany(
-                "INSERT INTO txn_samples (run_id, terminal, transaction_name, start, latency, outcome, attempts, error)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                ((run_id, s.terminal, s.transaction, s.start, s.latency, s.outcome.value, s.attempts, s.error)
-                 for s in samples))
+                "INSERT INTO txn_samples (run_id, terminal, transaction_name, start, latency, outcome, attempts, error,"
+                " intended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ((run_id, s.terminal, s.transaction, s.start, s.latency, s.outcome.value, s.attempts, s.error,
+                  s.intended) for s in samples))
             self._db.executemany("INSERT INTO run_facts (run_id, name, value) VALUES (?, ?, ?)",
                                  ((run_id, name, value) for name, value in facts.items()))
             old_warnings, old_environment = self._db.execute("SELECT warnings, environment FROM runs WHERE id = ?",
@@ -315,9 +315,9 @@ class ResultsStore:
 
     @guarded
     def samples(self, run_id: int) -> list[TxnSample]:
-        rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error"
+        rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error, intended"
                                 " FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
-        return [TxnSample(t, name, s, lat, Outcome(o), a, e) for t, name, s, lat, o, a, e in rows]
+        return [TxnSample(t, name, s, lat, Outcome(o), a, e, i) for t, name, s, lat, o, a, e, i in rows]
 
     @guarded
     def completions_in_window(self) -> dict[int, int]:

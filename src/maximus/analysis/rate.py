@@ -1,0 +1,121 @@
+"""A fixed-rate run against its schedule (issue #45): the rate achieved, the backlog and late starts over time, the
+scheduler's own error, and the verdict: "rate sustained" or "not sustainable at R".
+
+Everything is recomputed from the stored raw samples (each with its intended start, ``TxnSample.intended``) and the
+two counts the terminals kept of the schedule's points they never started (``schedule.warmup_backlog`` and
+``schedule.unstarted`` among the run's facts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from maximus.analysis.metrics import COMPLETED
+from maximus.records import ARRIVALS_OPTION, RATE, RunSpec, TxnSample, Window
+
+ACHIEVED_AT_LEAST = 0.99  # of the target rate, for "rate sustained"
+LATE_S = 0.001  # a start later than its intended one by more than this is late
+WARMUP_BACKLOG, UNSTARTED = "schedule.warmup_backlog", "schedule.unstarted"
+
+
+@dataclass(frozen=True)
+class RateFigures:
+    target: float  # transactions per second the schedule asked of all terminals
+    arrivals: str  # regular or poisson
+    terminals: int
+    achieved: float  # the terminals' completed transactions per second in the measured window
+    scheduled: int  # the schedule's points in the window: Poisson arrivals make them differ from target x seconds
+    done: int  # of those, the transactions completed (committed or rolled back), whenever they ended
+    backlog_at_start: int  # transactions due and not started at the window's start
+    backlog_at_end: int  # ... at its end, those its terminals never started included
+    warmup_backlog: int  # the warm-up's points skipped at the window's start: not carried into it
+    unstarted: int  # the window's points its terminals never started, the run over
+    backlog: tuple[tuple[int, int], ...]  # (second from the origin, transactions due and not started at its end)
+    late: tuple[tuple[int, int], ...]  # (second from the origin, starts in it later than intended by LATE_S)
+    start_error_p99: float  # seconds: the scheduler's own lateness where the terminal was idle; nan without any
+
+    @property
+    def ratio(self) -> float:
+        """The share of the window's scheduled transactions done."""
+        return self.done / self.scheduled if self.scheduled else 0.0
+
+    @property
+    def backlog_growth(self) -> int:
+        return self.backlog_at_end - self.backlog_at_start
+
+    @property
+    def sustained(self) -> bool:
+        """At least 99 % of the window's scheduled transactions done and a backlog that did not grow over the window (by more than one
+        transaction a terminal: each may have one due as the window ends)."""
+        return self.ratio >= ACHIEVED_AT_LEAST and self.backlog_growth <= self.terminals
+
+    @property
+    def verdict(self) -> str:
+        achieved = f"{self.achieved:,.1f}/s achieved, {100 * self.ratio:.1f} % of the {self.scheduled:,} scheduled done"
+        if self.sustained:
+            return f"rate sustained at {self.target:,g}/s: {achieved}"
+        why = [achieved] if self.ratio < ACHIEVED_AT_LEAST else []
+        if self.backlog_growth > self.terminals:
+            why.append(f"the backlog grew by {self.backlog_growth:,} over the window")
+        return f"not sustainable at {self.target:,g}/s: {', '.join(why)}"
+
+
+def scheduled(spec: RunSpec) -> tuple[float, str] | None:
+    """A fixed-rate run's target and arrivals, as it stored them; None for a closed-loop run."""
+    rate = spec.options.get(RATE)
+    return (float(rate), spec.options.get(ARRIVALS_OPTION, "regular")) if rate else None
+
+
+def rate_figures(spec: RunSpec, samples: Sequence[TxnSample], window: Window,
+                 facts: Mapping[str, int]) -> RateFigures | None:
+    """The run against its schedule; None for a closed-loop run, and for one that measured nothing."""
+    target = scheduled(spec)
+    if target is None or window.end <= window.start:
+        return None
+    timed = [s for s in samples if s.intended is not None]
+    intended = np.array([s.intended for s in timed], dtype=float)
+    started = np.array([s.start for s in timed], dtype=float)
+    unstarted = facts.get(UNSTARTED, 0)
+    ours = [s for s in timed if window.start <= s.intended < window.end]  # type: ignore[operator]
+    last = int(math.ceil(max(window.end, float(started.max()) if len(timed) else 0.0)))
+    return RateFigures(
+        target=target[0], arrivals=target[1], terminals=spec.terminals,
+        achieved=sum(1 for s in timed if s.outcome in COMPLETED and window.contains(s)) / (window.end - window.start),
+        scheduled=len(ours) + unstarted, done=sum(1 for s in ours if s.outcome in COMPLETED),
+        backlog_at_start=_backlog(intended, started, window.start),
+        backlog_at_end=_backlog(intended, started, window.end) + unstarted,
+        warmup_backlog=facts.get(WARMUP_BACKLOG, 0), unstarted=unstarted,
+        backlog=tuple((second, _backlog(intended, started, float(second)) + (unstarted if second >= window.end else 0))
+                      for second in range(1, last + 1)),
+        late=_late(timed, last), start_error_p99=_start_error_p99(timed, window))
+
+
+def _backlog(intended: np.ndarray, started: np.ndarray, at: float) -> int:
+    """Transactions due by ``at`` and not started by then."""
+    return int(np.count_nonzero((intended <= at) & (started > at)))
+
+
+def _late(timed: Sequence[TxnSample], last: int) -> tuple[tuple[int, int], ...]:
+    late = Counter(int(s.start) for s in timed if s.intended is not None and s.start - s.intended > LATE_S)
+    return tuple((second, late[second]) for second in range(last))
+
+
+def _start_error_p99(timed: Sequence[TxnSample], window: Window) -> float:
+    """How late the scheduler woke a terminal that was waiting for an intended start (its previous transaction done
+    before it), at the 99th percentile over the window: the schedule's own precision, apart from any backlog."""
+    by_terminal: dict[int, list[TxnSample]] = defaultdict(list)
+    for sample in timed:
+        by_terminal[sample.terminal].append(sample)
+    errors = []
+    for runs in by_terminal.values():
+        runs.sort(key=lambda s: s.start)
+        for previous, sample in zip(runs, runs[1:]):
+            assert sample.intended is not None
+            if previous.start + previous.latency <= sample.intended and window.start <= sample.start < window.end:
+                errors.append(sample.start - sample.intended)
+    return float(np.percentile(errors, 99)) if errors else math.nan
