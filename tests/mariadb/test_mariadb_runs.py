@@ -42,3 +42,21 @@ def test_multi_terminal_runs_in_both_modes_pass_every_consistency_condition(mari
                                                                      "fsyncs_total", "process_cpu_seconds_total"}
         fsyncs = [m.value for m in metrics if m.source == "mariadb" and m.name == "fsyncs_total"]
         assert max(fsyncs) - min(fsyncs) > 10, transactions  # durable commits: a sync each (the redo log's)
+
+
+def test_a_fixed_rate_run_in_server_side_mode_keeps_its_schedule(mariadb_loaded: Path, tmp_path: Path) -> None:
+    """Issue #45 on MariaDB: a fixed rate's terminals each run in a process of their own (no shared C pump), every
+    sample has its intended start, and a rate the server sustains is judged so."""
+    outcome = api.run_benchmark(api.BenchmarkOptions(engine="mariadb", workdir=mariadb_loaded, terminals=2,
+                                                     results=tmp_path / "results.db", warmup_s=0.5, duration_s=2.0,
+                                                     monitor=False, rate=30.0, arrivals="poisson"))
+    assert outcome.status is RunStatus.COMPLETE
+    store = api.open_results(tmp_path / "results.db")
+    try:
+        report = api.analyse_run(store, outcome.run_id)
+    finally:
+        store.close()
+    assert report.record.spec.options["transactions"] == "server"
+    assert report.rate is not None and report.rate.sustained and report.rate.scheduled > 30, report.rate
+    terminals = [s for s in outcome.result.samples if not s.transaction.startswith("deferred_")]
+    assert terminals and all(s.intended is not None and s.start >= s.intended - 0.002 for s in terminals)

@@ -50,8 +50,8 @@ class RateFigures:
 
     @property
     def sustained(self) -> bool:
-        """At least 99 % of the window's scheduled transactions done and a backlog that did not grow over the window (by more than one
-        transaction a terminal: each may have one due as the window ends)."""
+        """At least 99 % of the window's scheduled transactions done and a backlog that did not grow over the window
+        (by more than one transaction a terminal: each may have one due as the window ends)."""
         return self.ratio >= ACHIEVED_AT_LEAST and self.backlog_growth <= self.terminals
 
     @property
@@ -96,8 +96,8 @@ def rate_figures(spec: RunSpec, samples: Sequence[TxnSample], window: Window,
 
 
 def _backlog(intended: np.ndarray, started: np.ndarray, at: float) -> int:
-    """Transactions due by ``at`` and not started by then."""
-    return int(np.count_nonzero((intended <= at) & (started > at)))
+    """Transactions due before ``at`` and not started by then."""
+    return int(np.count_nonzero((intended < at) & (started > at)))
 
 
 def _late(timed: Sequence[TxnSample], last: int) -> tuple[tuple[int, int], ...]:

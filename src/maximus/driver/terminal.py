@@ -219,9 +219,9 @@ class Terminal:
                 skipped, intended = schedule.skip(starts, intended, window_start)
                 recorder.count("warmup_backlog", skipped)
                 continue
+            transaction, inputs = self.emulator.next()  # drawn before the wait: the start is the call's
             if not self.clock.sleep(intended - now()):
                 return  # stopped: the window ends here
-            transaction, inputs = self.emulator.next()
             started = now()
             if started >= self.end:
                 break

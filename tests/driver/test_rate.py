@@ -1,0 +1,147 @@
+"""Fixed-throughput runs (issue #45): the schedule, its figures from constructed samples, and real SQLite runs at a
+rate they sustain and at one they cannot."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from maximus import api
+from maximus.analysis.rate import rate_figures
+from maximus.driver.schedule import RateSchedule
+from maximus.records import ARRIVALS_OPTION, RATE, Outcome, RunSpec, RunStatus, TxnSample, Window
+
+
+def test_regular_arrivals_interleave_the_terminals_evenly_at_the_whole_rate() -> None:
+    schedule = RateSchedule(100.0, "regular", 4, 1)
+    starts = sorted(start for terminal in range(4)
+                    for start in itertools.islice(schedule.starts(terminal, 10.0), 25))
+    assert starts[0] == 10.0 and len(starts) == 100
+    assert all(math.isclose(b - a, 0.01, abs_tol=1e-9) for a, b in zip(starts, starts[1:]))
+
+
+def test_poisson_arrivals_repeat_with_the_seed_and_keep_the_rate_on_average() -> None:
+    first = list(itertools.islice(RateSchedule(50.0, "poisson", 2, 7).starts(1, 0.0), 2000))
+    again = list(itertools.islice(RateSchedule(50.0, "poisson", 2, 7).starts(1, 0.0), 2000))
+    other = list(itertools.islice(RateSchedule(50.0, "poisson", 2, 8).starts(1, 0.0), 2000))
+    assert first == again and first != other
+    gaps = [b - a for a, b in zip([0.0, *first], first)]
+    assert all(gap > 0 for gap in gaps)
+    assert 0.95 * 2000 / 25.0 < first[-1] < 1.05 * 2000 / 25.0  # each terminal's share: 25 a second
+    assert 0.8 < sum(gaps) / len(gaps) / (sum(g * g for g in gaps) / len(gaps)) ** 0.5 * 2 ** 0.5 < 1.2  # exponential
+
+
+def test_skip_counts_the_points_before_an_end_and_returns_the_first_after_it() -> None:
+    starts = RateSchedule(10.0, "regular", 1, 1).starts(0, 0.0)
+    first = next(starts)
+    assert RateSchedule.skip(starts, first, 0.95) == (10, pytest.approx(1.0))
+
+
+def _spec(rate: float = 10.0, terminals: int = 1) -> RunSpec:
+    return RunSpec("sqlite", {}, "tpcc", {}, terminals, 1.0, 4.0, 1, options={RATE: f"{rate:g}",
+                                                                               ARRIVALS_OPTION: "regular"})
+
+
+def _sample(intended: float, start: float, latency: float, terminal: int = 0) -> TxnSample:
+    return TxnSample(terminal, "payment", start, latency, Outcome.COMMITTED, intended=intended)
+
+
+def test_a_stall_shows_in_the_backlog_late_starts_and_latency_not_in_service_time() -> None:
+    # 10 a second on one terminal over [1, 5): a 1.5-s stall of the transaction intended at 2.0
+    samples = [_sample(1.0 + k / 10, 1.0 + k / 10 + 0.0005, 0.005) for k in range(10)]
+    samples.append(_sample(2.0, 2.0005, 1.5))
+    late = [_sample(2.0 + k / 10, 3.5 + 0.006 * (k - 1), 0.005) for k in range(1, 16)]
+    samples += late + [_sample(3.6 + k / 10, 3.6 + k / 10 + 0.0005, 0.005) for k in range(14)]
+    figures = rate_figures(_spec(), samples, Window(1.0, 5.0), {"schedule.unstarted": 0})
+    assert figures is not None
+    assert figures.scheduled == figures.done == 40 and figures.sustained
+    assert figures.backlog_at_start == figures.backlog_at_end == 0
+    assert dict(figures.backlog)[3] == 9  # due at 2.1 .. 2.9 and not started at 3.0: the stall is not over
+    assert dict(figures.late)[3] == 15 and dict(figures.late)[1] == 0
+    assert figures.start_error_p99 == pytest.approx(0.0005, abs=1e-6)  # the late ones' terminal was busy: not errors
+    assert max(s.scheduled_latency for s in late) > 1.4 and max(s.latency for s in late) < 0.01
+    assert figures.verdict.startswith("rate sustained at 10/s: 10.0/s achieved, 100.0 % of the 40 scheduled done")
+
+
+def test_a_rate_not_met_is_not_sustainable_and_says_why() -> None:
+    samples = [_sample(1.0 + k / 10, 1.0 + k / 5, 0.19) for k in range(20)]  # half the rate: the backlog grows
+    figures = rate_figures(_spec(), samples, Window(1.0, 5.0), {"schedule.unstarted": 20})
+    assert figures is not None and not figures.sustained
+    assert (figures.scheduled, figures.done) == (40, 20) and figures.backlog_at_end == 20
+    assert figures.verdict == ("not sustainable at 10/s: 5.0/s achieved, 50.0 % of the 40 scheduled done, the backlog "
+                               "grew by 20 over the window")
+
+
+def test_a_closed_loop_run_has_no_rate_figures() -> None:
+    closed = RunSpec("sqlite", {}, "tpcc", {}, 1, 1.0, 4.0, 1)
+    assert rate_figures(closed, [TxnSample(0, "payment", 1.0, 0.1, Outcome.COMMITTED)], Window(1, 5), {}) is None
+
+
+def _run(workdir: Path, tmp_path: Path, **overrides: object) -> tuple[api.RunOutcome, api.RunReport]:
+    results = tmp_path / "results.db"
+    options = api.BenchmarkOptions(**{"workdir": workdir, "results": results, "terminals": 2, "warmup_s": 1.0,
+                                      "duration_s": 3.0, "monitor": False, **overrides})  # type: ignore[arg-type]
+    outcome = api.run_benchmark(options)
+    store = api.open_results(results)
+    try:
+        return outcome, api.analyse_run(store, outcome.run_id)
+    finally:
+        store.close()
+
+
+def test_a_rate_sqlite_sustains_is_met_on_schedule_and_every_sample_has_its_intended_start(workdir: Path,
+                                                                                          tmp_path: Path) -> None:
+    outcome, report = _run(workdir, tmp_path, rate=20.0)
+    assert outcome.status is RunStatus.COMPLETE
+    rate = report.rate
+    assert rate is not None and rate.sustained, rate
+    assert 58 <= rate.scheduled <= 62 and rate.unstarted == rate.warmup_backlog == 0
+    samples = [s for s in outcome.result.samples if not s.transaction.startswith("deferred_")]
+    assert samples and all(s.intended is not None and s.start >= s.intended - 0.002 for s in samples)
+    assert rate.start_error_p99 < 0.05  # the scheduler's precision is a benchmark's (bench/rate_stall.py); not slack
+    assert report.figures.transactions[0].service is not None
+    assert report.record.spec.options[RATE] == "20" and report.record.spec.options[ARRIVALS_OPTION] == "regular"
+    assert not any("sustainable" in warning for warning in report.warnings)
+
+
+def test_a_rate_beyond_what_sqlite_can_do_is_not_sustainable_and_nothing_is_dropped_silently(workdir: Path,
+                                                                                            tmp_path: Path) -> None:
+    outcome, report = _run(workdir, tmp_path, rate=20_000.0, terminals=1, arrivals="poisson")
+    rate = report.rate
+    assert rate is not None and not rate.sustained and rate.ratio < 0.5
+    assert rate.warmup_backlog > 1000 and rate.unstarted > 1000  # the schedule's points never started are counted
+    assert rate.backlog_at_start < rate.backlog_at_end
+    assert rate.verdict in report.warnings and rate.verdict.startswith("not sustainable at 20,000/s")
+    new_order = report.figures.transactions[0]
+    assert new_order.service is not None and new_order.latency.p90 > 10 * new_order.service.p90
+
+
+def test_a_closed_loop_run_stores_no_intended_start(workdir: Path, tmp_path: Path) -> None:
+    outcome, report = _run(workdir, tmp_path, duration_s=1.0, warmup_s=0.2)
+    assert report.rate is None and report.figures.transactions[0].service is None
+    assert all(sample.intended is None for sample in outcome.result.samples)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--rate", "0"], "error: --rate must be a positive number of transactions per second"),
+    (["--rate", "nan"], "error: --rate must be a positive number"),
+    (["--rate", "10", "--arrivals", "bursty"], "error: --arrivals must be regular or poisson, got 'bursty'"),
+])
+def test_a_rate_maximus_cannot_schedule_is_one_line(tmp_path: Path, arguments: list[str], message: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "maximus", "run", *arguments, "--workdir", str(tmp_path / "w"),
+                           "--results", str(tmp_path / "r.db")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith(message) and len(done.stderr.splitlines()) == 1
+
+
+def test_a_rate_with_keying_and_think_times_is_one_line(workdir: Path, tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "maximus", "run", "--rate", "10", "--keying", "-d", "1",
+                           "--workdir", str(workdir), "--results", str(tmp_path / "r.db")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == ("error: --rate sets when each transaction starts: the tpcc workload's "
+                                            "keying and think times would too (leave them off)")
