@@ -16,7 +16,8 @@ Usage (from the repository root, as root: the server runs as the postgres user):
     .venv/bin/python bench/rate_stall.py [--rate 500] [--error-rate 1000] [--terminals 8] [--duration 60]
                                          [--stall 5] [--smoke]
 
---smoke: 3-s windows at 50 and 100 a second, a 1-s stall: it checks that the script works, its figures mean nothing.
+--smoke: 1.5-s windows at 50 and 100 a second, a 0.5-s stall: it checks that the script works, its figures mean
+nothing.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def main() -> None:
     options = parser.parse_args()
     if options.smoke:
         print(SMOKE_NOTICE)
-        options.rate, options.error_rate, options.duration, options.stall = 50.0, 100.0, 3.0, 1.0
+        options.rate, options.error_rate, options.duration, options.stall = 50.0, 100.0, 1.5, 0.5
     workdir = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/var/tmp"))
     workdir.chmod(0o755)
     try:
@@ -144,7 +145,7 @@ def main() -> None:
 
 
 def _bench(workdir: Path, options: argparse.Namespace) -> None:
-    warmup = 2.0 if not options.smoke else 0.5
+    warmup = 2.0 if not options.smoke else 0.3
     print(f"Fixed-rate runs on PostgreSQL, 1 warehouse, {options.terminals} terminals, {options.duration:g}-s "
           f"windows, in {workdir}")
     print(f"1. A {options.stall:g}-s SIGSTOP of the server at {options.rate:g} transactions a second")

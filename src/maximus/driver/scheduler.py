@@ -60,11 +60,17 @@ class DriveSpec:
     hosting: str = "process"
     terminals_per_process: int = 1
     schedule: RateSchedule | None = None  # a fixed-rate run's (process hosting): when each transaction should start
+    # Several client hosts (issue #45): the terminals of 0..terminals-1 this driver runs (another host runs the rest;
+    # None: all), and the time origin on CLOCK_MONOTONIC agreed with the other hosts (None: picked here once the
+    # workers are ready)
+    indices: tuple[int, ...] | None = None
+    start_at: float | None = None
 
-    def shares(self) -> list[range]:
+    def shares(self) -> list[list[int]]:
         """The terminal indices each terminal process hosts."""
+        mine = list(range(self.terminals)) if self.indices is None else list(self.indices)
         size = max(1, self.terminals_per_process if self.hosting != "process" else 1)
-        return [range(first, min(first + size, self.terminals)) for first in range(0, self.terminals, size)]
+        return [mine[first:first + size] for first in range(0, len(mine), size)]
 
 
 @dataclass
@@ -105,8 +111,9 @@ class _Channels:
         self.writer_gate = context.Lock() if single_writer else None
 
 
-def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
+def _terminal_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     ignore_interrupts(termination=True)
+    [index] = spec.shares()[worker]
     if spec.schedule is None:  # a scheduled terminal must wake at its intended starts, not wait for the CPU
         yield_to_the_server()
     try:
@@ -115,7 +122,7 @@ def _terminal_main(spec: DriveSpec, index: int, channels: _Channels) -> None:
     except Exception as error:
         channels.outbox.put(("fatal", f"terminal {index} could not start: {type(error).__name__}: {error}"))
         return
-    origin, clock, window = _released(spec, channels, index)
+    origin, clock, window = _released(spec, channels, worker)
     terminal = Terminal(index, emulator, session, spec.engine, clock, Recorder(channels.outbox, window, origin),
                         origin + window.end, spec.retry, channels.counters,
                         channels.deliveries if spec.deferred_workers else None, channels.writer_gate, spec.schedule)
@@ -165,7 +172,7 @@ def _async_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     asyncio.run(_async_terminals(spec, spec.shares()[worker], channels, worker))
 
 
-async def _async_terminals(spec: DriveSpec, indices: range, channels: _Channels, worker: int) -> None:
+async def _async_terminals(spec: DriveSpec, indices: Sequence[int], channels: _Channels, worker: int) -> None:
     try:
         sessions = [await spec.engine.connect_async() for _ in indices]
         workload = spec.workload
@@ -346,7 +353,7 @@ class Run:
                 self._found(self.watch())  # a server that died as the terminals started is the cause, not them
                 raise EngineError(self.fault or (self.errors[0] if self.errors else "a worker process failed to "
                                                  "start"))
-        self.channels.origin.value = time.monotonic() + 0.05
+        self.channels.origin.value = time.monotonic() + 0.05 if self.spec.start_at is None else self.spec.start_at
         if self.monitor:  # its first reading comes before any transaction starts
             self.monitor.start(self.channels.origin.value, [p.pid for p in processes])
         self.channels.go.set()
