@@ -27,6 +27,7 @@ from maximus.analysis.bundle import ExperimentData, RunData
 from maximus.analysis.device import DeviceCell, DeviceComparison
 from maximus.analysis.durability import Durability, failed_checks
 from maximus.analysis.metrics import TransactionFigures
+from maximus.analysis.rate import RateFigures
 from maximus.records import CrashTestRecord, Headline
 
 SCHEMA = 2  # 2: the workload names its settings and figures (spec.settings, headline)
@@ -80,6 +81,7 @@ def _run(run: RunData) -> dict:
         "result_file": [plain(result) for result in report.deferred],
         "monitoring": plain(report.monitoring),
         "device": device_data(report.device),
+        "rate": rate_data(report.rate),
         "series": {"per_second": [{"second": s, timeline: n, "transactions": t} for s, n, t in figures.per_second],
                    "metrics": [plain(m) for m in run.metrics]},
     }
@@ -98,6 +100,15 @@ def device_data(device: DeviceComparison | None) -> dict | None:
                     "output": plain(limit.output)},
             "database": plain(device.database), "ratio": plain(device.ratio), "verdict": device.verdict,
             "reason": device.reason}
+
+
+def rate_data(rate: RateFigures | None) -> dict | None:
+    """A fixed-rate run against its schedule: every figure of ``RateFigures`` (the backlog and late-start series as
+    [second, count] pairs), then the ones derived from them; None for a closed-loop run."""
+    if rate is None:
+        return None
+    return plain(rate) | {"ratio": rate.ratio, "backlog_growth": rate.backlog_growth, "sustained": rate.sustained,
+                          "verdict": rate.verdict}
 
 
 def device_cell_data(cell: DeviceCell | None) -> dict | None:
@@ -166,14 +177,29 @@ def to_json(document: Mapping) -> str:
 Column = tuple[str, Callable[[RunData], Any]]
 
 
+_STATS = ("average", "p50", "p90", "p95", "p99", "maximum")  # of a ``LatencySummary``, in the columns' order
+_STAT_NAMES = {"average": "avg", "maximum": "max"}  # in a column's name
+
+
 def _latency_columns(transactions: Sequence[str]) -> list[Column]:
     columns: list[Column] = []
     for name in transactions:
         columns.append((f"{name}_count", functools.partial(_completed, name)))
-        for stat in ("average", "p50", "p90", "p95", "p99", "maximum"):
-            columns.append((f"{name}_{'avg' if stat == 'average' else 'max' if stat == 'maximum' else stat}_ms",
-                            functools.partial(_latency_ms, name, stat)))
+        for stat in _STATS:
+            columns.append((f"{name}_{_STAT_NAMES.get(stat, stat)}_ms", functools.partial(_latency_ms, name, stat)))
     return columns
+
+
+def _service_columns(transactions: Sequence[str]) -> list[Column]:
+    """A fixed-rate run's service times, from each transaction's actual start: ``<type>_service_avg_ms`` beside
+    ``<type>_avg_ms`` (from its intended start), and so on; empty for a closed-loop run."""
+    return [(f"{name}_service_{_STAT_NAMES.get(stat, stat)}_ms", functools.partial(_service_ms, name, stat))
+            for name in transactions for stat in _STATS]
+
+
+def _service_ms(transaction: str, stat: str, run: RunData) -> float | None:
+    figures = _figures_of(run, transaction)
+    return getattr(figures.service, stat) * 1000 if figures and figures.service else None
 
 
 def _figures_of(run: RunData, transaction: str) -> TransactionFigures | None:
@@ -232,6 +258,22 @@ _DEVICE: list[Column] = [
 ]
 
 
+def _rate(pick: Callable[[RateFigures], Any]) -> Callable[[RunData], Any]:
+    return lambda run: pick(run.report.rate) if run.report.rate else None
+
+
+# A fixed-rate run against its schedule (docs/report.md); empty for a closed-loop run
+_RATE: list[Column] = [
+    ("rate_target_per_s", _rate(lambda r: r.target)), ("rate_arrivals", _rate(lambda r: r.arrivals)),
+    ("rate_achieved_per_s", _rate(lambda r: r.achieved)), ("rate_scheduled", _rate(lambda r: r.scheduled)),
+    ("rate_done", _rate(lambda r: r.done)), ("rate_backlog_at_start", _rate(lambda r: r.backlog_at_start)),
+    ("rate_backlog_at_end", _rate(lambda r: r.backlog_at_end)),
+    ("rate_warmup_backlog", _rate(lambda r: r.warmup_backlog)), ("rate_unstarted", _rate(lambda r: r.unstarted)),
+    ("rate_start_error_p99_ms", _rate(lambda r: r.start_error_p99 * 1000)),
+    ("rate_sustained", _rate(lambda r: r.sustained)),
+]
+
+
 def _consistency(passed: bool | None) -> Callable[[RunData], int]:
     return lambda r: sum(1 for c in r.report.consistency if c.passed is passed)
 
@@ -261,9 +303,11 @@ def _headline(key: str) -> Callable[[RunData], Any]:
 
 def run_columns(runs: Sequence[RunData]) -> list[Column]:
     """The columns of ``runs_table``: fixed ones, then what the runs' workloads name (their settings, headline
-    figures, transactions, validity bands and mix), each once, in the order the workloads give them."""
+    figures, transactions, validity bands and mix), each once, in the order the workloads give them; last the ones
+    added since: a fixed-rate run's schedule and service times."""
     reports = [run.report for run in runs]
     headlines = _union([[r.presentation.headline.key, r.presentation.headline.committed_key] for r in reports])
+    transactions = _union([list(r.presentation.transaction_labels) for r in reports])
     return [
         ("run_id", lambda r: r.id), ("experiment_id", lambda r: r.report.record.experiment_id),
         ("step", _planned("step")), ("step_name", _planned("step_name")), ("clients", _planned("clients")),
@@ -284,7 +328,7 @@ def run_columns(runs: Sequence[RunData]) -> list[Column]:
         ("tpm", lambda r: r.report.figures.tpm),
         *((name, (lambda n: lambda r: r.report.figures.outcomes.get(n))(name))
           for name in ("committed", "rolled_back", "retried", "failed")),
-        *_latency_columns(_union([list(r.presentation.transaction_labels) for r in reports])),
+        *_latency_columns(transactions),
         *((name, _band("validity", name)) for name in _union([[b.name for b in r.validity] for r in reports])),
         ("out_of_band", lambda r: " ".join(b.name for b in (*r.report.validity, *r.report.mix)
                                            if b.status == "OUT OF BAND")),
@@ -295,6 +339,7 @@ def run_columns(runs: Sequence[RunData]) -> list[Column]:
         ("consistency_skipped", _consistency(None)),
         ("warnings", lambda r: " | ".join(r.report.warnings)),
         ("errors", lambda r: " | ".join(r.report.record.errors)),
+        *_RATE, *_service_columns(transactions),  # added after the columns of older exports, which keep their places
     ]
 
 
@@ -375,16 +420,27 @@ SERIES_COLUMNS = ["run_id", "time_s", "source", "name", "labels", "value", "unit
 
 def series_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[Any]]]:
     """The raw time series, long form: per second of each run the headline transaction's completions (TPC-C:
-    ``new_orders_completed``) and all business transactions completed (source ``driver``), then every stored
-    monitoring sample as read (counters cumulative)."""
+    ``new_orders_completed``) and all business transactions completed (source ``driver``), a fixed-rate run's backlog
+    and late starts (source ``schedule``), then every stored monitoring sample as read (counters cumulative)."""
     rows: list[list[Any]] = []
     for run in runs:
         timeline = f"{per_second_key(run.report.presentation.headline)}_completed"
         for second, headline, transactions in run.report.figures.per_second:
             rows.append([run.id, float(second), "driver", timeline, "{}", headline, "count"])
             rows.append([run.id, float(second), "driver", "transactions_completed", "{}", transactions, "count"])
+        rows += _schedule_series(run)
         rows += [[run.id, m.time, m.source, m.name, m.labels_text(), m.value, m.unit] for m in run.metrics]
     return SERIES_COLUMNS, rows
+
+
+def _schedule_series(run: RunData) -> list[list[Any]]:
+    """A fixed-rate run's (source ``schedule``): ``backlog``, the transactions due and not started at ``time_s``, and
+    ``late_starts``, the starts in the second from ``time_s`` later than intended; none for a closed-loop run."""
+    rate = run.report.rate
+    if rate is None:
+        return []
+    return [[run.id, float(second), "schedule", name, "{}", count, "count"]
+            for name, series in (("backlog", rate.backlog), ("late_starts", rate.late)) for second, count in series]
 
 
 CRASH_TEST_COLUMNS = ["test_id", "at", "experiment_id", "plan_key", "engine", "knobs", "workload", "terminals", "mode",

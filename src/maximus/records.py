@@ -64,6 +64,7 @@ def differences(a: RunSpec, b: RunSpec) -> list[tuple[str, str, str]]:
     fields = [("engine", a.engine, b.engine), ("workload", a.workload, b.workload),
               ("terminals", a.terminals, b.terminals), ("transactions", a.options.get("transactions", "-"),
                                                          b.options.get("transactions", "-")),
+              ("pacing", _pacing(a), _pacing(b)),
               ("warm-up s", a.warmup_s, b.warmup_s), ("measured s", a.duration_s, b.duration_s),
               ("seed", a.seed, b.seed)]
     settings = [(name, a.settings.get(name, "-"), b.settings.get(name, "-"))
@@ -71,6 +72,12 @@ def differences(a: RunSpec, b: RunSpec) -> list[tuple[str, str, str]]:
     knobs = [(name, a.knobs.get(name, "default"), b.knobs.get(name, "default"))
              for name in sorted({*a.knobs, *b.knobs})]
     return [(what, _text(x), _text(y)) for what, x, y in fields + settings + knobs if x != y]
+
+
+def _pacing(spec: RunSpec) -> str:
+    """``50/s poisson`` for a fixed-rate run, ``closed loop`` for another: a fixed rate caps the throughput compared."""
+    rate = spec.options.get(RATE)
+    return f"{rate}/s {spec.options.get(ARRIVALS_OPTION, 'regular')}" if rate else "closed loop"
 
 
 def _text(value: Any) -> str:

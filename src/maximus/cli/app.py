@@ -28,6 +28,7 @@ from maximus.errors import ConsistencyError, EngineError, MaximusError, UserErro
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
 from maximus.report.durability import render_crash_tests
+from maximus.report.schedule import render_schedule
 from maximus.report.progress import LoadBars, RunCountdown
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -263,6 +264,7 @@ def _show(report: api.RunReport, histograms: bool, environment: bool, just_store
     record, shown = report.record, report.presentation
     view.render_header(out, record, shown)
     view.render_figures(out, report.figures, shown)
+    render_schedule(out, report.rate)
     view.render_timeline(out, report.figures, shown.headline)
     view.render_run_table(out, [api.run_column(report)], shown)
     view.render_monitoring(out, report.monitoring)

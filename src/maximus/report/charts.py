@@ -19,6 +19,7 @@ from maximus.analysis.compare import Estimate
 from maximus.analysis.device import DeviceCell
 from maximus.analysis.experiment import ExperimentSummary
 from maximus.analysis.metrics import RunFigures, TransactionFigures
+from maximus.analysis.rate import LATE_S, RateFigures
 from maximus.analysis.timeseries import CpuTimeline, DiskTimeline
 from maximus.records import Headline, Presentation, Window
 
@@ -258,6 +259,17 @@ def throughput_over_time(runs: Sequence[tuple[str, RunFigures, tuple[float, ...]
 def _window_spans(windows: Sequence[Window]) -> tuple[Span, ...]:
     distinct = sorted({(w.start, w.end) for w in windows})
     return tuple(Span(start, end, "measured window") for start, end in distinct)
+
+
+def schedule_over_time(rate: RateFigures, window: Window, title: str) -> LineChart:
+    """A fixed-rate run against its schedule, each second from the time origin: the backlog (transactions due and not
+    started) at the second's end, and the starts in the second later than intended, measured window shaded. A backlog
+    that climbs is a rate the run could not keep; late starts with none are the scheduler's own jitter."""
+    lines = (Line("backlog at the second's end", tuple(float(s) for s, _ in rate.backlog),
+                  tuple(float(n) for _, n in rate.backlog)),
+             Line(f"starts over {LATE_S * 1000:g} ms late", tuple(float(s) for s, _ in rate.late),
+                  tuple(float(n) for _, n in rate.late)))
+    return LineChart(title, "elapsed seconds", "transactions", lines, spans=_window_spans([window]), floor=0.0)
 
 
 def cpu_over_time(timeline: CpuTimeline | None, window: Window, title: str) -> LineChart:

@@ -13,7 +13,9 @@ from maximus import environment
 from maximus.analysis.device import DeviceComparison
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import EngineStatistic, MonitoringFigures, RunColumn, RunMonitoring, WaitEvent
-from maximus.report.format import band_value_text, device_job_text, layout_text, measured_text, transactions_text
+from maximus.analysis.stats import LatencySummary
+from maximus.report.format import (band_value_text, device_job_text, fixed_rate, layout_text, measured_text,
+                                   pacing_text, transactions_text)
 from maximus.records import BandResult, CheckResult, Headline, Presentation, RunRecord
 
 KNOBS_SHOWN_WHOLE = 30  # SQLite's knobs, with room to spare; not a server's hundreds of settings
@@ -26,8 +28,9 @@ def _ms(seconds: float) -> str:
 
 def render_header(console: Console, record: RunRecord, shown: Presentation) -> None:
     spec = record.spec
+    pacing = f" · {pacing_text(spec)}" if pacing_text(spec) else ""  # a fixed-rate run's; a closed loop says nothing
     console.print(f"[bold]Run {record.id}[/] · {spec.engine} {record.environment.get('engine', {}).get('version', '')}"
-                  f" · {shown.scale} · {spec.terminals} terminal(s)"
+                  f" · {shown.scale} · {spec.terminals} terminal(s){pacing}"
                   f" · {transactions_text(spec)} transactions · {measured_text(record)} measured"
                   f" after {spec.warmup_s:g} s warm-up · seed {spec.seed} · [bold]{record.status.value}[/]")
     _render_knobs(console, record)
@@ -71,17 +74,37 @@ def render_figures(console: Console, figures: RunFigures, shown: Presentation) -
     console.print(_latency_table(figures, shown))
 
 
+# (heading, ``LatencySummary`` field) of the response-time table's columns
+LATENCY_COLUMNS = (("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("Avg", "average"),
+                   ("Max", "maximum"))
+SERVICE_COLUMNS = (("p90", "p90"), ("p99", "p99"))  # a fixed-rate run's, beside its latencies (120 columns hold them)
+
+
 def _latency_table(figures: RunFigures, shown: Presentation) -> Table:
-    table = Table(title="Response times (ms)", title_justify="left")
-    for column in ("Transaction", "Count", "p50", "p90", "p95", "p99", "Avg", "Max", "p90 limit"):
-        table.add_column(column, justify="left" if column == "Transaction" else "right")
+    """Each transaction's response times; in a fixed-rate run its latency from the intended start, then its service
+    time from the actual start, each under its own heading: how long users waited, and how long the database took."""
+    scheduled = fixed_rate(figures)
+    title = "Response times (ms)" + (": latency (from intended start) and service time (from actual start)"
+                                     if scheduled else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("Transaction")
+    table.add_column("Count", justify="right")
+    for group, columns in (("latency", LATENCY_COLUMNS), ("service", SERVICE_COLUMNS if scheduled else ())):
+        for index, (heading, _) in enumerate(columns):  # a fixed-rate run's headings: the group's name above them
+            table.add_column(f"{group if index == 0 else ''}\n{heading}" if scheduled else heading, justify="right")
+    table.add_column("p90 limit", justify="right")
     for t in figures.transactions:
         limit = shown.response_time_limits.get(t.name)
         ok = "" if limit is None or math.isnan(t.latency.p90) else ("ok" if t.latency.p90 <= limit else "[red]over[/]")
-        table.add_row(shown.label(t.name), f"{t.completed:,}", _ms(t.latency.p50), _ms(t.latency.p90),
-                      _ms(t.latency.p95), _ms(t.latency.p99), _ms(t.latency.average), _ms(t.latency.maximum),
+        service = _cells(t.service, SERVICE_COLUMNS) if scheduled else []
+        table.add_row(shown.label(t.name), f"{t.completed:,}", *_cells(t.latency, LATENCY_COLUMNS), *service,
                       f"{limit:g} s {ok}" if limit else "")
     return table
+
+
+def _cells(summary: LatencySummary | None, columns: Sequence[tuple[str, str]]) -> list[str]:
+    """The summary's figures in ms; "-" without one (Deferred-Delivery's service time: no schedule starts it)."""
+    return [_ms(getattr(summary, field)) if summary else "-" for _, field in columns]
 
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 from maximus.analysis.compare import Estimate, Ratio
+from maximus.analysis.metrics import RunFigures
+from maximus.analysis.rate import scheduled
 from maximus.records import BandResult, DeviceJob, RunRecord, RunSpec
 
 
@@ -43,6 +45,17 @@ def transactions_text(spec: RunSpec) -> str:
     """``server-side`` or ``client-side`` (``-`` for a run stored before Maximus recorded the mode)."""
     mode = spec.options.get("transactions")
     return f"{mode}-side" if mode else "-"
+
+
+def pacing_text(spec: RunSpec) -> str:
+    """``fixed rate 50/s, poisson arrivals`` for a fixed-rate run; "" for a closed-loop one."""
+    target = scheduled(spec)
+    return f"fixed rate {target[0]:,g}/s, {target[1]} arrivals" if target else ""
+
+
+def fixed_rate(figures: RunFigures) -> bool:
+    """Whether the figures are a fixed-rate run's: its transactions have service times beside their latencies."""
+    return any(t.service is not None for t in figures.transactions)
 
 
 def band_value_text(band: BandResult) -> str:

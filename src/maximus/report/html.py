@@ -27,6 +27,7 @@ from maximus.report.device import DEVICE_COLUMNS, device_rows
 from maximus.report.format import (band_value_text, device_job_text, estimate_text, fraction_text, rate_digits,
                                    ratio_text, verdict_text)
 from maximus.report.plotting import figure
+from maximus.report.schedule import SCHEDULE_TITLE, schedule_rows
 from maximus.records import BandResult, CheckResult, Presentation
 
 NOT_MEASURED = '<span class="not-measured">not measured</span>'
@@ -56,7 +57,8 @@ def run_page(run: RunData) -> str:
     shown = run.report.presentation
     column = f"{record.spec.terminals} terminal{'s' if record.spec.terminals != 1 else ''}"
     results = [_knobs(tuple((k, v, False) for k, v in record.spec.knobs.items())),
-               _reported_settings(record.engine_settings), _run_figures(run), _run_device(run.report.device),
+               _reported_settings(record.engine_settings), _run_figures(run), _response_times(run),
+               _run_schedule(run), _run_device(run.report.device),
                _run_table(tables.run_table("Run table (measured window)", [(column, run)], shown),
                           tables.unmeasured_note([run])),
                *_run_charts(run, [run], "run")]
@@ -74,6 +76,34 @@ def _run_figures(run: RunData) -> str:
             *([escape(name.replace("_", " ")), f"{count:,}", "in the measured window"]
               for name, count in figures.outcomes.items())]
     return _table(["Figure", "Value", "Meaning"], ([r[0], r[1], escape(r[2])] for r in rows), "run-figures")
+
+
+def _response_times(run: RunData) -> str:
+    """A fixed-rate run's latency from each transaction's intended start beside its service time from the actual
+    start; "" for a closed-loop run, whose run table has its latencies."""
+    rows = tables.response_times(run)
+    if not rows:
+        return ""
+    stats = [heading for heading, _ in tables.RESPONSE_STATS]
+    body = ([escape(r.transaction), f"{r.completed:,}", *(_number(v) for v in r.latency),
+             *(_number(v) if v is not None else "-" for v in r.service)] for r in rows)
+    groups = (("", 2), ("latency (from intended start)", len(stats)), ("service time (from actual start)", len(stats)))
+    return ("<h3>Response times (ms)</h3>"
+            + _table(["Transaction", "Count", *stats, *stats], body, "response-times", groups=groups))
+
+
+def _run_schedule(run: RunData) -> str:
+    """A fixed-rate run against its schedule: the figures, the verdict, the backlog and late starts over time; ""
+    for a closed-loop run."""
+    rate = run.report.rate
+    if rate is None:
+        return ""
+    rows = ([escape(figure), escape(value), escape(meaning)] for figure, value, meaning in schedule_rows(rate))
+    verdict = (f'<p class="rate-verdict">Verdict: <span class="{"pass" if rate.sustained else "fail"}">'
+               f"{escape(rate.verdict)}</span></p>")
+    chart = charts.schedule_over_time(rate, run.report.record.window, f"Backlog and late starts, {run.label}")
+    return (f"<h3>{escape(SCHEDULE_TITLE)}</h3>" + _table(["", "Value", "Meaning"], rows, "schedule") + verdict
+            + _chart("chart-schedule-run", "schedule", chart))
 
 
 def _run_device(device: DeviceComparison | None) -> str:
@@ -148,14 +178,18 @@ def _verdict(ratio: Ratio | None) -> str:
     return f'<span class="verdict-{ratio.verdict.value.replace(" ", "-")}">{escape(verdict_text(ratio))}</span>'
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], css: str = "", text_columns: int = 1) -> str:
-    """An HTML table; cells are HTML already (escape text before). The first ``text_columns`` align left."""
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], css: str = "", text_columns: int = 1,
+           groups: Sequence[tuple[str, int]] = ()) -> str:
+    """An HTML table; cells are HTML already (escape text before). The first ``text_columns`` align left.
+    ``groups``: (heading, columns it spans) of a header row above ``header``'s, none without them."""
     def cell(tag: str, index: int, content: str) -> str:
         css = ' class="text"' if index < text_columns else ""
         return f"<{tag}{css}>{content}</{tag}>"
-    head = "".join(cell("th", i, escape(h)) for i, h in enumerate(header))
+    names = "".join(cell("th", i, escape(h)) for i, h in enumerate(header))
+    spans = "".join(f'<th class="group" colspan="{n}">{escape(text)}</th>' for text, n in groups)
+    head = (f"<tr>{spans}</tr>" if groups else "") + f"<tr>{names}</tr>"
     body = "".join("<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>\n" for row in rows)
-    return f'<div class="scroll"><table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    return f'<div class="scroll"><table class="{css}"><thead>{head}</thead><tbody>{body}</tbody></table></div>'
 
 
 def _facts(rows: Sequence[tuple[str, str]]) -> str:

@@ -15,8 +15,9 @@ from maximus import environment
 from maximus.analysis.compare import Estimate, Ratio, Verdict
 from maximus.analysis.bundle import ExperimentData, RunData, representative
 from maximus.analysis.durability import Durability
+from maximus.analysis.stats import LatencySummary
 from maximus.report.charts import clients_label
-from maximus.report.format import layout_text, measured_text, transactions_text
+from maximus.report.format import fixed_rate, layout_text, measured_text, pacing_text, transactions_text
 from maximus.records import BandResult, CheckResult, Presentation
 
 NOISY_HALF_WIDTH_PERCENT = 10.0  # a cell whose headline interval is wider than ±10 % cannot resolve small gains
@@ -49,8 +50,9 @@ def experiment_facts(data: ExperimentData) -> list[tuple[str, str]]:
 def run_facts(run: RunData) -> list[tuple[str, str]]:
     record = run.report.record
     spec, shown = record.spec, run.report.presentation
+    pacing = f"{pacing_text(spec)} · " if pacing_text(spec) else ""  # a fixed-rate run's; a closed loop says nothing
     return [("Run", str(record.id)), ("Engine", _engine_versions([run])),
-            ("Workload", f"{shown.benchmark} · {shown.scale} · {spec.terminals} terminal(s) · "
+            ("Workload", f"{shown.benchmark} · {shown.scale} · {spec.terminals} terminal(s) · {pacing}"
                          f"{transactions_text(spec)} transactions · {spec.warmup_s:g} s warm-up · "
                          f"{measured_text(record)} measured · {shown.details} · seed {spec.seed}"),
             ("Status", record.status.value), ("Started", _date(record.started_at)),
@@ -309,6 +311,38 @@ def unmeasured_note(runs: Sequence[RunData | None]) -> str:
         return (f"Log-sync and data-file read waits are not measured: this run's samplers ({', '.join(sources)}) "
                 "report no wait events (SQLite has no wait interface).")
     return ""
+
+
+# --- a fixed-rate run's response times ---------------------------------------------------------------------
+
+RESPONSE_STATS = (("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("avg", "average"),
+                  ("max", "maximum"))  # (heading, ``LatencySummary`` field)
+
+
+@dataclass(frozen=True)
+class ResponseTimes:
+    """A transaction of a fixed-rate run, in ms in the order of ``RESPONSE_STATS``: its latency from the intended
+    start (what a user waiting since then saw) beside its service time from the actual start (what the database
+    took); None where nothing was measured, and for the service time of a transaction no schedule starts
+    (Deferred-Delivery, queued by a Delivery)."""
+
+    transaction: str
+    completed: int
+    latency: tuple[float | None, ...]
+    service: tuple[float | None, ...]
+
+
+def response_times(run: RunData) -> list[ResponseTimes]:
+    """A row per transaction of a fixed-rate run; none for a closed-loop run, whose run table has its latencies."""
+    figures, shown = run.report.figures, run.report.presentation
+    if not fixed_rate(figures):
+        return []
+    return [ResponseTimes(shown.label(t.name), t.completed, _stats(t.latency), _stats(t.service))
+            for t in figures.transactions]
+
+
+def _stats(summary: LatencySummary | None) -> tuple[float | None, ...]:
+    return tuple(_ms(getattr(summary, field)) if summary else None for _, field in RESPONSE_STATS)
 
 
 # --- spec conformance ----------------------------------------------------------------------------------
