@@ -39,7 +39,8 @@ def test_poisson_arrivals_repeat_with_the_seed_and_keep_the_rate_on_average() ->
 def test_skip_counts_the_points_before_an_end_and_returns_the_first_after_it() -> None:
     starts = RateSchedule(10.0, "regular", 1, 1).starts(0, 0.0)
     first = next(starts)
-    assert RateSchedule.skip(starts, first, 0.95) == (10, pytest.approx(1.0))
+    skipped, after = RateSchedule.skip(starts, first, 1.95, 0.0)
+    assert skipped == {0: 10, 1: 10} and after == pytest.approx(2.0)
 
 
 def _spec(rate: float = 10.0, terminals: int = 1) -> RunSpec:
@@ -111,11 +112,14 @@ def test_a_rate_sqlite_sustains_is_met_on_schedule_and_every_sample_has_its_inte
 
 def test_a_rate_beyond_what_sqlite_can_do_is_not_sustainable_and_nothing_is_dropped_silently(workdir: Path,
                                                                                             tmp_path: Path) -> None:
-    outcome, report = _run(workdir, tmp_path, rate=20_000.0, terminals=1, arrivals="poisson")
+    outcome, report = _run(workdir, tmp_path, rate=20_000.0, terminals=1, arrivals="poisson", warmup_s=1.5)
     rate = report.rate
     assert rate is not None and not rate.sustained and rate.ratio < 0.5
     assert rate.warmup_backlog > 1000 and rate.unstarted > 1000  # the schedule's points never started are counted
     assert rate.backlog_at_start < rate.backlog_at_end
+    backlog = dict(rate.backlog)  # the points never started count in every second they were due
+    assert backlog[1] > 0.5 * rate.warmup_backlog  # the warm-up's, until the window's start skips them
+    assert backlog[2] < backlog[3] < backlog[4] < backlog[5] == rate.backlog_at_end
     assert rate.verdict in report.warnings and rate.verdict.startswith("not sustainable at 20,000/s")
     new_order = report.figures.transactions[0]
     assert new_order.service is not None and new_order.latency.p90 > 10 * new_order.service.p90

@@ -90,14 +90,36 @@ def rate_figures(spec: RunSpec, samples: Sequence[TxnSample], window: Window,
         backlog_at_start=_backlog(intended, started, window.start),
         backlog_at_end=_backlog(intended, started, window.end) + unstarted,
         warmup_backlog=facts.get(WARMUP_BACKLOG, 0), unstarted=unstarted,
-        backlog=tuple((second, _backlog(intended, started, float(second)) + (unstarted if second >= window.end else 0))
-                      for second in range(1, last + 1)),
+        backlog=_backlog_series(intended, started, facts, window, last),
         late=_late(timed, last), start_error_p99=_start_error_p99(timed, window))
 
 
 def _backlog(intended: np.ndarray, started: np.ndarray, at: float) -> int:
     """Transactions due before ``at`` and not started by then."""
     return int(np.count_nonzero((intended < at) & (started > at)))
+
+
+def _backlog_series(intended: np.ndarray, started: np.ndarray, facts: Mapping[str, int], window: Window,
+                    last: int) -> tuple[tuple[int, int], ...]:
+    """The backlog at the end of each second: the transactions started late, from their samples, and the schedule's
+    points never started, from the terminals' count of each second's (``schedule.<kind>_at.<s>``): the warm-up's
+    until the window's start skips them, the window's own until the run's end. A run stored before those counts
+    has the window's at its end only."""
+    skipped, never = _points_at(facts, WARMUP_BACKLOG), _points_at(facts, UNSTARTED)
+    if not never and facts.get(UNSTARTED):
+        never = {math.ceil(window.end) - 1: facts[UNSTARTED]}
+    series = []
+    for second in range(1, last + 1):
+        due_then = sum(count for at, count in never.items() if at < second)
+        if second < window.start:
+            due_then += sum(count for at, count in skipped.items() if at < second)
+        series.append((second, _backlog(intended, started, float(second)) + due_then))
+    return tuple(series)
+
+
+def _points_at(facts: Mapping[str, int], kind: str) -> dict[int, int]:
+    prefix = f"{kind}_at."
+    return {int(name.removeprefix(prefix)): value for name, value in facts.items() if name.startswith(prefix)}
 
 
 def _late(timed: Sequence[TxnSample], last: int) -> tuple[tuple[int, int], ...]:

@@ -13,6 +13,7 @@ the run's seed and the terminal, so the merged arrivals are a Poisson process of
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -35,14 +36,15 @@ class RateSchedule:
         return _poisson(origin, share, random.Random(f"rate/{self.seed}/{terminal}"))
 
     @staticmethod
-    def skip(starts: Iterator[float], first: float, end: float) -> tuple[int, float]:
+    def skip(starts: Iterator[float], first: float, end: float, origin: float) -> tuple[Counter[int], float]:
         """Skip a terminal's intended starts before ``end``, ``first`` and those ``starts`` gives after it: how many
-        were skipped, and the first one at or after ``end``."""
-        count, point = 0, first
+        were skipped in each second from ``origin``, and the first one at or after ``end``."""
+        skipped: Counter[int] = Counter()
+        point = first
         while point < end:
-            count += 1
+            skipped[int(point - origin)] += 1
             point = next(starts)
-        return count, point
+        return skipped, point
 
 
 def _poisson(origin: float, share: float, draws: random.Random) -> Iterator[float]:

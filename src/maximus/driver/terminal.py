@@ -11,7 +11,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from maximus.driver.clock import Clock
 from maximus.driver.retry import Result, RetryPolicy
@@ -85,9 +85,13 @@ class Recorder:
         self.results.append((terminal, transaction, queued - self.origin, completed - self.origin,
                              result.outcome.value, record))
 
-    def count(self, fact: str, value: int) -> None:
-        """A fact of the driver's own, not of a transaction (a fixed-rate schedule's warm-up backlog)."""
-        self.facts["schedule", fact] += value
+    def count_points(self, fact: str, seconds: Mapping[int, int]) -> None:
+        """A fixed-rate schedule's points a terminal never started, as facts of the driver's own: their number
+        (``schedule.<fact>``), and how many were due in each second from the origin (``schedule.<fact>_at.<s>``),
+        from which the read side draws the backlog of every second."""
+        self.facts["schedule", fact] += sum(seconds.values())
+        for second, count in seconds.items():
+            self.facts["schedule", f"{fact}_at.{second}"] += count
 
     def _add_facts(self, drawn: Iterable[tuple[Any, Any]]) -> None:
         by_transaction = defaultdict(list)
@@ -216,8 +220,8 @@ class Terminal:
         intended = next(starts)
         while intended < self.end:
             if intended < window_start <= now():
-                skipped, intended = schedule.skip(starts, intended, window_start)
-                recorder.count("warmup_backlog", skipped)
+                skipped, intended = schedule.skip(starts, intended, window_start, recorder.origin)
+                recorder.count_points("warmup_backlog", skipped)
                 continue
             transaction, inputs = self.emulator.next()  # drawn before the wait: the start is the call's
             if not self.clock.sleep(intended - now()):
@@ -228,7 +232,7 @@ class Terminal:
             result = self._run(transaction, inputs, started)
             finish(self, transaction, inputs, started, now(), result, intended)
             intended = next(starts)
-        recorder.count("unstarted", schedule.skip(starts, intended, self.end)[0])
+        recorder.count_points("unstarted", schedule.skip(starts, intended, self.end, recorder.origin)[0])
 
     def _run_busy(self) -> None:
         """No keying or think times: transactions back to back, drawn and recorded ``BATCH`` at a time.
