@@ -1,7 +1,7 @@
 """Storage-bound workloads against the device, side by side in one run (issue #43): each engine's ``io-random`` reads/s
 at 1, 4 and 16 clients against fio's matching job (a synchronous job per client, the engine's page, buffered or direct
 as it reads), and ``io-scan``'s MB/s against fio's sequential read; with the CPU each read costs the database and the
-client, which is what holds a database below the device.
+client, which is what holds a database below the device, and the read system calls each cost them (``syscr``).
 
 Every figure is a real run's (``maximus.api.run``): fio runs before each run on the same file system, in the same
 memory cgroup as the database's processes (``server.memory``, SQLite's ``client.memory``), and the run's
@@ -75,16 +75,29 @@ def run_one(setup: Setup, workload: str, clients: int, table_mb: int, duration: 
         store.close()
 
 
+def _operations_per_s(report: api.RunReport) -> float:
+    """The run's reads (io-random) or scans (io-scan) a second in the window."""
+    if report.device and report.device.unit == "reads/s":
+        return report.device.database.mean
+    return report.figures.headline / report.presentation.headline.per_seconds
+
+
 def cpu_per_read_us(report: api.RunReport) -> str:
     """CPU microseconds each completed transaction cost the server's processes and the client's, in the window."""
-    groups = report.monitoring.figures.groups
-    rate = report.device.database.mean if report.device else 0.0
-    per_second = rate if report.device and report.device.unit == "reads/s" else \
-        report.figures.headline / report.presentation.headline.per_seconds
+    groups, per_second = report.monitoring.figures.groups, _operations_per_s(report)
     if not per_second:
         return "-"
     parts = [f"{name} {group.cpus / per_second * 1e6:,.0f}" for name, group in sorted(groups.items())
              if name in ("server", "client")]
+    return ", ".join(parts) or "-"
+
+
+def read_calls_per_op(report: api.RunReport) -> str:
+    """Read system calls each operation cost the server's processes and the client's (/proc/PID/io's syscr): a
+    page a call is one per read; more shows the engine reading around it, fewer a cache between."""
+    groups, per_second = report.monitoring.figures.groups, _operations_per_s(report)
+    parts = [f"{name} {group.read_calls_per_s / per_second:,.1f}" for name, group in sorted(groups.items())
+             if name in ("server", "client") and group.read_calls_per_s is not None and per_second]
     return ", ".join(parts) or "-"
 
 
@@ -95,7 +108,7 @@ def line(setup: Setup, workload: str, clients: int, report: api.RunReport) -> st
     interval = f"{device.ratio.low:.2f}-{device.ratio.high:.2f}" if device.ratio.n > 1 else "one batch"
     return (f"  {setup.engine:<9} {workload:<10} {clients:>3}  {device.database.mean:>11,.1f} {device.device:>11,.1f} "
             f"{device.unit:<8} ratio {device.ratio.mean:.2f} ({interval})  {device.verdict:<12} "
-            f"CPU us/op: {cpu_per_read_us(report)}")
+            f"CPU us/op: {cpu_per_read_us(report)}; read calls/op: {read_calls_per_op(report)}")
 
 
 def main() -> None:

@@ -92,7 +92,8 @@ SMOKES = {
         rf"  start-time error p99: median {N} ms of 1 runs: the target \(< 1 ms\) is (met|missed)$")),
     "io_vs_fio.py": Smoke(lines=(
         r"Storage-bound runs against fio, a 8 MB table, 1 s each, in /var/tmp/maximus-bench-io-",
-        rf"  sqlite\s+io-random\s+1\s+{N}\s+{N} reads/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound",
+        rf"  sqlite\s+io-random\s+1\s+{N}\s+{N} reads/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound"
+        rf"\s+CPU us/op: .*; read calls/op: client {N}",
         rf"  sqlite\s+io-scan\s+1\s+{N}\s+{N} MB/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound",
         r"Targets: io-random at 16 clients and io-scan at least 0\.8 of fio")),
     "monitoring_overhead.py": Smoke(takes_workdir=True, lines=(

@@ -71,6 +71,7 @@ class GroupFigures:
     user_cpus: float
     system_cpus: float
     processes: int  # the most alive at any reading in the window
+    read_calls_per_s: float | None = None  # read system calls a second; None where not sampled (before, or no I/O)
 
     @property
     def cpus(self) -> float:
@@ -85,7 +86,9 @@ def group_figures(all_series: Sequence[Series], window: Window) -> dict[str, Gro
         if user is None or system is None:
             continue
         alive = _most(one_series(all_series, "processes", group=name), window)
-        figures[name] = GroupFigures(name, user.per_second, system.per_second, int(alive or 0))
+        calls = change(one_series(all_series, "process_read_calls_total", group=name), window)
+        figures[name] = GroupFigures(name, user.per_second, system.per_second, int(alive or 0),
+                                     calls.per_second if calls else None)
     return figures
 
 

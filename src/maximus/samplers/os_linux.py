@@ -16,7 +16,8 @@ Readings (source ``os``; counters cumulative since boot, or since the process st
   decrease; ``processes{group}`` counts those still alive. ``process_read_bytes_total`` counts the
   reads submitted to storage. ``process_written_bytes_total`` counts the page-cache memory dirtied,
   which with large folios (recent kernels) is a whole folio for every small rewrite, far more than
-  what reaches the disk: stored as read, not used for figures.
+  what reaches the disk: stored as read, not used for figures. ``process_read_calls_total`` and
+  ``process_write_calls_total`` count the read and write system calls (``syscr``, ``syscw``), whatever they hit.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the devic
 CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 MEMORY_KINDS = {"MemTotal": "total", "MemAvailable": "available", "Cached": "page_cache", "Dirty": "dirty",
                 "Writeback": "writeback"}
-PROCESS_IO = {"read_bytes": "process_read_bytes_total", "write_bytes": "process_written_bytes_total",
-              "cancelled_write_bytes": "process_cancelled_write_bytes_total"}
+# /proc/PID/io's field -> (reading, unit): the bytes submitted to storage, and the read and write system calls made
+PROCESS_IO = {"read_bytes": ("process_read_bytes_total", "bytes"),
+              "write_bytes": ("process_written_bytes_total", "bytes"),
+              "cancelled_write_bytes": ("process_cancelled_write_bytes_total", "bytes"),
+              "syscr": ("process_read_calls_total", "count"), "syscw": ("process_write_calls_total", "count")}
 
 
 # --- parsers: text of a /proc file in, readings out --------------------------------------------
@@ -164,8 +168,8 @@ class ProcessGroup:
                             {**labels, "mode": "system"}),
                     Reading("processes", alive, "count", labels)]
         if self.with_io:
-            readings += [Reading(name, sum(c.io.get(key, 0) for c in self.last.values()), "bytes", labels)
-                         for key, name in PROCESS_IO.items()]
+            readings += [Reading(name, sum(c.io.get(key, 0) for c in self.last.values()), unit, labels)
+                         for key, (name, unit) in PROCESS_IO.items()]
         return readings
 
 

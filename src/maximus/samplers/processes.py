@@ -94,8 +94,8 @@ class ProcessTree:
                             {**labels, "mode": "system"}),
                     Reading("processes", alive, "count", labels)]
         if self.with_io:
-            readings += [Reading(name, self._never_less(key, io[key]), "bytes", labels)
-                         for key, name in os_linux.PROCESS_IO.items()]
+            readings += [Reading(name, self._never_less(key, io[key]), unit, labels)
+                         for key, (name, unit) in os_linux.PROCESS_IO.items()]
         return readings
 
     def _io(self, pid: int) -> dict[str, int]:
