@@ -67,7 +67,7 @@ class ConsoleProgress:
 
 def show_experiment(console: Console, experiment_id: int, results: Path | None) -> None:
     data = api.show_experiment(experiment_id, results)
-    render_experiment(console, data.report, experiment_notices(data), device_table(data))
+    render_experiment(console, data.report, experiment_notices(data), device_table(data), data.rate_curves)
 
 
 def finish_experiment(console: Console, experiment_id: int, results: Path | None,
