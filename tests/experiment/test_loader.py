@@ -137,3 +137,40 @@ def test_a_power_cut_is_refused_for_a_step_on_a_storage_layout() -> None:
                                         r"step 'xfs' puts its database on a storage layout \(storage.filesystem\)"):
         parse_experiment(layout + '[crashtest]\nmode = "power"\n', Path("x.toml"))
     assert parse_experiment(layout + '[crashtest]\nmode = "process"\n').crash_tests is not None
+
+
+def test_rates_sweep_fixed_throughputs_in_the_files_order() -> None:
+    experiment = parse_experiment(GOOD.replace('order = "sequential"', 'order = "sequential"\nrates = [400, 100.5]\n'
+                                               'arrivals = "poisson"'))
+    assert experiment.rates == (400.0, 100.5) and experiment.arrivals == "poisson"
+    closed = parse_experiment(GOOD)
+    assert (closed.rates, closed.arrivals) == ((), "regular")
+
+
+RATES = ("exp.toml:5: rates: expected a list of transactions per second over all terminals such as [100, 200, 400], "
+         "each a positive number of transactions per second, at most 1,000,000")
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
+    ("rates = []", RATES),
+    ("rates = 100", RATES),
+    ("rates = [0, 100]", RATES),
+    ("rates = [100, -5]", RATES),
+    ("rates = [nan]", RATES),
+    ("rates = [2000000]", RATES),
+    ('rates = ["100"]', RATES),
+    ("rates = [100, 100.0]", "exp.toml:5: rates: a rate appears twice"),
+    ('rates = [100]\narrivals = "bursty"', "exp.toml:6: arrivals: expected one of regular, poisson, got 'bursty'"),
+    ('arrivals = "poisson"', "exp.toml:5: arrivals: says how a fixed rate's transactions arrive: give the rates too, "
+                             "e.g. rates = [100, 200, 400]"),
+])
+def test_a_bad_rate_sweep_is_one_line_naming_the_key(lines: str, expected: str) -> None:
+    assert expected in _error(GOOD.replace('order = "sequential"', f'order = "sequential"\n{lines}'))
+
+
+def test_the_rates_count_in_the_plans_size() -> None:
+    text = GOOD.replace("repeats = 3", "repeats = 1000").replace('order = "sequential"',
+                                                                  'order = "sequential"\nrates = [1, 2]')
+    assert _error(text) == ("exp.toml:3: repeats: 3 configuration(s) × 2 client count(s) × 2 rate(s) × 1000 repeats "
+                            "make 12,000 runs, more than the 10,000 an experiment may plan")
+    assert parse_experiment(GOOD.replace("repeats = 3", "repeats = 1000")).repeats == 1000  # 6,000 runs without

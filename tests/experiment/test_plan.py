@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from maximus.experiment.loader import parse_experiment
-from maximus.experiment.plan import estimate, from_data, plan, to_data
+from maximus.experiment.model import from_data as model_from_data
+from maximus.experiment.model import to_data as model_to_data
+from maximus.experiment.plan import estimate, from_data, plan, rate_key, to_data
 
 TEXT = """\
 name = "Plan Test!"
@@ -18,8 +22,8 @@ set = {{ journal_mode = "wal" }}
 """
 
 
-def _plan(order: str = "interleaved", load: str = "per-step"):
-    return plan(parse_experiment(TEXT.format(order=order, load=load)))
+def _plan(order: str = "interleaved", load: str = "per-step", rates: str = ""):
+    return plan(parse_experiment(rates + TEXT.format(order=order, load=load)))
 
 
 def test_sequential_order_runs_each_step_to_the_end() -> None:
@@ -62,3 +66,42 @@ def test_the_estimate_counts_each_steps_crash_tests() -> None:
     crashed = estimate(parse_experiment(text + '[crashtest]\nmode = ["process", "power"]\ncrashes = 3\n'), 1)
     assert (without.crash_tests, crashed.crash_tests) == (0, 12)  # 2 steps x 2 modes x 3
     assert crashed.seconds > without.seconds and "12 crash tests of about" in crashed.text()
+
+
+def test_a_rate_sweep_plans_each_rate_between_client_count_and_repeat_in_the_files_order() -> None:
+    keys = [run.key for run in _plan("sequential", rates="rates = [500, 12.5]\n") if run.step == 0]
+    assert keys == ["s0/c1/q500/r1", "s0/c1/q500/r2", "s0/c1/q12.5/r1", "s0/c1/q12.5/r2",
+                    "s0/c4/q500/r1", "s0/c4/q500/r2", "s0/c4/q12.5/r1", "s0/c4/q12.5/r2"]
+    interleaved = _plan(rates="rates = [500, 12.5]\n")
+    assert [run.key for run in interleaved[:5]] == ["s0/c1/q500/r1", "s1/c1/q500/r1", "s0/c1/q12.5/r1",
+                                                    "s1/c1/q12.5/r1", "s0/c4/q500/r1"]
+    assert {(run.key.split("/")[2], run.rate) for run in interleaved} == {("q500", 500.0), ("q12.5", 12.5)}
+    assert [run.key for run in interleaved if run.build] == ["s0/c1/q500/r1", "s1/c1/q500/r1"]
+
+
+def test_closed_loop_runs_have_no_rate_and_their_keys_of_before() -> None:
+    assert {run.rate for run in _plan()} == {None}
+    assert all(run.key.count("/") == 2 for run in _plan())
+
+
+def test_a_rate_key_reads_back_exactly() -> None:
+    assert [rate_key(rate) for rate in (500.0, 12.5, 123456.7, 123457.0, 0.001)] == \
+        ["500", "12.5", "123456.7", "123457", "0.001"]
+
+
+def test_the_estimate_counts_every_rate() -> None:
+    swept = parse_experiment("rates = [10, 20, 40]\n" + TEXT.format(order="interleaved", load="per-step"))
+    closed = parse_experiment(TEXT.format(order="interleaved", load="per-step"))
+    assert (estimate(swept, 1).runs, estimate(closed, 1).runs, len(plan(swept))) == (24, 8, 24)
+
+
+def test_a_rate_sweeps_plan_and_model_round_trip_and_older_ones_still_load() -> None:
+    experiment = parse_experiment('rates = [10, 20]\narrivals = "poisson"\n' +
+                                  TEXT.format(order="interleaved", load="per-step"))
+    runs = plan(experiment)
+    assert from_data(to_data(runs)) == runs
+    assert model_from_data(model_to_data(experiment)) == experiment
+    older = [{key: value for key, value in asdict(run).items() if key != "rate"} for run in _plan()]
+    assert {run.rate for run in from_data(older)} == {None}  # stored before rate sweeps
+    model = {key: value for key, value in model_to_data(experiment).items() if key not in ("rates", "arrivals")}
+    assert (model_from_data(model).rates, model_from_data(model).arrivals) == ((), "regular")

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 from maximus.analysis.compare import Estimate, estimate
 from maximus.analysis.device import DeviceCell, device_cell
 from maximus.analysis.experiment import ExperimentReport, analyse_experiment
+from maximus.analysis.rate_curve import RateCurve, rate_curves, rate_run
 from maximus.analysis.run import RunReport, analyse_run
 from maximus.experiment.plan import PlannedRun, from_data
 from maximus.records import RunStatus
@@ -64,6 +65,7 @@ class ExperimentData:
     tps: Mapping[tuple[int, int], Estimate]  # (step, clients) -> transactions per second over repeats
     # (step, clients) -> the cell against its device, for the cells whose runs fio measured (storage-bound ones)
     device: Mapping[tuple[int, int], DeviceCell] = field(default_factory=dict)
+    rate_curves: tuple[RateCurve, ...] = ()  # a rate sweep's, per step and client count (``analysis.rate_curve``)
 
     def cell_runs(self, step: int, clients: int) -> list[RunData]:
         return [r for r in self.runs if r.planned and r.planned.step == step and r.planned.clients == clients]
@@ -85,7 +87,7 @@ def gather_experiment(store: ResultsStore, experiment_id: int) -> ExperimentData
     tps = {(c.step, c.clients): estimate([r.report.figures.tpm / 60 for r in runs if r.complete and r.planned
                                           and r.planned.step == c.step and r.planned.clients == c.clients])
            for c in report.summary.cells}
-    return ExperimentData(report, runs, tps, device_cells(report, runs))
+    return ExperimentData(report, runs, tps, device_cells(report, runs), sweep_curves(report, runs))
 
 
 def device_cells(report: ExperimentReport, runs: Sequence[RunData]) -> dict[tuple[int, int], DeviceCell]:
@@ -97,6 +99,14 @@ def device_cells(report: ExperimentReport, runs: Sequence[RunData]) -> dict[tupl
         if cell := device_cell(c.step, c.clients, compared):
             cells[c.step, c.clients] = cell
     return cells
+
+
+def sweep_curves(report: ExperimentReport, runs: Sequence[RunData]) -> tuple[RateCurve, ...]:
+    """The curve of each step and client count of a rate sweep; none for an experiment without rates."""
+    swept = [rate_run(r.id, r.planned, r.report) for r in runs if r.planned]
+    experiment = report.experiment
+    return rate_curves([run for run in swept if run], report.summary.step_names, experiment.clients,
+                       experiment.rates)
 
 
 def representative(runs: Sequence[RunData]) -> RunData | None:

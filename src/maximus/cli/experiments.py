@@ -44,8 +44,9 @@ class ConsoleProgress:
 
     def run_starting(self, position: int, total: int, planned: api.PlannedRun) -> RunCountdown:
         build = " · builds its database" if planned.build else ""
+        rate = f" · {planned.rate:,g}/s" if planned.rate is not None else ""
         self.console.print(f"[bold]run {position}/{total}[/] · step {planned.step} {planned.step_name!r} · "
-                           f"{clients_label(planned.clients)} · repeat {planned.repeat}{build}")
+                           f"{clients_label(planned.clients)}{rate} · repeat {planned.repeat}{build}")
         self._countdown = RunCountdown(self.console)
         return self._countdown
 
@@ -66,7 +67,7 @@ class ConsoleProgress:
 
 def show_experiment(console: Console, experiment_id: int, results: Path | None) -> None:
     data = api.show_experiment(experiment_id, results)
-    render_experiment(console, data.report, experiment_notices(data), device_table(data))
+    render_experiment(console, data.report, experiment_notices(data), device_table(data), data.rate_curves)
 
 
 def finish_experiment(console: Console, experiment_id: int, results: Path | None,

@@ -11,17 +11,19 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from maximus import limits, system
+from maximus.driver.schedule import ARRIVALS
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.errors import UserError
 from maximus.experiment.model import CrashTests, Experiment, Hygiene, LoadPolicy, Order, Step, Workload
 from maximus.experiment.model import from_data as model_from_data
+from maximus.experiment.plan import planned_runs
 from maximus.knobs import KnobCatalogue
 from maximus.records import MAX_FAILED_PERCENT, ExperimentRecord
 from maximus.workloads import workload as workload_named
 from maximus.workloads.base import SettingError
 
 _TOP = {"name", "description", "engine", "clients", "repeats", "order", "seed", "workload", "hygiene",
-        "baseline", "steps", "system_changes", "crashtest"}
+        "baseline", "steps", "system_changes", "crashtest", "rates", "arrivals"}
 _WORKLOAD = {"name", "warmup", "duration", "max_failed"}  # every other key is the workload's own setting
 _HYGIENE = {"load", "restore", "drop_caches"}
 _STEP = {"name", "set", "multi"}
@@ -107,6 +109,8 @@ def parse_experiment(text: str, path: Path = Path("<experiment>")) -> Experiment
         hygiene=_hygiene(source, data.get("hygiene", {})),
         system_changes=_boolean(source, data, ("system_changes",), False),
         crash_tests=_crash_tests(source, data.get("crashtest"), steps),
+        rates=_rates(source, data),
+        arrivals=_arrivals(source, data),
     )
     if experiment.crash_tests and not workload_named(experiment.workload.name).crash_testable:
         raise source.error(("crashtest",), f"the {experiment.workload.name} workload keeps no success log: it has no "
@@ -117,10 +121,11 @@ def parse_experiment(text: str, path: Path = Path("<experiment>")) -> Experiment
 
 def _plannable(source: _Source, experiment: Experiment) -> None:
     """A plan of a size a results database holds, with seeds it can store (repeat r uses seed + r - 1)."""
-    size = len(experiment.steps) * len(experiment.clients) * experiment.repeats
+    size = planned_runs(experiment)
     if size > limits.LARGEST_PLAN:
+        rates = f"{len(experiment.rates)} rate(s) × " if experiment.rates else ""
         raise source.error(("repeats",), f"{len(experiment.steps)} configuration(s) × {len(experiment.clients)} "
-                           f"client count(s) × {experiment.repeats} repeats make {size:,} runs, more than the "
+                           f"client count(s) × {rates}{experiment.repeats} repeats make {size:,} runs, more than the "
                            f"{limits.LARGEST_PLAN:,} an experiment may plan")
     if experiment.seed + experiment.repeats - 1 > limits.LARGEST_INTEGER:
         raise source.error(("seed",), f"the last repeat's seed, seed + repeats - 1, would pass "
@@ -212,6 +217,31 @@ def _clients(source: _Source, data: Mapping) -> tuple[int, ...]:
     if len(set(value)) != len(value):
         raise source.error(("clients",), "a client count appears twice")
     return tuple(value)
+
+
+def _rates(source: _Source, data: Mapping) -> tuple[float, ...]:
+    """A rate sweep's fixed throughputs (issue #45), in the file's order; none: the experiment runs closed loop."""
+    value = data.get("rates")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not value or not all(limits.RATE.allows(v) for v in value):
+        raise source.error(("rates",), "expected a list of transactions per second over all terminals such as "
+                           f"[100, 200, 400], each {limits.RATE.describe()}")
+    if len(set(value)) != len(value):
+        raise source.error(("rates",), "a rate appears twice")
+    return tuple(float(rate) for rate in value)
+
+
+def _arrivals(source: _Source, data: Mapping) -> str:
+    value = data.get("arrivals")
+    if value is None:
+        return "regular"
+    if "rates" not in data:
+        raise source.error(("arrivals",), "says how a fixed rate's transactions arrive: give the rates too, e.g. "
+                           "rates = [100, 200, 400]")
+    if value not in ARRIVALS:
+        raise source.error(("arrivals",), f"expected one of {', '.join(ARRIVALS)}, got {value!r}")
+    return value
 
 
 def _workload(source: _Source, table: Any) -> Workload:

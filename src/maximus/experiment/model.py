@@ -74,6 +74,10 @@ class Experiment:
     description: str = ""
     system_changes: bool = False  # the user allows the operating-system knobs its steps set (as root)
     crash_tests: CrashTests | None = None  # none unless the file asks for them
+    # A rate sweep (issue #45): each run at one of these fixed throughputs, transactions per second over all
+    # terminals, in the file's order; empty: closed loop, every terminal as busy as the database lets it be
+    rates: tuple[float, ...] = ()
+    arrivals: str = "regular"  # how a fixed rate's transactions arrive: regular or poisson (driver.schedule)
 
     @property
     def baseline(self) -> Step:
@@ -97,7 +101,8 @@ def from_data(data: Mapping[str, Any]) -> Experiment:
                          "clients": tuple(data["clients"]), "order": Order(data["order"]),
                          "workload": Workload(**data["workload"]),
                          "hygiene": Hygiene(**{**data["hygiene"], "load": LoadPolicy(data["hygiene"]["load"])}),
-                         "crash_tests": _crash_tests(data.get("crash_tests"))})
+                         "crash_tests": _crash_tests(data.get("crash_tests")),
+                         "rates": tuple(data.get("rates", ()))})  # none stored before rate sweeps
 
 
 def _crash_tests(data: Mapping[str, Any] | None) -> CrashTests | None:

@@ -1,4 +1,5 @@
-"""Expands an experiment into its ordered runs: step x client count x repeat. Pure: no I/O."""
+"""Expands an experiment into its ordered runs: step x client count x repeat, and x rate in a rate sweep. Pure: no
+I/O."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from maximus.experiment.model import Experiment, LoadPolicy, Order
 
 @dataclass(frozen=True)
 class PlannedRun:
-    key: str  # stable identity within the experiment: "s<step>/c<clients>/r<repeat>"
+    key: str  # stable identity within the experiment: "s<step>/c<clients>/r<repeat>", with "q<rate>/" before the
+    # repeat in a rate sweep
     step: int
     step_name: str
     knobs: Mapping[str, str]
@@ -20,11 +22,23 @@ class PlannedRun:
     seed: int  # differs per repeat, the same across steps: steps are compared on the same inputs
     build: bool  # this run builds the step's database (and so measures its load time)
     database: str
+    rate: float | None = None  # a rate sweep's fixed throughput, transactions per second; None: closed loop
 
 
 def plan(experiment: Experiment) -> list[PlannedRun]:
-    runs = [_planned(experiment, step, clients, repeat) for step, clients, repeat in _order(experiment)]
+    runs = [_planned(experiment, step, clients, rate, repeat) for step, clients, rate, repeat in _order(experiment)]
     return _mark_builds(runs)
+
+
+def planned_runs(experiment: Experiment) -> int:
+    """How many runs ``plan`` gives, counted without expanding it."""
+    return len(experiment.steps) * len(experiment.clients) * len(_rates(experiment)) * experiment.repeats
+
+
+def rate_key(rate: float) -> str:
+    """The rate as the plan key writes it: as short as it reads back exactly (500.0 -> "500", 12.5 -> "12.5"), so two
+    rates never share a key."""
+    return repr(float(rate)).removesuffix(".0")
 
 
 def estimate(experiment: Experiment, scale: int, runs: Sequence[PlannedRun] | None = None) -> limits.Estimate:
@@ -33,7 +47,7 @@ def estimate(experiment: Experiment, scale: int, runs: Sequence[PlannedRun] | No
     if runs is None:
         builds = len(experiment.steps) * (experiment.repeats if experiment.hygiene.load is LoadPolicy.PER_REPEAT
                                           else 1)
-        count = len(experiment.steps) * len(experiment.clients) * experiment.repeats
+        count = planned_runs(experiment)
     else:
         builds, count = sum(run.build for run in runs), len(runs)
     workload = experiment.workload
@@ -45,21 +59,28 @@ def estimate(experiment: Experiment, scale: int, runs: Sequence[PlannedRun] | No
     return limits.with_crash_tests(planned, crashes, tests.warmup_s, tests.duration_s, scale)
 
 
-def _order(experiment: Experiment) -> list[tuple[int, int, int]]:
-    steps = range(len(experiment.steps))
+def _order(experiment: Experiment) -> list[tuple[int, int, float | None, int]]:
+    steps, rates, repeats = range(len(experiment.steps)), _rates(experiment), range(1, experiment.repeats + 1)
     if experiment.order is Order.SEQUENTIAL:
-        return [(s, c, r) for s in steps for c in experiment.clients for r in range(1, experiment.repeats + 1)]
+        return [(s, c, q, r) for s in steps for c in experiment.clients for q in rates for r in repeats]
     # Interleaved: each repeat visits every step before the next repeat starts, so slow drift of the
     # machine (page cache, thermal, neighbours) lands on every step alike instead of on the last ones.
-    return [(s, c, r) for r in range(1, experiment.repeats + 1) for c in experiment.clients for s in steps]
+    return [(s, c, q, r) for r in repeats for c in experiment.clients for q in rates for s in steps]
 
 
-def _planned(experiment: Experiment, step: int, clients: int, repeat: int) -> PlannedRun:
+def _rates(experiment: Experiment) -> tuple[float | None, ...]:
+    """The rates the plan sweeps; a closed-loop experiment's one "rate" is None."""
+    return experiment.rates or (None,)
+
+
+def _planned(experiment: Experiment, step: int, clients: int, rate: float | None, repeat: int) -> PlannedRun:
     per_repeat = experiment.hygiene.load is LoadPolicy.PER_REPEAT
     database = f"{_slug(experiment.name)}-s{step}" + (f"-r{repeat}" if per_repeat else "")
-    return PlannedRun(f"s{step}/c{clients}/r{repeat}", step, experiment.steps[step].name,
+    # A closed-loop experiment keeps the keys it had before rate sweeps, so that a stored one resumes as planned
+    swept = f"q{rate_key(rate)}/" if rate is not None else ""
+    return PlannedRun(f"s{step}/c{clients}/{swept}r{repeat}", step, experiment.steps[step].name,
                       dict(experiment.steps[step].knobs), clients, repeat, experiment.seed + repeat - 1, False,
-                      database)
+                      database, rate)
 
 
 def _mark_builds(runs: list[PlannedRun]) -> list[PlannedRun]:

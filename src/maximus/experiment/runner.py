@@ -245,9 +245,10 @@ def _crash_test(experiment_id: int, experiment: Experiment, planned: PlannedRun,
                 layouts: system.KeptLayouts) -> None:
     tests = experiment.crash_tests
     assert tests is not None
+    # busy terminals, as the crash tests of an experiment without rates: a rate sweep's first run has a rate
     options = replace(_options(experiment, planned, workdir, results, experiment_id), plan_key=key,
                       terminals=max(experiment.clients), warmup_s=tests.warmup_s, duration_s=tests.duration_s,
-                      seed=cycle_seed(experiment.seed, number - 1), rebuild=False)
+                      seed=cycle_seed(experiment.seed, number - 1), rebuild=False, rate=None)
     try:
         [test_id] = crash_test(CrashTestOptions(options, mode, 1), layouts=layouts)  # their journal's hold
     except NOT_THE_RUNS:
@@ -293,7 +294,8 @@ def _options(experiment: Experiment, planned: PlannedRun, workdir: Path, results
         terminals=planned.clients, warmup_s=workload.warmup_s, duration_s=workload.duration_s, seed=planned.seed,
         workdir=workdir, results=results, rebuild=planned.build, restore=experiment.hygiene.restore,
         database=planned.database, experiment_id=experiment_id, plan_key=planned.key,
-        max_failed_percent=workload.max_failed_percent, system_changes=experiment.system_changes)
+        max_failed_percent=workload.max_failed_percent, system_changes=experiment.system_changes,
+        rate=planned.rate, arrivals=experiment.arrivals)
 
 
 def _hygiene(experiment: Experiment, observer: ExperimentObserver) -> None:

@@ -12,10 +12,12 @@ from rich.table import Table
 
 from maximus.analysis.compare import Estimate, Ratio, Verdict, estimate
 from maximus.analysis.experiment import ExperimentReport
+from maximus.analysis.rate_curve import RateCurve
 from maximus.analysis.targets import Comparison
 from maximus.records import ExperimentRecord
 from maximus.report.durability import durability_text
 from maximus.report.format import estimate_text, ratio_text, verdict_text
+from maximus.report.rate_curve import render_rate_curves
 from maximus.report.tables import Notice
 
 _VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.WITHIN_NOISE: "yellow",
@@ -45,10 +47,10 @@ def _verdict(ratio: Ratio | None) -> str:
 
 
 def render_experiment(console: Console, report: ExperimentReport, notices: Sequence[Notice] = (),
-                      device: Table | None = None) -> None:
-    """The steps' tables, the cells against the device (``device``: ``report.device.device_table``, when fio measured
-    the runs), then the report's warnings (``notices``: durability, noisy cells, failed runs, ...) and the summary
-    line."""
+                      device: Table | None = None, rate_curves: Sequence[RateCurve] = ()) -> None:
+    """The steps' tables, a rate sweep's curves (``rate_curves``: ``analysis.bundle.ExperimentData.rate_curves``), the
+    cells against the device (``device``: ``report.device.device_table``, when fio measured the runs), then the
+    report's warnings (``notices``: durability, noisy cells, failed runs, ...) and the summary line."""
     experiment, summary = report.experiment, report.summary
     console.print(f"[bold]Experiment {report.record.id}: {experiment.name}[/] · {experiment.engine} · "
                   f"{report.presentation.scale} · {experiment.repeats} repeat(s) · "
@@ -56,6 +58,7 @@ def render_experiment(console: Console, report: ExperimentReport, notices: Seque
                   f"{_crash_tests(report)}")
     for index, step in enumerate(experiment.steps):
         _render_step(console, report, index)
+    render_rate_curves(console, rate_curves, experiment, report.presentation)
     if device is not None:
         console.print(device)
     for notice in notices:

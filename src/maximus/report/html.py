@@ -20,8 +20,10 @@ from typing import Iterable, Mapping, Sequence
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.device import DeviceComparison
 from maximus.analysis.durability import Durability
+from maximus.analysis.rate_curve import RateCurve
 from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_timeline
-from maximus.report import charts, tables
+from maximus.report import charts, rate_curve, tables
+from maximus.report import rate_plot  # noqa: F401  (draws the rate curves' charts: registers with plotting.figure)
 from maximus.analysis.bundle import ExperimentData, RunData, representative
 from maximus.report.device import DEVICE_COLUMNS, device_rows
 from maximus.report.format import (band_value_text, device_job_text, estimate_text, fraction_text, rate_digits,
@@ -44,7 +46,7 @@ def experiment_page(data: ExperimentData) -> str:
     shown = data.report.presentation
     body = [_header(title, shown, ("Experiment", tables.experiment_facts(data)),
                     tables.machine_facts(data.runs), tables.experiment_notices(data)),
-            _summary(data), _sweep_charts(data), _experiment_device(data),
+            _summary(data), _sweep_charts(data), _rate_curves(data), _experiment_device(data),
             *(_step(data, index) for index in range(len(experiment.steps))),
             _conformance(tables.conformance(data.runs), shown), _footer()]
     return _document(title, body)
@@ -277,6 +279,30 @@ def _sweep_charts(data: ExperimentData) -> str:
         _chart("chart-p90-throughput", "p90-throughput",
                charts.p90_against_throughput(summary, data.report.presentation))],
         "sweep")
+
+
+def _rate_curves(data: ExperimentData) -> str:
+    """A rate sweep's response time against throughput: per step its chart, then per client count its table and
+    where its knee is; "" for an experiment without rates."""
+    if not data.rate_curves:
+        return ""
+    shown = data.report.presentation
+    parts = [f'<p class="note">{escape(rate_curve.sweep_note(data.report.experiment))} In the charts a rate drawn '
+             "filled was sustained, one drawn open was not, and the star is the knee.</p>"]
+    for index, name in enumerate(data.report.summary.step_names):
+        curves = [curve for curve in data.rate_curves if curve.step == index]
+        parts += [f"<h3>Step {index}: {escape(name)}</h3>",
+                  _chart(f"chart-rate-curve-s{index}", "rate-curve", rate_curve.rate_curve_chart(curves, shown)),
+                  *(_rate_curve_table(curve, shown) for curve in curves)]
+    return _section("Response time against throughput", parts, "rate-curve")
+
+
+def _rate_curve_table(curve: RateCurve, shown: Presentation) -> str:
+    rows = ([escape(cell) for cell in row] for row in rate_curve.rows(curve))
+    return (f"<h4>{escape(charts.clients_label(curve.clients))}</h4>"
+            + _table(list(rate_curve.columns(shown)), rows, "rate-curve")
+            + f'<p class="knee" data-knee="{escape(f"{curve.knee.rate:g}" if curve.knee else "")}">'
+              f"{escape(curve.verdict)}</p>")
 
 
 def _experiment_device(data: ExperimentData) -> str:
