@@ -79,6 +79,9 @@ class BenchmarkOptions:
             limits.check(option, value, limit)
         if self.rate is not None:
             limits.check("--rate", self.rate, limits.RATE)
+            if self.build.workload.pauses(self.build.settings):
+                raise UserError(f"--rate sets when each transaction starts: the {self.workload} workload's keying "
+                                "and think times would too (leave them off)")
         if self.arrivals not in ARRIVALS:
             raise UserError(f"--arrivals must be {' or '.join(ARRIVALS)}, got {self.arrivals!r}")
         self.build  # noqa: B018  (validates)
@@ -229,9 +232,6 @@ def _begin(store: ResultsStore, engine: Engine, build: Build, options: Benchmark
     """The run's row, stored as it starts."""
     server_side = server_side_run(options, engine, build.workload)
     run_settings = build.workload.run_settings(build.settings, options.seed, prepared.info, server_side)
-    if options.rate is not None and run_settings.pauses:
-        raise UserError(f"--rate sets when each transaction starts: the {build.workload.name} workload's keying and "
-                        f"think times would too (leave them off)")
     session = engine.connect()
     try:
         reported = engine.reported_settings(session)

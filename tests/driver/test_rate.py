@@ -142,10 +142,11 @@ def test_a_rate_maximus_cannot_schedule_is_one_line(tmp_path: Path, arguments: l
     assert done.returncode == 2 and done.stderr.startswith(message) and len(done.stderr.splitlines()) == 1
 
 
-def test_a_rate_with_keying_and_think_times_is_one_line(workdir: Path, tmp_path: Path) -> None:
+def test_a_rate_with_keying_and_think_times_is_one_line_before_anything_is_built(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "maximus", "run", "--rate", "10", "--keying", "-d", "1",
-                           "--workdir", str(workdir), "--results", str(tmp_path / "r.db")],
+                           "--workdir", str(tmp_path / "w"), "--results", str(tmp_path / "r.db")],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.splitlines()[-1] == ("error: --rate sets when each transaction starts: the tpcc workload's "
-                                            "keying and think times would too (leave them off)")
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr == ("error: --rate sets when each transaction starts: the tpcc workload's keying and think "
+                           "times would too (leave them off)\n")
+    assert not (tmp_path / "w").exists()

@@ -168,6 +168,13 @@ def test_a_bad_rate_sweep_is_one_line_naming_the_key(lines: str, expected: str) 
     assert expected in _error(GOOD.replace('order = "sequential"', f'order = "sequential"\n{lines}'))
 
 
+def test_a_rate_sweep_with_keying_and_think_times_is_one_line_before_anything_runs() -> None:
+    text = GOOD.replace('order = "sequential"', 'order = "sequential"\nrates = [100]').replace(
+        "warehouses = 1", "warehouses = 1\nkeying = true")
+    assert _error(text) == ("exp.toml:5: rates: a fixed rate sets when each transaction starts: the tpcc workload's "
+                            "keying and think times would too (leave them off)")
+
+
 def test_the_rates_count_in_the_plans_size() -> None:
     text = GOOD.replace("repeats = 3", "repeats = 1000").replace('order = "sequential"',
                                                                   'order = "sequential"\nrates = [1, 2]')

@@ -112,7 +112,11 @@ def parse_experiment(text: str, path: Path = Path("<experiment>")) -> Experiment
         rates=_rates(source, data),
         arrivals=_arrivals(source, data),
     )
-    if experiment.crash_tests and not workload_named(experiment.workload.name).crash_testable:
+    chosen = workload_named(experiment.workload.name)
+    if experiment.rates and chosen.pauses(chosen.settings(experiment.workload.settings)):
+        raise source.error(("rates",), f"a fixed rate sets when each transaction starts: the "
+                           f"{experiment.workload.name} workload's keying and think times would too (leave them off)")
+    if experiment.crash_tests and not chosen.crash_testable:
         raise source.error(("crashtest",), f"the {experiment.workload.name} workload keeps no success log: it has no "
                            "crash test")
     _plannable(source, experiment)

@@ -170,6 +170,11 @@ class Workload(ABC):
         """What makes a run of these settings something less than the workload's specification asks."""
         return []
 
+    def pauses(self, settings: Any) -> bool:
+        """Whether these settings give the terminals keying and think times between transactions: a fixed rate
+        (``--rate``) sets when each transaction starts instead, and is refused with them."""
+        return False
+
     def validity_bands(self, settings: Any) -> Sequence[Band]:
         """The bands a valid run of these settings keeps its inputs in, as data (``maximus.records.Band``): its
         counts per transaction, its summed facts, its deferred transactions' records."""

@@ -101,6 +101,9 @@ class Tpcc(Workload):
         violations = statements("consistency", consistency.SQL, dialect)["violations"]
         return consistency.check_consistency(session, fresh, money_in_cents(dialect), violations)
 
+    def pauses(self, settings: TpccSettings) -> bool:
+        return settings.keying
+
     def warnings(self, settings: TpccSettings, terminals: int) -> list[str]:
         warnings = []
         if not settings.keying:
