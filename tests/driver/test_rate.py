@@ -1,5 +1,6 @@
-"""Fixed-throughput runs (issue #45): the schedule, its figures from constructed samples, and real SQLite runs at a
-rate they sustain and at one they cannot."""
+"""Fixed-throughput runs (issue #45): the schedule, its figures from constructed samples, and what cannot be
+scheduled, in one line. Real runs at a fixed rate are tests/report/test_rate_presentation.py's (SQLite), and
+PostgreSQL's and MariaDB's in their run tests."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from maximus import api
 from maximus.analysis.rate import rate_figures
 from maximus.driver.schedule import RateSchedule
-from maximus.records import ARRIVALS_OPTION, RATE, Outcome, RunSpec, RunStatus, TxnSample, Window
+from maximus.records import ARRIVALS_OPTION, RATE, Outcome, RunSpec, TxnSample, Window
 
 
 def test_regular_arrivals_interleave_the_terminals_evenly_at_the_whole_rate() -> None:
@@ -83,52 +83,15 @@ def test_a_closed_loop_run_has_no_rate_figures() -> None:
     assert rate_figures(closed, [TxnSample(0, "payment", 1.0, 0.1, Outcome.COMMITTED)], Window(1, 5), {}) is None
 
 
-def _run(workdir: Path, tmp_path: Path, **overrides: object) -> tuple[api.RunOutcome, api.RunReport]:
-    results = tmp_path / "results.db"
-    options = api.BenchmarkOptions(**{"workdir": workdir, "results": results, "terminals": 2, "warmup_s": 1.0,
-                                      "duration_s": 3.0, "monitor": False, **overrides})  # type: ignore[arg-type]
-    outcome = api.run_benchmark(options)
-    store = api.open_results(results)
-    try:
-        return outcome, api.analyse_run(store, outcome.run_id)
-    finally:
-        store.close()
-
-
-def test_a_rate_sqlite_sustains_is_met_on_schedule_and_every_sample_has_its_intended_start(workdir: Path,
-                                                                                          tmp_path: Path) -> None:
-    outcome, report = _run(workdir, tmp_path, rate=20.0)
-    assert outcome.status is RunStatus.COMPLETE
-    rate = report.rate
-    assert rate is not None and rate.sustained, rate
-    assert 58 <= rate.scheduled <= 62 and rate.unstarted == rate.warmup_backlog == 0
-    samples = [s for s in outcome.result.samples if not s.transaction.startswith("deferred_")]
-    assert samples and all(s.intended is not None and s.start >= s.intended - 0.002 for s in samples)
-    assert rate.start_error_p99 < 0.05  # the scheduler's precision is a benchmark's (bench/rate_stall.py); not slack
-    assert report.figures.transactions[0].service is not None
-    assert report.record.spec.options[RATE] == "20" and report.record.spec.options[ARRIVALS_OPTION] == "regular"
-    assert not any("sustainable" in warning for warning in report.warnings)
-
-
-def test_a_rate_beyond_what_sqlite_can_do_is_not_sustainable_and_nothing_is_dropped_silently(workdir: Path,
-                                                                                            tmp_path: Path) -> None:
-    outcome, report = _run(workdir, tmp_path, rate=20_000.0, terminals=1, arrivals="poisson", warmup_s=1.5)
-    rate = report.rate
-    assert rate is not None and not rate.sustained and rate.ratio < 0.5
-    assert rate.warmup_backlog > 1000 and rate.unstarted > 1000  # the schedule's points never started are counted
-    assert rate.backlog_at_start < rate.backlog_at_end
-    backlog = dict(rate.backlog)  # the points never started count in every second they were due
-    assert backlog[1] > 0.5 * rate.warmup_backlog  # the warm-up's, until the window's start skips them
-    assert backlog[2] < backlog[3] < backlog[4] < backlog[5] == rate.backlog_at_end
-    assert rate.verdict in report.warnings and rate.verdict.startswith("not sustainable at 20,000/s")
-    new_order = report.figures.transactions[0]
-    assert new_order.service is not None and new_order.latency.p90 > 10 * new_order.service.p90
-
-
-def test_a_closed_loop_run_stores_no_intended_start(workdir: Path, tmp_path: Path) -> None:
-    outcome, report = _run(workdir, tmp_path, duration_s=1.0, warmup_s=0.2)
-    assert report.rate is None and report.figures.transactions[0].service is None
-    assert all(sample.intended is None for sample in outcome.result.samples)
+def test_the_points_never_started_count_in_the_backlog_of_every_second_they_were_due() -> None:
+    """The warm-up's until the window's start skips them, the window's own until the run's end."""
+    samples = [_sample(1.0 + k / 10, 1.0 + k / 10, 0.005) for k in range(30)]
+    facts = {"schedule.warmup_backlog": 7, "schedule.warmup_backlog_at.0": 7,  # due in [0, 1), skipped at 1.5
+             "schedule.unstarted": 10, "schedule.unstarted_at.4": 10}  # due in [4, 5), never started
+    figures = rate_figures(_spec(), samples, Window(1.5, 5.0), facts)
+    assert figures is not None
+    assert dict(figures.backlog) == {1: 7, 2: 0, 3: 0, 4: 0, 5: 10}
+    assert (figures.backlog_at_start, figures.backlog_at_end, figures.warmup_backlog) == (0, 10, 7)
 
 
 @pytest.mark.parametrize("arguments, message", [

@@ -20,6 +20,7 @@ from maximus import api
 from maximus.analysis.bundle import RunData, gather_run
 from maximus.analysis.stats import LatencySummary
 from maximus.cli.app import app
+from maximus.records import ARRIVALS_OPTION, RATE, RunStatus
 from maximus.report import charts, html
 
 RATE_COLUMNS = ["rate_target_per_s", "rate_arrivals", "rate_achieved_per_s", "rate_scheduled", "rate_done",
@@ -229,3 +230,51 @@ def test_the_series_has_a_fixed_rate_runs_backlog_and_late_starts(runs: Runs) ->
         found = [(float(r["time_s"]), int(r["value"])) for r in rows if (r["source"], r["name"]) == ("schedule", name)]
         assert found == [(float(second), count) for second, count in series], name
     assert not [r for r in _csv(runs, "--run", str(runs.closed), "--series") if r["source"] == "schedule"]
+
+
+def _report(runs: Runs, run_id: int) -> api.RunReport:
+    store = api.open_results(runs.results)
+    try:
+        return api.analyse_run(store, run_id)
+    finally:
+        store.close()
+
+
+def test_a_rate_sqlite_sustains_is_met_on_schedule_and_every_sample_has_its_intended_start(runs: Runs) -> None:
+    report = _report(runs, runs.steady)
+    rate = report.rate
+    assert report.record.status is RunStatus.COMPLETE and rate is not None and rate.sustained, rate
+    assert 50 <= rate.scheduled <= 110 and rate.unstarted == rate.warmup_backlog == 0  # 80 on average (Poisson)
+    store = api.open_results(runs.results)
+    try:
+        samples = [s for s in store.samples(runs.steady) if not s.transaction.startswith("deferred_")]
+    finally:
+        store.close()
+    assert samples and all(s.intended is not None and s.start >= s.intended - 0.002 for s in samples)
+    assert rate.start_error_p99 < 0.05  # the scheduler's precision is a benchmark's (bench/rate_stall.py): not here
+    assert report.figures.transactions[0].service is not None
+    assert report.record.spec.options[RATE] == "40" and report.record.spec.options[ARRIVALS_OPTION] == "poisson"
+    assert not any("sustainable" in warning for warning in report.warnings)
+
+
+def test_a_rate_beyond_what_sqlite_can_do_is_not_sustainable_and_nothing_is_dropped_silently(runs: Runs) -> None:
+    report = _report(runs, runs.overloaded)
+    rate = report.rate
+    assert rate is not None and not rate.sustained and rate.ratio < 0.5
+    assert rate.warmup_backlog > 1000 and rate.unstarted > 1000  # the schedule's points never started are counted
+    assert rate.backlog_at_start < rate.backlog_at_end
+    backlog = dict(rate.backlog)  # the points never started count in every second they were due
+    assert backlog[1] < backlog[2] < backlog[3] == rate.backlog_at_end
+    assert rate.verdict in report.warnings and rate.verdict.startswith("not sustainable at 20,000/s")
+    new_order = report.figures.transactions[0]
+    assert new_order.service is not None and new_order.latency.p90 > 10 * new_order.service.p90
+
+
+def test_a_closed_loop_run_stores_no_intended_start(runs: Runs) -> None:
+    report = _report(runs, runs.closed)
+    assert report.rate is None and report.figures.transactions[0].service is None
+    store = api.open_results(runs.results)
+    try:
+        assert all(sample.intended is None for sample in store.samples(runs.closed))
+    finally:
+        store.close()
