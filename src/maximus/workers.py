@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import multiprocessing
+import os
 import signal
 import threading
 from contextlib import contextmanager
@@ -46,8 +48,13 @@ def spawning() -> Iterator[None]:
 
 
 def _die_with_parent() -> None:
+    """SIGKILL this process when its parent dies; at once if the parent died already, while this process started
+    (a spawned worker imports for a second or more before it gets here), which no signal would ever tell it."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: the workers end with their parent's work anyway
-        pass
+        return
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # adopted: the parent is gone
+        os._exit(1)
