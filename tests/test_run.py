@@ -7,6 +7,8 @@ import sqlite3
 from pathlib import Path
 
 from maximus import api
+from maximus.analysis.metrics import run_figures
+from maximus.workloads.tpcc import Tpcc
 from maximus.records import Outcome, RunStatus
 from maximus.workloads.tpcc.constants import TRANSACTIONS
 
@@ -26,8 +28,12 @@ def test_multi_terminal_run_is_stored_and_passes_every_consistency_condition(wor
     samples = store.samples(outcome.run_id)
     record = store.run(outcome.run_id)
     report = api.analyse_run(store, outcome.run_id)
+    histograms = store.latency_histograms(outcome.run_id)
     store.close()
     assert len(samples) == len(outcome.result.samples) > 100
+    assert histograms and {h.transaction for h in histograms} >= set(TRANSACTIONS)  # every response time, kept
+    assert report.figures == run_figures(samples, record.window, Tpcc.reported_transactions,
+                                         Tpcc.headline.transaction)  # what the samples make: the same figures
     assert {s.terminal for s in samples} == {0, 1, 2}
     assert {s.transaction for s in samples} >= set(TRANSACTIONS) | {"deferred_delivery"}
     assert not [s for s in samples if s.outcome is Outcome.FAILED]

@@ -339,6 +339,21 @@ class RunEnd:
     deferred: Sequence[DeferredResult] = ()
     environment: Mapping[str, object] = field(default_factory=dict)  # read at the end (a memory limit's peak), over
     # the same keys of the environment stored as the run began
+    histograms: Sequence[IntervalHistogram] = ()  # the samples' response times (``maximus.histograms``)
+
+
+@dataclass(frozen=True)
+class IntervalHistogram:
+    """One transaction type's response times of one kind, of the completed transactions that started in
+    [start, start + 1 s) from the time origin, as an HdrHistogram of microseconds (``maximus.histograms``);
+    ``counted``: those whose whole response time lies in the measured window (TPC-C 5.4), whose histograms make the
+    run's figures."""
+
+    transaction: str
+    kind: str  # "latency" (from the intended start in a fixed-rate run, else from the start) or "service"
+    start: float
+    counted: bool
+    encoded: str  # HdrHistogram's compressed encoding (base64 of zlib), which other tools read too
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from maximus.database import (Build, LoadProgress, PreparedDatabase, check_runni
 from maximus.driver.schedule import ARRIVALS, RateSchedule
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Engine, engine_class, runnable_engine
+from maximus.histograms import interval_histograms
 from maximus.errors import EngineError, UserError, describe
 from maximus.records import (ARRIVALS_OPTION, EMBEDDED, MAX_FAILED_PERCENT, RATE, CheckResult, Outcome, RunEnd,
                              RunSpec, RunStart, RunStatus, StorageAccess, TxnSample, Window)
@@ -326,7 +327,8 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
         result.errors = [*machine_seen.warnings, *result.errors]
     _store_end(store, begun, monitor, RunEnd(result.status, result.samples, result.facts, tuple(result.errors),
                                              result.elapsed_s, (*warnings, *machine_seen.warnings), result.window,
-                                             result.deferred, machine_seen.environment))
+                                             result.deferred, machine_seen.environment,
+                                             interval_histograms(result.samples, result.window)))
     return result
 
 

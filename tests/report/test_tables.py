@@ -57,7 +57,7 @@ def test_the_run_table_says_not_measured_where_a_run_has_no_monitoring() -> None
     for label in ("CPU user %", "CPU sys %", "CPU wait (iowait) %", "CPU idle %", "Physical reads/s",
                   "Physical writes/s", "I/O rate MB/s", "Log-sync wait ms", "Data-file read wait ms"):
         assert rows[label] == (None, None), label
-    assert rows["New-Order p90 ms"][0] == pytest.approx(10.0)
+    assert rows["New-Order p90 ms"][0] == pytest.approx(10.0, rel=1e-3)  # three significant digits (histograms)
     assert rows["Deferred-Delivery max ms"] == (None, None)  # none completed
     assert "not measured" in tables.unmeasured_note([_run(1, 60)])
 

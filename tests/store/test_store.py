@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from maximus.cli.app import app
 from maximus.errors import UserError
-from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.histograms import interval_histograms
+from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample, Window
 from maximus.store import ResultsStore
 from maximus.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -43,6 +44,19 @@ def test_a_run_is_visible_while_running_and_complete_with_its_samples(tmp_path: 
     assert record.load_seconds == 2.5 and record.loaded_in_run
     assert store.samples(run_id) == samples
     assert store.facts(run_id) == {"payment.by_name": 1}
+    store.close()
+
+
+def test_a_runs_response_time_histograms_are_stored_and_read_back(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path / "r.db")
+    samples = [TxnSample(0, "new_order", 1.5, 0.002, Outcome.COMMITTED, intended=1.4),
+               TxnSample(0, "new_order", 3.5, 0.004, Outcome.COMMITTED, intended=3.5)]
+    histograms = interval_histograms(samples, Window(1.0, 5.0))
+    stored, without = _begin(store), _begin(store)
+    store.finish_run(stored, RunEnd(RunStatus.COMPLETE, samples, window=Window(1.0, 5.0), histograms=histograms))
+    store.finish_run(without, RunEnd(RunStatus.COMPLETE, samples, window=Window(1.0, 5.0)))  # as runs stored before
+    assert store.latency_histograms(stored) == histograms and len(histograms) == 4  # 2 seconds x latency, service
+    assert store.latency_histograms(without) is None  # its figures come from its samples
     store.close()
 
 

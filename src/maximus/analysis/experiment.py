@@ -200,7 +200,8 @@ def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentRep
             continue
         headline = reading.headline
         figures = (run_figures(store.samples(run.id), run.window, reading.reported_transactions, headline.transaction,
-                               headline.per_seconds) if run.status is RunStatus.COMPLETE else None)
+                               headline.per_seconds, store.latency_histograms(run.id))
+                   if run.status is RunStatus.COMPLETE else None)
         key = planned[run.plan_key]
         rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures))
     crash_tests = store.crash_tests(experiment_id)

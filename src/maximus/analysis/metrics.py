@@ -11,8 +11,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from maximus.analysis.stats import Histogram, LatencySummary, histogram, summarise
-from maximus.records import Outcome, TxnSample, Window
+from maximus.analysis.stats import Histogram, LatencySummary, histogram_of_recorded, summarise_recorded
+from maximus.histograms import LATENCY, SERVICE, interval_histograms, window_histograms
+from maximus.records import IntervalHistogram, Outcome, TxnSample, Window
 
 COMPLETED = (Outcome.COMMITTED, Outcome.ROLLED_BACK)
 
@@ -68,10 +69,14 @@ def per_second(samples: Sequence[TxnSample], headline: str, deferred_prefix: str
 
 
 def run_figures(samples: Sequence[TxnSample], window: Window, transaction_order: Sequence[str],
-                headline: str, per_seconds: float = 60.0) -> RunFigures:
+                headline: str, per_seconds: float = 60.0,
+                histograms: Sequence[IntervalHistogram] | None = None) -> RunFigures:
     """``headline``: the transaction whose completions per ``per_seconds`` (``Headline.per_seconds``: a minute, or
-    a second) are the run's figure of merit."""
+    a second) are the run's figure of merit. ``histograms``: the run's stored response times
+    (``maximus.histograms``), from which every percentile is computed; made from the samples when not given (a
+    run stored before them)."""
     measured = in_window(samples, window)
+    recorded = histograms if histograms is not None else interval_histograms(samples, window)
     completed = [s for s in measured if s.outcome in COMPLETED]
     minutes = window.minutes or math.nan
     periods = window.minutes * 60.0 / per_seconds or math.nan
@@ -84,19 +89,18 @@ def run_figures(samples: Sequence[TxnSample], window: Window, transaction_order:
         committed=sum(1 for s in headline_done if s.outcome is Outcome.COMMITTED) / periods,
         tpm=len(interactive) / minutes,
         outcomes=outcome_counts(measured),
-        transactions=tuple(_figures(name, completed) for name in transaction_order),
+        transactions=tuple(_figures(name, recorded) for name in transaction_order),
         counts=dict(counts),
         per_second=per_second(samples, headline),
         window=window,
     )
 
 
-def _figures(name: str, completed: Sequence[TxnSample]) -> TransactionFigures:
-    """A transaction's response times; in a fixed-rate run from their intended starts (the latency a user waiting
-    since then saw), with their service times beside them."""
-    mine = [s for s in completed if s.transaction == name]
-    latencies = [s.scheduled_latency for s in mine]
-    summary = summarise(latencies)
-    scheduled = any(s.intended is not None for s in mine)
-    return TransactionFigures(name, len(latencies), summary, histogram(latencies, summary.p90),
-                              summarise([s.latency for s in mine]) if scheduled else None)
+def _figures(name: str, histograms: Sequence[IntervalHistogram]) -> TransactionFigures:
+    """A transaction's response times over the window, from its histograms; in a fixed-rate run from their intended
+    starts (the latency a user waiting since then saw), with their service times beside them."""
+    latencies = window_histograms(histograms, name, LATENCY)
+    summary = summarise_recorded(latencies)
+    scheduled = any(h.transaction == name and h.kind == SERVICE for h in histograms)
+    return TransactionFigures(name, summary.count, summary, histogram_of_recorded(latencies, summary.p90),
+                              summarise_recorded(window_histograms(histograms, name, SERVICE)) if scheduled else None)

@@ -53,7 +53,7 @@ def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     reading = reading_of(record)
     samples = store.samples(run_id)
     figures = run_figures(samples, record.window, reading.reported_transactions, reading.headline.transaction,
-                          reading.headline.per_seconds)
+                          reading.headline.per_seconds, store.latency_histograms(run_id))
     deferred, facts = tuple(store.deferred_results(run_id)), store.facts(run_id)
     counters = Counters(figures.counts, facts, deferred, record.window)
     monitored = analyse_monitoring(store, record, samples, figures)

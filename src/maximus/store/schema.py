@@ -98,6 +98,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # version 10: a fixed-rate run's intended start of each transaction (TxnSample.intended; NULL: closed loop)
         "ALTER TABLE txn_samples ADD COLUMN intended REAL",
     ),
+    (  # version 11: response times as interval HdrHistograms (records.IntervalHistogram, maximus.histograms)
+        """CREATE TABLE latency_histograms (
+            run_id INTEGER NOT NULL REFERENCES runs(id), transaction_name TEXT NOT NULL, kind TEXT NOT NULL,
+            start REAL NOT NULL, counted INTEGER NOT NULL, histogram TEXT NOT NULL)""",
+        "CREATE INDEX latency_histograms_by_run ON latency_histograms (run_id)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -23,8 +23,8 @@ from maximus.environment import boot_id
 from maximus.locks import unusable_directory
 from maximus.pids import start_time
 from maximus.records import (CheckResult, CrashMode, CrashTest, CrashTestRecord, DeferredResult, DeviceJob, DeviceLimit,
-                             DurabilityFindings, ExperimentRecord, Outcome, RunEnd, RunRecord, RunSpec, RunStart,
-                             RunStatus, TxnSample, Verdict, Window, WorkloadReading)
+                             DurabilityFindings, ExperimentRecord, IntervalHistogram, Outcome, RunEnd, RunRecord,
+                             RunSpec, RunStart, RunStatus, TxnSample, Verdict, Window, WorkloadReading)
 from maximus.records import MetricSample
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
 from maximus.store.schema import SCHEMA_VERSION, migrate
@@ -189,6 +189,10 @@ class ResultsStore:
                   s.intended) for s in samples))
             self._db.executemany("INSERT INTO run_facts (run_id, name, value) VALUES (?, ?, ?)",
                                  ((run_id, name, value) for name, value in facts.items()))
+            self._db.executemany(
+                "INSERT INTO latency_histograms (run_id, transaction_name, kind, start, counted, histogram)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                ((run_id, h.transaction, h.kind, h.start, int(h.counted), h.encoded) for h in end.histograms))
             old_warnings, old_environment = self._db.execute("SELECT warnings, environment FROM runs WHERE id = ?",
                                                              (run_id,)).fetchone()
             environment = json.loads(old_environment) | dict(end.environment)
@@ -318,6 +322,14 @@ class ResultsStore:
         rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error, intended"
                                 " FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
         return [TxnSample(t, name, s, lat, Outcome(o), a, e, i) for t, name, s, lat, o, a, e, i in rows]
+
+    @guarded
+    def latency_histograms(self, run_id: int) -> list[IntervalHistogram] | None:
+        """A run's response times as interval histograms; None for a run stored without them (before they were
+        kept, or one that stored no samples), whose figures come from its samples."""
+        rows = self._db.execute("SELECT transaction_name, kind, start, counted, histogram FROM latency_histograms"
+                                " WHERE run_id = ? ORDER BY transaction_name, kind, start", (run_id,)).fetchall()
+        return [IntervalHistogram(t, k, s, bool(c), h) for t, k, s, c, h in rows] or None
 
     @guarded
     def completions_in_window(self) -> dict[int, int]:
