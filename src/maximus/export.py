@@ -305,7 +305,7 @@ def _headline(key: str) -> Callable[[RunData], Any]:
 def run_columns(runs: Sequence[RunData]) -> list[Column]:
     """The columns of ``runs_table``: fixed ones, then what the runs' workloads name (their settings, headline
     figures, transactions, validity bands and mix), each once, in the order the workloads give them; last the ones
-    added since: a fixed-rate run's schedule and service times."""
+    added since: a fixed-rate run's schedule and service times, and its planned rate."""
     reports = [run.report for run in runs]
     headlines = _union([[r.presentation.headline.key, r.presentation.headline.committed_key] for r in reports])
     transactions = _union([list(r.presentation.transaction_labels) for r in reports])
@@ -340,7 +340,9 @@ def run_columns(runs: Sequence[RunData]) -> list[Column]:
         ("consistency_skipped", _consistency(None)),
         ("warnings", lambda r: " | ".join(r.report.warnings)),
         ("errors", lambda r: " | ".join(r.report.record.errors)),
-        *_RATE, *_service_columns(transactions),  # added after the columns of older exports, which keep their places
+        # added after the columns of older exports, which keep their places: a fixed-rate run's schedule and service
+        # times, then its rate in a rate sweep's plan (empty outside one)
+        *_RATE, *_service_columns(transactions), ("rate", _planned("rate")),
     ]
 
 
@@ -363,7 +365,8 @@ def _ratio_cells(name: str, ratio: Ratio | None) -> dict[str, Any]:
 
 def cells_table(data: ExperimentData) -> tuple[list[str], list[list[Any]]]:
     """One row per cell (a step at a client count, and in a rate sweep a rate): estimates over repeats (mean and 95 %
-    CI) and ratios with verdicts."""
+    CI) and ratios with verdicts. The ``rate`` comes last, after the columns older exports had, empty outside a rate
+    sweep."""
     rows = []
     headline = data.report.presentation.headline
     for c in data.report.summary.cells:
@@ -377,7 +380,7 @@ def cells_table(data: ExperimentData) -> tuple[list[str], list[list[Any]]]:
                **_ratio_cells("load_vs_baseline", c.load_vs_baseline),
                **_durability_cells(data.report.summary.step_durability(c.step)),
                **_device_cells(data.device.get((c.step, c.level))),
-               "run_ids": " ".join(map(str, c.run_ids))}
+               "run_ids": " ".join(map(str, c.run_ids)), "rate": c.rate}
         rows.append(row)
     header = list(rows[0]) if rows else ["step"]
     return header, [[row[name] for name in header] for row in rows]
