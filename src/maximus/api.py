@@ -249,10 +249,10 @@ def export_crash_tests(results: Path | None = None, experiment_id: int | None = 
 
 
 def compare(a: str, b: str, experiment_id: int | None = None, clients: int | None = None,
-            results: Path | None = None) -> Comparison:
+            results: Path | None = None, rate: float | None = None) -> Comparison:
     """The headline figure of two runs (by number), or of two steps of an experiment (``compare_targets``)."""
     with _results(results) as store:
-        return compare_targets(store, a, b, experiment_id, clients)
+        return compare_targets(store, a, b, experiment_id, clients, rate)
 
 
 def report(experiment_id: int | None = None, run_id: int | None = None, output: Path | None = None,

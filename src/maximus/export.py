@@ -134,16 +134,17 @@ def _cell(cell: Any, headline: Headline) -> dict:
 
 
 def experiment_document(data: ExperimentData) -> dict:
-    """The experiment, its plan, per (step, clients) cell the estimates, ratios and verdicts, then every run."""
+    """The experiment, its plan, per cell (a step at a load level: its clients and, in a rate sweep, its ``rate``) the
+    estimates, ratios and verdicts, then every run."""
     report = data.report
     summary = report.summary
     names = summary.step_names
     headline = report.presentation.headline
-    cells = [_cell(c, headline) | {"step_name": names[c.step], "tps": plain(data.tps[c.step, c.clients]),
+    cells = [_cell(c, headline) | {"step_name": names[c.step], "tps": plain(data.tps[c.step, c.level]),
                          "vs_previous": ratio_data(c.vs_previous), "vs_baseline": ratio_data(c.vs_baseline),
                          "load_vs_baseline": ratio_data(c.load_vs_baseline),
                          "durability": _durability_class(summary.step_durability(c.step)),
-                         "device": device_cell_data(data.device.get((c.step, c.clients)))} for c in summary.cells]
+                         "device": device_cell_data(data.device.get((c.step, c.level)))} for c in summary.cells]
     steps = [{"step": index, "step_name": name, "durability": durability_data(summary.step_durability(index))}
              for index, name in enumerate(names)]
     return {"kind": "experiment", "schema": SCHEMA,
@@ -304,7 +305,7 @@ def _headline(key: str) -> Callable[[RunData], Any]:
 def run_columns(runs: Sequence[RunData]) -> list[Column]:
     """The columns of ``runs_table``: fixed ones, then what the runs' workloads name (their settings, headline
     figures, transactions, validity bands and mix), each once, in the order the workloads give them; last the ones
-    added since: a fixed-rate run's schedule and service times."""
+    added since: a fixed-rate run's schedule and service times, and its planned rate."""
     reports = [run.report for run in runs]
     headlines = _union([[r.presentation.headline.key, r.presentation.headline.committed_key] for r in reports])
     transactions = _union([list(r.presentation.transaction_labels) for r in reports])
@@ -339,7 +340,9 @@ def run_columns(runs: Sequence[RunData]) -> list[Column]:
         ("consistency_skipped", _consistency(None)),
         ("warnings", lambda r: " | ".join(r.report.warnings)),
         ("errors", lambda r: " | ".join(r.report.record.errors)),
-        *_RATE, *_service_columns(transactions),  # added after the columns of older exports, which keep their places
+        # added after the columns of older exports, which keep their places: a fixed-rate run's schedule and service
+        # times, then its rate in a rate sweep's plan (empty outside one)
+        *_RATE, *_service_columns(transactions), ("rate", _planned("rate")),
     ]
 
 
@@ -361,21 +364,23 @@ def _ratio_cells(name: str, ratio: Ratio | None) -> dict[str, Any]:
 
 
 def cells_table(data: ExperimentData) -> tuple[list[str], list[list[Any]]]:
-    """One row per (step, client count): estimates over repeats (mean and 95 % CI) and ratios with verdicts."""
+    """One row per cell (a step at a client count, and in a rate sweep a rate): estimates over repeats (mean and 95 %
+    CI) and ratios with verdicts. The ``rate`` comes last, after the columns older exports had, empty outside a rate
+    sweep."""
     rows = []
     headline = data.report.presentation.headline
     for c in data.report.summary.cells:
         row = {"step": c.step, "step_name": data.report.summary.step_names[c.step], "clients": c.clients,
                "repeats": c.headline.n, "failed": c.failed, **_estimate_cells(headline.key, c.headline),
                **_estimate_cells(headline.committed_key, c.committed),
-               **_estimate_cells("tps", data.tps[c.step, c.clients]),
+               **_estimate_cells("tps", data.tps[c.step, c.level]),
                **_estimate_cells(f"p90_{headline.transaction}_ms", c.p90_headline_s, 1000),
                **_estimate_cells("load_s", c.load_s),
                **_ratio_cells("vs_previous", c.vs_previous), **_ratio_cells("vs_baseline", c.vs_baseline),
                **_ratio_cells("load_vs_baseline", c.load_vs_baseline),
                **_durability_cells(data.report.summary.step_durability(c.step)),
-               **_device_cells(data.device.get((c.step, c.clients))),
-               "run_ids": " ".join(map(str, c.run_ids))}
+               **_device_cells(data.device.get((c.step, c.level))),
+               "run_ids": " ".join(map(str, c.run_ids)), "rate": c.rate}
         rows.append(row)
     header = list(rows[0]) if rows else ["step"]
     return header, [[row[name] for name in header] for row in rows]
@@ -491,7 +496,7 @@ def document_text(data: ExperimentData | RunData) -> str:
 
 def table_text(data: ExperimentData | RunData, table: str = "runs") -> str:
     """One CSV table of a run or of an experiment: ``runs`` (a row per run), ``series`` (the raw time series),
-    ``result_file`` (Delivery's, 2.7.2.3) or ``cells`` (a row per step and client count: an experiment's)."""
+    ``result_file`` (Delivery's, 2.7.2.3) or ``cells`` (a row per step and load level: an experiment's)."""
     if table == "cells":
         if isinstance(data, RunData):
             raise ValueError("a single run has no cells: no steps, no repeats")

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from maximus.experiment.loader import parse_experiment
 from maximus.experiment.model import from_data as model_from_data
 from maximus.experiment.model import to_data as model_to_data
-from maximus.experiment.plan import estimate, from_data, plan, rate_key, to_data
+from maximus.experiment.plan import Level, estimate, from_data, levels, plan, rate_key, to_data
 
 TEXT = """\
 name = "Plan Test!"
@@ -82,6 +82,20 @@ def test_a_rate_sweep_plans_each_rate_between_client_count_and_repeat_in_the_fil
 def test_closed_loop_runs_have_no_rate_and_their_keys_of_before() -> None:
     assert {run.rate for run in _plan()} == {None}
     assert all(run.key.count("/") == 2 for run in _plan())
+
+
+def test_a_sweeps_levels_are_each_client_count_at_each_rate_in_the_plans_order() -> None:
+    swept = parse_experiment("rates = [500, 12.5]\n" + TEXT.format(order="interleaved", load="per-step"))
+    assert levels(swept) == (Level(1, 500.0), Level(1, 12.5), Level(4, 500.0), Level(4, 12.5))
+    assert list(dict.fromkeys(run.level for run in plan(swept))) == list(levels(swept))
+    closed = parse_experiment(TEXT.format(order="interleaved", load="per-step"))
+    assert levels(closed) == (Level(1), Level(4)) and {run.level for run in plan(closed)} == {Level(1), Level(4)}
+
+
+def test_a_level_is_labelled_by_its_clients_and_in_a_sweep_its_rate() -> None:
+    assert (Level(4).label, Level(1).long_label, Level(4).long_label) == ("4", "1 client", "4 clients")
+    assert (Level(4, 500.0).label, Level(1, 12.5).long_label) == ("4 @ 500/s", "1 client @ 12.5/s")
+    assert Level(16, 2000.0).long_label == "16 clients @ 2,000/s"
 
 
 def test_a_rate_key_reads_back_exactly() -> None:

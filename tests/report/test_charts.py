@@ -10,6 +10,7 @@ from maximus.analysis.compare import compare, estimate
 from maximus.analysis.experiment import RunRow, summarise
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.timeseries import cpu_timeline, disk_timeline
+from maximus.experiment.plan import Level
 from maximus.records import Outcome, RunStatus, TxnSample, Window
 from maximus.report import charts
 from maximus.records import MetricSample
@@ -38,12 +39,12 @@ def summary():
             run_id += 1
             rows.append(RunRow(run_id, step, clients, RunStatus.COMPLETE, 3.0 - step, True,
                                _figures(value, LATENCY[step])))
-    return summarise(Tpcc.headline, ["baseline", "wal"], [1, 2], len(rows), rows)
+    return summarise(Tpcc.headline, ["baseline", "wal"], [Level(1), Level(2)], len(rows), rows)
 
 
 def test_gain_chart_shows_each_steps_change_over_the_previous_step_with_its_interval(summary) -> None:
-    chart = charts.gain_chart(summary, clients=1)
-    assert chart.clients == 1 and [bar.step for bar in chart.bars] == ["wal"]
+    chart = charts.gain_chart(summary, Level(1))
+    assert chart.level == Level(1) and [bar.step for bar in chart.bars] == ["wal"]
     bar = chart.bars[0]
     expected = compare(TPMC[0, 1], TPMC[1, 1])
     assert bar.change_percent == pytest.approx(100.0)  # 200/100 and 220/110: twice as fast
@@ -55,19 +56,19 @@ def test_gain_chart_shows_each_steps_change_over_the_previous_step_with_its_inte
 
 def test_gain_chart_defaults_to_the_largest_client_count_and_has_no_interval_without_repeats(summary) -> None:
     bar = charts.gain_chart(summary).bars[0]  # at 2 clients "wal" has one run: no interval, no verdict
-    assert charts.gain_chart(summary).clients == 2
+    assert charts.gain_chart(summary).level == Level(2)
     assert bar.change_percent == pytest.approx(100 * (300 / math.sqrt(150 * 165) - 1))
     assert bar.low_percent is None and bar.high_percent is None and bar.verdict == "needs repeats"
 
 
 def test_a_baseline_alone_has_no_gain_to_chart() -> None:
     rows = [RunRow(1, 0, 1, RunStatus.COMPLETE, 1.0, True, _figures(10))]
-    chart = charts.gain_chart(summarise(Tpcc.headline, ["baseline"], [1], 1, rows))
+    chart = charts.gain_chart(summarise(Tpcc.headline, ["baseline"], [Level(1)], 1, rows))
     assert chart.bars == () and chart.note
 
 
 def test_throughput_against_clients_has_one_line_per_configuration_with_its_confidence_band(summary) -> None:
-    chart = charts.throughput_against_clients(summary)
+    chart = charts.throughput_against_load(summary)
     assert [line.name for line in chart.lines] == ["baseline", "wal"]
     baseline, wal = chart.lines
     assert baseline.x == (1.0, 2.0) and baseline.y == (105.0, 157.5)
@@ -86,6 +87,44 @@ def test_p90_against_throughput_pairs_each_cells_tpmc_with_its_new_order_p90_in_
     assert wal.x == (210.0, 300.0) and wal.y == pytest.approx((10.0, 10.0), rel=1e-3)
     assert baseline.text == ("1 client", "2 clients")
     assert "5.6.2" in chart.title
+
+
+# A rate sweep's tpmC per (step, clients, rate), its rates in the file's order (60 before 20): two repeats each
+SWEPT = {(0, 1, 60.0): [700, 740], (0, 1, 20.0): [500, 520], (0, 2, 60.0): [1500, 1540], (0, 2, 20.0): [500, 520],
+         (1, 1, 60.0): [1400, 1480], (1, 1, 20.0): [500, 520], (1, 2, 60.0): [1500, 1540], (1, 2, 20.0): [500, 520]}
+
+
+@pytest.fixture(scope="module")
+def swept():
+    rows = [RunRow(run_id, step, clients, RunStatus.COMPLETE, 3.0, True, _figures(value, LATENCY[step]), rate)
+            for run_id, (step, clients, rate, value) in enumerate(
+                ((*key, value) for key, values in SWEPT.items() for value in values), start=1)]
+    levels = [Level(clients, rate) for clients in (1, 2) for rate in (60.0, 20.0)]
+    return summarise(Tpcc.headline, ["baseline", "wal"], levels, len(rows), rows)
+
+
+def test_a_sweeps_throughput_is_drawn_against_the_rate_a_line_per_step_and_client_count(swept) -> None:
+    chart = charts.throughput_against_load(swept)
+    assert [line.name for line in chart.lines] == ["baseline · 1 client", "baseline · 2 clients", "wal · 1 client",
+                                                   "wal · 2 clients"]
+    assert all(line.x == (20.0, 60.0) for line in chart.lines) and chart.x_ticks == (20.0, 60.0)
+    assert [line.y for line in chart.lines] == [(510.0, 720.0), (510.0, 1520.0), (510.0, 1440.0), (510.0, 1520.0)]
+    assert "rate" in chart.x_title and "rate" in chart.title
+
+
+def test_a_sweeps_p90_against_throughput_labels_each_point_with_its_rate(swept) -> None:
+    chart = charts.p90_against_throughput(swept, SHOWN)
+    baseline_one = chart.lines[0]
+    assert baseline_one.name == "baseline · 1 client" and baseline_one.text == ("20/s", "60/s")
+    assert baseline_one.x == (510.0, 720.0) and baseline_one.y == pytest.approx((20.0, 20.0))
+
+
+def test_a_sweeps_gain_chart_is_at_the_highest_level_or_the_one_asked(swept) -> None:
+    highest = charts.gain_chart(swept)
+    assert highest.level == Level(2, 60.0) and "at 2 clients @ 60/s" in highest.title
+    assert highest.bars[0].change_percent == pytest.approx(0.0)
+    asked = charts.gain_chart(swept, Level(1, 60.0))
+    assert asked.bars[0].change_percent == pytest.approx(100 * (math.sqrt(1400 * 1480) / math.sqrt(700 * 740) - 1))
 
 
 def test_histogram_panel_has_at_least_20_bins_from_0_to_4_p90_with_average_p90_and_max_marked() -> None:

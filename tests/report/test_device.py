@@ -17,6 +17,7 @@ from maximus import api
 from maximus.analysis.bundle import ExperimentData, gather_experiment
 from maximus.cli.app import app
 from maximus.experiment import runner
+from maximus.experiment.plan import Level
 from maximus.report import charts, html
 from maximus.report.plotting import figure
 from maximus.workloads import WORKLOADS
@@ -66,12 +67,12 @@ def data(device_experiment: tuple[Path, int]) -> ExperimentData:
 
 
 def test_every_cell_holds_its_runs_against_fio_over_the_repeats(data: ExperimentData) -> None:
-    assert sorted(data.device) == [(0, 1), (0, 2), (1, 1), (1, 2)]
-    for (step, clients), cell in data.device.items():
-        runs = [r for r in data.cell_runs(step, clients) if r.complete]
+    assert list(data.device) == [(0, Level(1)), (0, Level(2)), (1, Level(1)), (1, Level(2))]
+    for (step, level), cell in data.device.items():
+        runs = [r for r in data.cell_runs(step, level) if r.complete]
         comparisons = [r.report.device for r in runs]
         assert all(c is not None for c in comparisons) and cell.run_ids == tuple(r.id for r in runs)
-        assert cell.unit == "reads/s" and cell.job.jobs == clients and cell.job.mapped == (step == 1)
+        assert cell.unit == "reads/s" and cell.job.jobs == level.clients and cell.job.mapped == (step == 1)
         assert cell.database.n == cell.device.n == cell.ratio.n == 2
         assert cell.device.mean == pytest.approx(sum(c.device for c in comparisons if c) / 2)
         assert cell.ratio.mean == pytest.approx(sum(c.ratio.mean for c in comparisons if c) / 2)
@@ -97,7 +98,7 @@ def test_experiment_show_prints_the_cells_against_the_device_before_the_summary(
     assert shown.exit_code == 0, shown.output
     output = shown.output
     assert "Against the device" in output and output.index("Against the device") < output.index("Summary:")
-    cell = data.device[1, 2]
+    cell = data.device[1, Level(2)]
     row = next(line for line in output.splitlines() if "1: mmap" in line and f"{cell.device.mean:,.0f} ±" in line)
     assert "reads/s" in row and f" {cell.ratio.mean:.2f} (" in row and cell.verdict.split(" ×")[0] in row
 
@@ -132,7 +133,7 @@ def test_the_json_export_gives_each_run_and_each_cell_against_fio_with_fio_s_own
         assert device["ratio"]["mean"] == pytest.approx(device["database"]["mean"] / limit.iops)
         assert device["verdict"] in ("device-bound", "cache-bound", "CPU-bound") and device["reason"]
     for cell in document["cells"]:
-        expected = data.device[cell["step"], cell["clients"]]
+        expected = data.device[cell["step"], Level(cell["clients"])]
         device = cell["device"]
         assert device["fio"]["mean"] == pytest.approx(expected.device.mean) and device["fio"]["n"] == 2
         assert device["ratio"]["mean"] == pytest.approx(expected.ratio.mean) and device["verdict"] == expected.verdict
@@ -145,7 +146,7 @@ def test_the_csv_exports_give_the_rates_ratio_and_verdict_per_cell_and_per_run(
     cells = list(csv.DictReader(io.StringIO(_export(results, str(experiment_id), "--format", "csv", "--cells"))))
     assert len(cells) == 4
     for row in cells:
-        expected = data.device[int(row["step"]), int(row["clients"])]
+        expected = data.device[int(row["step"]), Level(int(row["clients"]))]
         assert row["device_unit"] == "reads/s" and row["device_verdict"] == expected.verdict
         assert float(row["fio_rate"]) == pytest.approx(expected.device.mean)
         assert float(row["database_rate"]) == pytest.approx(expected.database.mean)
@@ -161,10 +162,10 @@ def test_the_csv_exports_give_the_rates_ratio_and_verdict_per_cell_and_per_run(
 def test_the_device_chart_puts_each_cells_database_rate_beside_fio_s_per_step(data: ExperimentData) -> None:
     chart = charts.device_chart(list(data.device.values()), data.report.summary.step_names)
     assert chart.unit == "reads/s" and not chart.note
-    assert [(bar.step, bar.clients) for bar in chart.bars] == [("baseline", 1), ("baseline", 2), ("mmap", 1),
-                                                               ("mmap", 2)]
+    assert [(bar.step, bar.level) for bar in chart.bars] == [("baseline", Level(1)), ("baseline", Level(2)),
+                                                             ("mmap", Level(1)), ("mmap", Level(2))]
     for bar in chart.bars:
-        cell = data.device[data.report.summary.step_names.index(bar.step), bar.clients]
+        cell = data.device[data.report.summary.step_names.index(bar.step), bar.level]
         assert bar.database == pytest.approx(cell.database.mean) and bar.device == pytest.approx(cell.device.mean)
         assert bar.device_low == pytest.approx(cell.device.low) and bar.device_high == pytest.approx(cell.device.high)
         assert bar.ratio == pytest.approx(cell.ratio.mean) and bar.verdict == cell.verdict
@@ -181,7 +182,7 @@ def test_the_html_report_has_the_device_chart_and_table_and_each_run_page_its_fi
     section = page[page.index('<section id="device">'):]
     section = section[:section.index("</section>")]
     assert 'data-chart="device"' in section and section.count("<tr>") == 5  # the header, then a row per cell
-    cell = data.device[1, 2]
+    cell = data.device[1, Level(2)]
     assert f"{cell.ratio.mean:.2f} (" in section and "1: mmap" in section
     run = next(r for r in data.runs if r.complete)
     device = run.report.device

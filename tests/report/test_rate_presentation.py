@@ -194,10 +194,11 @@ def _csv(runs: Runs, *args: str) -> list[dict[str, str]]:
 def test_the_csv_adds_the_schedule_and_the_service_times_after_every_older_column(runs: Runs) -> None:
     steady, closed = (_csv(runs, "--run", str(run_id))[0] for run_id in (runs.steady, runs.closed))
     header = list(closed)
-    added = RATE_COLUMNS + SERVICE_COLUMNS
+    added = RATE_COLUMNS + SERVICE_COLUMNS + ["rate"]  # the last: a rate sweep's planned rate
     assert header[-len(added) - 1:] == ["errors", *added]  # older exports' columns keep their names and places
     assert list(steady) == header
-    assert all(closed[name] == "" for name in added)  # a closed loop has neither
+    assert all(closed[name] == "" for name in added)  # a closed loop has none
+    assert steady["rate"] == ""  # a run outside an experiment has no plan, so no planned rate
     run = runs.data(runs.steady)
     rate, new_order = run.report.rate, run.report.figures.transactions[0]
     assert rate is not None and new_order.service is not None and new_order.name == "new_order"

@@ -8,6 +8,7 @@ import pytest
 from maximus import api
 from maximus.analysis.metrics import run_figures
 from maximus.analysis.monitoring import RunMonitoring, monitoring_figures
+from maximus.experiment.plan import Level
 from maximus.records import Outcome, RunRecord, RunSpec, RunStatus, TxnSample, Window
 from maximus.report import tables
 from maximus.analysis.bundle import RunData, gather_experiment, representative
@@ -104,8 +105,8 @@ def test_step_tables_of_a_real_experiment_mark_the_changed_knob(finished_experim
     assert baseline.changes == () and not any(changed for _, _, changed in baseline.knobs)
     assert wal.changes == (("journal_mode", "delete", "wal"),)
     assert [k for k, _, changed in wal.knobs if changed] == ["journal_mode"]
-    assert [row.clients for row in wal.rows] == [1, 2] and all(row.headline.n == 2 for row in wal.rows)
+    assert [row.level for row in wal.rows] == [Level(1), Level(2)] and all(row.headline.n == 2 for row in wal.rows)
     assert all(row.vs_previous is not None and row.tps.mean > 0 for row in wal.rows)
     summary = tables.summary(data)
-    assert summary.clients == 2 and summary.baseline == "baseline" and summary.final == "wal"
+    assert summary.level == Level(2) and summary.baseline == "baseline" and summary.final == "wal"
     assert [name for name, _, _ in summary.verdicts] == ["wal"]

@@ -16,7 +16,7 @@ from maximus.analysis.device import DeviceCell, device_cell
 from maximus.analysis.experiment import ExperimentReport, analyse_experiment
 from maximus.analysis.rate_curve import RateCurve, rate_curves, rate_run
 from maximus.analysis.run import RunReport, analyse_run
-from maximus.experiment.plan import PlannedRun, from_data
+from maximus.experiment.plan import Level, PlannedRun, from_data
 from maximus.records import RunStatus
 from maximus.records import MetricSample
 from maximus.store import ResultsStore
@@ -40,17 +40,18 @@ class RunData:
 
     @property
     def label(self) -> str:
-        """E.g. "run 12 · 2 clients · repeat 1" (or "run 12 · 2 terminals" outside an experiment)."""
+        """E.g. "run 12 · 2 clients · repeat 1", "run 12 · 2 clients @ 500/s · repeat 1" in a rate sweep (or "run 12 ·
+        2 terminals" outside an experiment)."""
         if self.planned is None:
             return f"run {self.id} · {_plural(self.report.record.spec.terminals, 'terminal')}"
-        return f"run {self.id} · {_plural(self.planned.clients, 'client')} · repeat {self.planned.repeat}"
+        return f"run {self.id} · {self.planned.level.long_label} · repeat {self.planned.repeat}"
 
     @property
     def long_label(self) -> str:
         """The label with the step's name, e.g. "run 12 · wal · 2 clients · repeat 1"."""
         if self.planned is None:
             return self.label
-        return (f"run {self.id} · {self.planned.step_name} · {_plural(self.planned.clients, 'client')} · "
+        return (f"run {self.id} · {self.planned.step_name} · {self.planned.level.long_label} · "
                 f"repeat {self.planned.repeat}")
 
 
@@ -62,13 +63,14 @@ def _plural(count: int, noun: str) -> str:
 class ExperimentData:
     report: ExperimentReport
     runs: tuple[RunData, ...]  # in the order they were stored
-    tps: Mapping[tuple[int, int], Estimate]  # (step, clients) -> transactions per second over repeats
-    # (step, clients) -> the cell against its device, for the cells whose runs fio measured (storage-bound ones)
-    device: Mapping[tuple[int, int], DeviceCell] = field(default_factory=dict)
+    tps: Mapping[tuple[int, Level], Estimate]  # (step, level) -> transactions per second over repeats
+    # (step, level) -> the cell against its device, for the cells whose runs fio measured (storage-bound ones)
+    device: Mapping[tuple[int, Level], DeviceCell] = field(default_factory=dict)
     rate_curves: tuple[RateCurve, ...] = ()  # a rate sweep's, per step and client count (``analysis.rate_curve``)
 
-    def cell_runs(self, step: int, clients: int) -> list[RunData]:
-        return [r for r in self.runs if r.planned and r.planned.step == step and r.planned.clients == clients]
+    def cell_runs(self, step: int, level: Level) -> list[RunData]:
+        """The runs of the step's cell at ``level``: its repeats."""
+        return [r for r in self.runs if r.planned and r.planned.step == step and r.planned.level == level]
 
     def step_runs(self, step: int) -> list[RunData]:
         return [r for r in self.runs if r.planned and r.planned.step == step]
@@ -84,20 +86,20 @@ def gather_experiment(store: ResultsStore, experiment_id: int) -> ExperimentData
     planned = {run.key: run for run in from_data(report.record.plan["runs"])}
     runs = tuple(gather_run(store, r.id, planned[r.plan_key]) for r in store.runs(experiment_id)
                  if r.plan_key in planned)
-    tps = {(c.step, c.clients): estimate([r.report.figures.tpm / 60 for r in runs if r.complete and r.planned
-                                          and r.planned.step == c.step and r.planned.clients == c.clients])
+    tps = {(c.step, c.level): estimate([r.report.figures.tpm / 60 for r in runs if r.complete and r.planned
+                                        and r.planned.step == c.step and r.planned.level == c.level])
            for c in report.summary.cells}
     return ExperimentData(report, runs, tps, device_cells(report, runs), sweep_curves(report, runs))
 
 
-def device_cells(report: ExperimentReport, runs: Sequence[RunData]) -> dict[tuple[int, int], DeviceCell]:
+def device_cells(report: ExperimentReport, runs: Sequence[RunData]) -> dict[tuple[int, Level], DeviceCell]:
     """Each cell whose complete runs were held against fio, in the summary's order of cells."""
     cells = {}
     for c in report.summary.cells:
         compared = [(r.id, r.report.device) for r in runs if r.complete and r.report.device and r.planned
-                    and r.planned.step == c.step and r.planned.clients == c.clients]
-        if cell := device_cell(c.step, c.clients, compared):
-            cells[c.step, c.clients] = cell
+                    and r.planned.step == c.step and r.planned.level == c.level]
+        if cell := device_cell(c.step, c.level, compared):
+            cells[c.step, c.level] = cell
     return cells
 
 

@@ -20,6 +20,7 @@ from typing import Sequence
 from maximus.analysis.compare import Estimate, batch_means, estimate
 from maximus.analysis.metrics import RunFigures
 from maximus.analysis.monitoring import DiskFigures
+from maximus.experiment.plan import Level
 from maximus.records import DeviceJob, DeviceLimit, Headline, Window
 
 DEVICE_BOUND = 0.80  # of fio's rate at the matched jobs (issue #43)
@@ -83,12 +84,13 @@ def _verdict(ratio: float, rate: float, unit: str, block_bytes: int, disk: DiskF
 
 @dataclass(frozen=True)
 class DeviceCell:
-    """One cell of an experiment (a step at a client count) against its device, over the cell's complete runs: fio
-    measured before every run, so both rates are estimates over the repeats, and so is the ratio (each run's own
-    ratio, averaged: every run is held against the fio of its own moment)."""
+    """One cell of an experiment (a step at a load level: a client count, and in a rate sweep a rate) against its
+    device, over the cell's complete runs: fio measured before every run, so both rates are estimates over the
+    repeats, and so is the ratio (each run's own ratio, averaged: every run is held against the fio of its own
+    moment)."""
 
     step: int
-    clients: int
+    level: Level
     job: DeviceJob  # the first run's (the cell's runs share the step's configuration, so the same job)
     unit: str
     database: Estimate  # the runs' rates in ``unit`` over the repeats
@@ -107,7 +109,7 @@ class DeviceCell:
         return ", ".join(f"{verdict} ×{count}" for verdict, count in counted)
 
 
-def device_cell(step: int, clients: int, runs: Sequence[tuple[int, DeviceComparison]]) -> DeviceCell | None:
+def device_cell(step: int, level: Level, runs: Sequence[tuple[int, DeviceComparison]]) -> DeviceCell | None:
     """The cell of ``runs`` ((run id, its comparison), complete runs only); None without any. A run in another unit
     than the first (a workload whose access changed within the cell) is left out rather than averaged with it."""
     if not runs:
@@ -115,7 +117,7 @@ def device_cell(step: int, clients: int, runs: Sequence[tuple[int, DeviceCompari
     unit = runs[0][1].unit
     same = [(run_id, comparison) for run_id, comparison in runs if comparison.unit == unit]
     comparisons = [comparison for _, comparison in same]
-    return DeviceCell(step, clients, comparisons[0].limit.job, unit,
+    return DeviceCell(step, level, comparisons[0].limit.job, unit,
                       estimate([c.database.mean for c in comparisons]), estimate([c.device for c in comparisons]),
                       estimate([c.ratio.mean for c in comparisons]), tuple(c.verdict for c in comparisons),
                       tuple(run_id for run_id, _ in same))

@@ -1,11 +1,12 @@
-"""An experiment's figures per step and client count, gains over previous step and baseline."""
+"""An experiment's figures per step and load level (a client count, and in a rate sweep a rate), gains over the
+previous step and the baseline at the same level."""
 
 from __future__ import annotations
 
 import math
 import tomllib
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from maximus.analysis.compare import Estimate, Ratio, Verdict, compare, estimate
 from maximus.analysis.durability import Durability, durability_by_step
@@ -14,7 +15,7 @@ from maximus.analysis.steady import steady_state_warning, window_series
 from maximus.errors import UserError
 from maximus.experiment.model import MODEL, READING, Experiment
 from maximus.experiment.model import from_data as model_from_data
-from maximus.experiment.plan import from_data
+from maximus.experiment.plan import Level, from_data, levels
 from maximus.records import CrashTestRecord, ExperimentRecord, Headline, Presentation, RunStatus, WorkloadReading
 from maximus.store import ResultsStore
 
@@ -32,10 +33,17 @@ class RunRow:
     load_seconds: float | None
     loaded_in_run: bool
     figures: RunFigures | None
+    rate: float | None = None  # its planned rate in a rate sweep; None: closed loop
+
+    @property
+    def level(self) -> Level:
+        return Level(self.clients, self.rate)
 
 
 @dataclass(frozen=True)
 class Cell:
+    """A step's runs at one load level, its repeats: in a rate sweep a cell is one rate, never several averaged."""
+
     step: int
     clients: int
     headline: Estimate  # the workload's figure of merit over the repeats (TPC-C's tpmC)
@@ -47,6 +55,11 @@ class Cell:
     vs_previous: Ratio | None  # None for the baseline's cells
     vs_baseline: Ratio | None
     load_vs_baseline: Ratio | None
+    rate: float | None  # a rate sweep's rate, transactions per second; None: closed loop
+
+    @property
+    def level(self) -> Level:
+        return Level(self.clients, self.rate)
 
     @property
     def step_gain(self) -> Ratio:
@@ -67,15 +80,34 @@ class Cell:
 class ExperimentSummary:
     figure: Headline  # what the cells' headline estimates are
     step_names: tuple[str, ...]
-    clients: tuple[int, ...]
+    levels: tuple[Level, ...]  # each step's cells, in the plan's order (``experiment.plan.levels``)
     cells: tuple[Cell, ...]
     warnings: tuple[str, ...]
     planned: int
     finished: int
     durability: tuple[Durability | None, ...] = ()  # per step, from its crash tests; None: not crash-tested
 
-    def cell(self, step: int, clients: int) -> Cell:
-        return next(c for c in self.cells if c.step == step and c.clients == clients)
+    def cell(self, step: int, clients: int, rate: float | None = None) -> Cell:
+        """The step's cell at ``clients`` (and in a rate sweep at ``rate``: a sweep has no cell without one)."""
+        wanted = Level(clients, rate)
+        found = next((c for c in self.cells if c.step == step and c.level == wanted), None)
+        if found is None:
+            raise KeyError(f"no cell of step {step} at {wanted.long_label} (levels: "
+                           f"{', '.join(level.label for level in self.levels)})")
+        return found
+
+    def level_cell(self, step: int, level: Level) -> Cell:
+        return self.cell(step, level.clients, level.rate)
+
+    @property
+    def highest_level(self) -> Level:
+        """The most clients, and of them the highest rate: where the summary line compares the steps."""
+        return max(self.levels, key=lambda level: (level.clients, level.rate or 0.0))
+
+    @property
+    def swept(self) -> bool:
+        """Whether the levels are rates of a sweep: the tables then name each level's rate."""
+        return any(level.rate is not None for level in self.levels)
 
     def step_durability(self, step: int) -> Durability | None:
         return self.durability[step] if step < len(self.durability) else None
@@ -93,13 +125,14 @@ class ExperimentSummary:
 
     def headline(self) -> str:
         """E.g. "load time -91 %, tpmC +84 % from baseline, 5 of 7 steps significant", then the final step's
-        durability class when it was crash-tested."""
-        final = self.cell(len(self.step_names) - 1, max(self.clients))
+        durability class when it was crash-tested. The gains are the final step's at the highest level."""
+        final = self.level_cell(len(self.step_names) - 1, self.highest_level)
         parts = []
         if final.load_vs_baseline and not math.isnan(final.load_vs_baseline.ratio):
             parts.append(f"load time {final.load_vs_baseline.change_percent:+.0f} %")
         if final.vs_baseline and not math.isnan(final.vs_baseline.ratio):
-            parts.append(f"{self.figure.name} {final.vs_baseline.change_percent:+.0f} % from baseline")
+            at = f" at {final.level.long_label}" if self.swept else ""  # a sweep's gain depends on the rate
+            parts.append(f"{self.figure.name} {final.vs_baseline.change_percent:+.0f} % from baseline{at}")
         steps = len(self.step_names) - 1
         parts.append(f"{self.significant_steps} of {steps} step{'s' if steps != 1 else ''} significant")
         tested = self.step_durability(len(self.step_names) - 1)
@@ -108,33 +141,36 @@ class ExperimentSummary:
         return ", ".join(parts)
 
 
-def summarise(figure: Headline, step_names: Sequence[str], clients: Sequence[int], planned: int,
+def summarise(figure: Headline, step_names: Sequence[str], levels: Sequence[Level], planned: int,
               rows: Sequence[RunRow], crash_tests: Sequence[CrashTestRecord] = ()) -> ExperimentSummary:
-    headline = {(s, c): _values(rows, s, c, lambda f: f.headline) for s in range(len(step_names)) for c in clients}
+    """Each step's cell at each level, with its gains over the previous step and the baseline at the same level."""
+    steps = range(len(step_names))
+    headline = {(s, level): _values(rows, s, level, lambda f: f.headline) for s in steps for level in levels}
     loads = {s: [r.load_seconds for r in rows if r.step == s and r.loaded_in_run and r.load_seconds is not None
-                 and r.status is RunStatus.COMPLETE] for s in range(len(step_names))}
-    cells = tuple(_cell(figure, s, c, rows, headline, loads) for s in range(len(step_names)) for c in clients)
+                 and r.status is RunStatus.COMPLETE] for s in steps}
+    cells = tuple(_cell(figure, s, level, rows, headline, loads) for s in steps for level in levels)
     finished = sum(1 for r in rows if r.status in (RunStatus.COMPLETE, RunStatus.FAILED))
-    return ExperimentSummary(figure, tuple(step_names), tuple(clients), cells, tuple(_warnings(rows)), planned,
+    return ExperimentSummary(figure, tuple(step_names), tuple(levels), cells, tuple(_warnings(rows)), planned,
                              finished, durability_by_step(crash_tests, len(step_names)))
 
 
-def _values(rows: Sequence[RunRow], step: int, clients: int, pick) -> list[float]:
+def _values(rows: Sequence[RunRow], step: int, level: Level, pick: Callable[[RunFigures], float]) -> list[float]:
     return [float(pick(r.figures)) for r in rows
-            if r.step == step and r.clients == clients and r.status is RunStatus.COMPLETE and r.figures]
+            if r.step == step and r.level == level and r.status is RunStatus.COMPLETE and r.figures]
 
 
-def _cell(figure: Headline, step: int, clients: int, rows: Sequence[RunRow], headline: Mapping,
+def _cell(figure: Headline, step: int, level: Level, rows: Sequence[RunRow], headline: Mapping,
           loads: Mapping) -> Cell:
-    mine = [r for r in rows if r.step == step and r.clients == clients]
-    p90 = _values(rows, step, clients, lambda f: _p90(f, figure.transaction))
+    mine = [r for r in rows if r.step == step and r.level == level]
+    p90 = _values(rows, step, level, lambda f: _p90(f, figure.transaction))
     return Cell(
-        step, clients, estimate(headline[step, clients]),
-        estimate(_values(rows, step, clients, lambda f: f.committed)), estimate(p90), estimate(loads[step]),
+        step, level.clients, estimate(headline[step, level]),
+        estimate(_values(rows, step, level, lambda f: f.committed)), estimate(p90), estimate(loads[step]),
         tuple(r.run_id for r in mine), sum(1 for r in mine if r.status is RunStatus.FAILED),
-        compare(headline[step - 1, clients], headline[step, clients]) if step else None,
-        compare(headline[0, clients], headline[step, clients]) if step else None,
+        compare(headline[step - 1, level], headline[step, level]) if step else None,
+        compare(headline[0, level], headline[step, level]) if step else None,
         compare(loads[0], loads[step], higher_is_better=False) if step else None,
+        level.rate,
     )
 
 
@@ -188,8 +224,8 @@ def _engine_named(record: ExperimentRecord) -> str:
 
 
 def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentReport:
-    """Per step and client count: estimates over repeats, gains, verdicts; from the stored raw samples. Per step,
-    its durability, from its crash tests."""
+    """Per step and load level: estimates over repeats, gains, verdicts; from the stored raw samples. Per step, its
+    durability, from its crash tests."""
     record = store.experiment(experiment_id)
     experiment = stored_model(record)
     reading = stored_reading(record)
@@ -203,8 +239,9 @@ def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentRep
                                headline.per_seconds, store.latency_histograms(run.id))
                    if run.status is RunStatus.COMPLETE else None)
         key = planned[run.plan_key]
-        rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures))
+        rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures,
+                           key.rate))
     crash_tests = store.crash_tests(experiment_id)
-    summary = summarise(reading.headline, [s.name for s in experiment.steps], experiment.clients, len(planned), rows,
+    summary = summarise(reading.headline, [s.name for s in experiment.steps], levels(experiment), len(planned), rows,
                         crash_tests)
     return ExperimentReport(record, experiment, summary, reading.presentation, tuple(crash_tests))

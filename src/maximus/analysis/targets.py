@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maximus.analysis.compare import Ratio, batch_means, compare
-from maximus.analysis.experiment import analyse_experiment
+from maximus.analysis.experiment import ExperimentSummary, analyse_experiment
 from maximus.analysis.run import analyse_run
 from maximus.analysis.steady import window_series
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment
+from maximus.experiment.plan import Level
 from maximus.records import Headline, RunStatus, differences
 from maximus.store import ResultsStore
 
@@ -27,32 +28,51 @@ class Comparison:
 
 
 def compare_targets(store: ResultsStore, a: str, b: str, experiment_id: int | None = None,
-                    clients: int | None = None) -> Comparison:
-    """Compare the headline figure of two runs (by number) or of two steps of an experiment (by name or index,
-    at one client count: the largest unless ``clients`` says otherwise)."""
-    a_label, headline, a_values, a_method = _target_values(store, a, experiment_id, clients)
-    b_label, _, b_values, b_method = _target_values(store, b, experiment_id, clients)
+                    clients: int | None = None, rate: float | None = None) -> Comparison:
+    """Compare the headline figure of two runs (by number) or of two steps of an experiment (by name or index, at one
+    client count: the largest unless ``clients`` says otherwise; in a rate sweep at one rate: the highest unless
+    ``rate`` says otherwise)."""
+    a_label, headline, a_values, a_method = _target_values(store, a, experiment_id, clients, rate)
+    b_label, _, b_values, b_method = _target_values(store, b, experiment_id, clients, rate)
     method = a_method if a_method == b_method else f"{a_method} against {b_method}"
     setups = tuple(differences(store.run(int(a)).spec, store.run(int(b)).spec)) \
         if experiment_id is None and a.isdigit() and b.isdigit() else ()
     return Comparison(a_label, b_label, headline, a_values, b_values, method, compare(a_values, b_values), setups)
 
 
-def _target_values(store: ResultsStore, target: str, experiment_id: int | None,
-                   clients: int | None) -> tuple[str, Headline, list[float], str]:
+def _target_values(store: ResultsStore, target: str, experiment_id: int | None, clients: int | None,
+                   rate: float | None) -> tuple[str, Headline, list[float], str]:
     if target.isdigit() and experiment_id is None:
         return _run_values(store, int(target))
     report = analyse_experiment(store, experiment_id or _newest_experiment(store))
     step = _step_index(report.experiment, target)
-    count = clients or max(report.summary.clients)
-    if count not in report.summary.clients:
-        raise UserError(f"experiment {report.record.id} has no runs with {count} clients "
-                        f"(client counts: {', '.join(map(str, report.summary.clients))})")
+    level = _level(report.record.id, report.summary, clients, rate)
     values = [float(analyse_run(store, run_id).figures.headline)
-              for run_id in report.summary.cell(step, count).run_ids
+              for run_id in report.summary.level_cell(step, level).run_ids
               if store.run(run_id).status is RunStatus.COMPLETE]
-    return (f"step {report.experiment.steps[step].name!r} at {count} clients", report.summary.figure, values,
-            "repeats")
+    at = f" @ {level.rate:,g}/s" if level.rate is not None else ""
+    return (f"step {report.experiment.steps[step].name!r} at {level.clients} clients{at}", report.summary.figure,
+            values, "repeats")
+
+
+def _level(experiment_id: int, summary: ExperimentSummary, clients: int | None, rate: float | None) -> Level:
+    """The level the steps are compared at: the client count given, else the largest; of its rates in a sweep the one
+    given, else the highest. Two rates are never compared as one: each is its own cell."""
+    counts = sorted({level.clients for level in summary.levels})
+    count = clients or max(counts)
+    if count not in counts:
+        raise UserError(f"experiment {experiment_id} has no runs with {count} clients "
+                        f"(client counts: {', '.join(map(str, counts))})")
+    at_count = [level for level in summary.levels if level.clients == count]
+    if rate is None:
+        return max(at_count, key=lambda level: level.rate or 0.0)
+    if not summary.swept:
+        raise UserError(f"experiment {experiment_id} is not a rate sweep: its runs had no fixed rate to compare at")
+    found = next((level for level in at_count if level.rate == rate), None)
+    if found is None:
+        raise UserError(f"experiment {experiment_id} has no runs at {rate:,g}/s (rates: "
+                        f"{', '.join(f'{level.rate:,g}' for level in at_count if level.rate is not None)})")
+    return found
 
 
 def _run_values(store: ResultsStore, run_id: int) -> tuple[str, Headline, list[float], str]:

@@ -120,6 +120,9 @@ def compare(a: Annotated[str, typer.Argument(metavar="A", help="Run number, or s
                                                               "experiment instead of runs.")] = None,
             clients: Annotated[Optional[int], typer.Option("--clients", help="Client count of the steps to "
                                                            "compare [default: the largest].")] = None,
+            rate: Annotated[Optional[float], typer.Option("--rate", help="A rate sweep's rate (transactions per "
+                                                          "second) at which to compare the steps [default: the "
+                                                          "highest].")] = None,
             fail_if_slower: Annotated[Optional[float], typer.Option(
                 "--fail-if-slower", metavar="PCT", help="Exit with code 5 when B is significantly slower than A "
                 "by more than PCT percent.")] = None,
@@ -128,7 +131,7 @@ def compare(a: Annotated[str, typer.Argument(metavar="A", help="Run number, or s
     """Compare tpmC of two runs or two steps: ratio B/A with its 95 % interval and a verdict."""
     if fail_if_slower is not None:
         limits.check("--fail-if-slower", fail_if_slower, limits.PERCENT)
-    comparison = api.compare(a, b, experiment, clients, results)
+    comparison = api.compare(a, b, experiment, clients, results, rate)
     if as_json:
         print(json.dumps(_as_json(comparison), indent=2))
     else:

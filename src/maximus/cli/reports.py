@@ -53,8 +53,8 @@ def export(experiment: Experiment = None, run: Run = None,
                "per run).")] = "json",
            series: Annotated[bool, typer.Option("--series", help="CSV only: the raw time series instead (per-second "
                                                 "throughput and every monitoring sample).")] = False,
-           cells: Annotated[bool, typer.Option("--cells", help="CSV only: one row per step and client count "
-                                               "(estimates, ratios, verdicts) instead.")] = False,
+           cells: Annotated[bool, typer.Option("--cells", help="CSV only: one row per step and client count, and "
+                                               "rate in a rate sweep (estimates, ratios, verdicts) instead.")] = False,
            result_file: Annotated[bool, typer.Option(
                "--result-file", help="CSV only: the Delivery result file (2.7.2.3) instead: one row per Delivery, "
                "each district's order or 'skipped'.")] = False,

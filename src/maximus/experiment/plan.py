@@ -11,6 +11,34 @@ from maximus.experiment.model import Experiment, LoadPolicy, Order
 
 
 @dataclass(frozen=True)
+class Level:
+    """A load level of an experiment: its client count, and in a rate sweep the fixed throughput its runs were asked
+    for. A step's runs at one level are repeats of one another; at two levels they are not, whatever their clients."""
+
+    clients: int
+    rate: float | None = None  # transactions per second over all terminals; None: closed loop
+
+    @property
+    def label(self) -> str:
+        """"4" in a closed loop, "4 @ 500/s" in a rate sweep."""
+        return str(self.clients) + self._at
+
+    @property
+    def long_label(self) -> str:
+        """"4 clients" in a closed loop, "4 clients @ 500/s" in a rate sweep."""
+        return f"{self.clients} client{'s' if self.clients != 1 else ''}{self._at}"
+
+    @property
+    def _at(self) -> str:
+        return f" @ {self.rate:,g}/s" if self.rate is not None else ""
+
+
+def levels(experiment: Experiment) -> tuple[Level, ...]:
+    """The experiment's load levels in the plan's order: each client count, and within it each rate of a sweep."""
+    return tuple(Level(clients, rate) for clients in experiment.clients for rate in _rates(experiment))
+
+
+@dataclass(frozen=True)
 class PlannedRun:
     key: str  # stable identity within the experiment: "s<step>/c<clients>/r<repeat>", with "q<rate>/" before the
     # repeat in a rate sweep
@@ -23,6 +51,10 @@ class PlannedRun:
     build: bool  # this run builds the step's database (and so measures its load time)
     database: str
     rate: float | None = None  # a rate sweep's fixed throughput, transactions per second; None: closed loop
+
+    @property
+    def level(self) -> Level:
+        return Level(self.clients, self.rate)
 
 
 def plan(experiment: Experiment) -> list[PlannedRun]:

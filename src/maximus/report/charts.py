@@ -21,6 +21,7 @@ from maximus.analysis.experiment import ExperimentSummary
 from maximus.analysis.metrics import RunFigures, TransactionFigures
 from maximus.analysis.rate import LATE_S, RateFigures
 from maximus.analysis.timeseries import CpuTimeline, DiskTimeline
+from maximus.experiment.plan import Level
 from maximus.records import Headline, Presentation, Window
 
 def _finite(value: float | None) -> float | None:
@@ -88,7 +89,7 @@ class GainBar:
 @dataclass(frozen=True)
 class GainChart:
     title: str
-    clients: int
+    level: Level
     bars: tuple[GainBar, ...]
     note: str = ""
 
@@ -122,17 +123,20 @@ def _percent(ratio: float) -> float | None:
     return _finite(100 * (ratio - 1))
 
 
-def gain_chart(summary: ExperimentSummary, clients: int | None = None) -> GainChart:
-    """Each step's headline gain (TPC-C: tpmC) over the previous step, at ``clients`` (default: the largest)."""
-    count = clients if clients is not None else max(summary.clients)
+def gain_chart(summary: ExperimentSummary, level: Level | None = None) -> GainChart:
+    """Each step's headline gain (TPC-C: tpmC) over the previous step at ``level`` (default: the highest, as the
+    summary line's)."""
+    shown = level if level is not None else summary.highest_level
     bars = []
     for step in range(1, len(summary.step_names)):
-        cell = summary.cell(step, count)
+        cell = summary.level_cell(step, shown)
         ratio = cell.step_gain
         bars.append(GainBar(summary.step_names[step], _percent(ratio.ratio), _percent(ratio.low),
                             _percent(ratio.high), ratio.verdict.value, _percent(cell.baseline_gain.ratio)))
     note = "" if bars else "only a baseline: no step to gain from"
-    return GainChart(f"{summary.figure.name} gain per step at {count} clients (95 % CI)", count, tuple(bars), note)
+    at = f" @ {shown.rate:,g}/s" if shown.rate is not None else ""
+    return GainChart(f"{summary.figure.name} gain per step at {shown.clients} clients{at} (95 % CI)", shown,
+                     tuple(bars), note)
 
 
 def _bounds(estimates: Sequence[Estimate], scale: float = 1.0
@@ -143,26 +147,54 @@ def _bounds(estimates: Sequence[Estimate], scale: float = 1.0
     return means, lows, highs
 
 
-def throughput_against_clients(summary: ExperimentSummary) -> LineChart:
-    """Mean headline figure per client count, one line per configuration, with its 95 % confidence band."""
+def _level_lines(summary: ExperimentSummary) -> list[tuple[str, int, tuple[Level, ...]]]:
+    """(name, step, levels) of each line a chart of the cells draws: a step's across its client counts; in a rate
+    sweep a step's at one client count across its rates, lowest first, since a line across client counts would join
+    cells at different rates."""
+    if not summary.swept:
+        return [(name, step, summary.levels) for step, name in enumerate(summary.step_names)]
+    counts = list(dict.fromkeys(level.clients for level in summary.levels))
+    return [(f"{name} · {clients_label(count)}", step,
+             tuple(sorted((level for level in summary.levels if level.clients == count), key=_rate_of)))
+            for step, name in enumerate(summary.step_names) for count in counts]
+
+
+def _rate_of(level: Level) -> float:
+    return level.rate if level.rate is not None else math.nan
+
+
+def throughput_against_load(summary: ExperimentSummary) -> LineChart:
+    """Mean headline figure per client count, one line per configuration, with its 95 % confidence band; in a rate
+    sweep per rate asked, one line per configuration and client count."""
     lines = []
-    for step, name in enumerate(summary.step_names):
-        means, lows, highs = _bounds([summary.cell(step, c).headline for c in summary.clients])
-        lines.append(Line(name, tuple(float(c) for c in summary.clients), means, lows, highs))
+    for name, step, levels in _level_lines(summary):
+        means, lows, highs = _bounds([summary.level_cell(step, level).headline for level in levels])
+        lines.append(Line(name, tuple(_load_x(level) for level in levels), means, lows, highs))
+    ticks = tuple(sorted({_load_x(level) for level in summary.levels}))
+    if summary.swept:
+        return LineChart("Throughput against the rate asked (mean over repeats, 95 % CI band)",
+                         "rate asked (transactions per second)", summary.figure.name, tuple(lines), floor=0.0,
+                         x_ticks=ticks)
     return LineChart("Throughput against clients (mean over repeats, 95 % CI band)", "clients (terminals)",
-                     summary.figure.name, tuple(lines), floor=0.0, x_ticks=tuple(float(c) for c in summary.clients))
+                     summary.figure.name, tuple(lines), floor=0.0, x_ticks=ticks)
+
+
+def _load_x(level: Level) -> float:
+    """Where a level sits on a chart's x axis: its rate in a sweep, else its client count."""
+    return level.rate if level.rate is not None else float(level.clients)
 
 
 def p90_against_throughput(summary: ExperimentSummary, presentation: Presentation) -> LineChart:
     """The headline transaction's p90 response time against the headline figure (TPC-C 5.6.2: New-Order's
-    against tpmC), one point per client count, one line per configuration."""
+    against tpmC), one point per client count, one line per configuration; in a rate sweep one point per rate
+    (labelled with it), one line per configuration and client count."""
     lines = []
-    for step, name in enumerate(summary.step_names):
-        cells = [summary.cell(step, c) for c in summary.clients]
+    for line_name, step, levels in _level_lines(summary):
+        cells = [summary.level_cell(step, level) for level in levels]
         throughput = tuple(_finite(c.headline.mean) for c in cells)
         p90 = tuple(_finite(c.p90_headline_s.mean * 1000) for c in cells)
-        known = [(x, y, clients_label(c.clients)) for x, y, c in zip(throughput, p90, cells) if x is not None]
-        lines.append(Line(name, tuple(x for x, _, _ in known), tuple(y for _, y, _ in known),
+        known = [(x, y, _point_text(c.level)) for x, y, c in zip(throughput, p90, cells) if x is not None]
+        lines.append(Line(line_name, tuple(x for x, _, _ in known), tuple(y for _, y, _ in known),
                           text=tuple(t for _, _, t in known)))
     name = presentation.label(summary.figure.transaction)
     return LineChart(f"{name} p90 response time against throughput (5.6.2)", summary.figure.name,
@@ -175,7 +207,7 @@ class DeviceBar:
     interval (None: a single repeat), and the ratio and verdict shown beside them."""
 
     step: str
-    clients: int
+    level: Level
     database: float | None
     database_low: float | None
     database_high: float | None
@@ -195,8 +227,8 @@ class DeviceChart:
 
 
 def device_chart(cells: Sequence[DeviceCell], step_names: Sequence[str]) -> DeviceChart:
-    """Per step (a storage layout, a scheduler), the database's rate beside fio's at each client count. The
-    cells in another unit than the first are left out (one axis, one unit) and the note says so."""
+    """Per step (a storage layout, a scheduler), the database's rate beside fio's at each load level. The cells in
+    another unit than the first are left out (one axis, one unit) and the note says so."""
     if not cells:
         return DeviceChart("Against the device", "", (), "no run of this experiment was held against fio")
     unit = cells[0].unit
@@ -205,11 +237,12 @@ def device_chart(cells: Sequence[DeviceCell], step_names: Sequence[str]) -> Devi
     for cell in shown:
         database, database_low, database_high = _bounds([cell.database])
         device, device_low, device_high = _bounds([cell.device])
-        bars.append(DeviceBar(step_names[cell.step], cell.clients, database[0], database_low[0], database_high[0],
+        bars.append(DeviceBar(step_names[cell.step], cell.level, database[0], database_low[0], database_high[0],
                               device[0], device_low[0], device_high[0], _finite(cell.ratio.mean), cell.verdict))
     left_out = len(cells) - len(shown)
     note = f"{left_out} cell(s) in another unit than {unit} are in the table only" if left_out else ""
-    return DeviceChart(f"The database against fio's matching job, per step and client count ({unit}, mean over "
+    levels = "client count and rate" if any(cell.level.rate is not None for cell in cells) else "client count"
+    return DeviceChart(f"The database against fio's matching job, per step and {levels} ({unit}, mean over "
                        "repeats, 95 % CI)", unit, tuple(bars), note)
 
 
@@ -218,6 +251,11 @@ def device_chart(cells: Sequence[DeviceCell], step_names: Sequence[str]) -> Devi
 
 def clients_label(count: int) -> str:
     return f"{count} client{'s' if count != 1 else ''}"
+
+
+def _point_text(level: Level) -> str:
+    """A cell's point on a chart: its client count, or in a rate sweep (whose line names its clients) its rate."""
+    return f"{level.rate:,g}/s" if level.rate is not None else clients_label(level.clients)
 
 
 def histogram_panel(transaction: TransactionFigures, label: str) -> HistogramPanel:

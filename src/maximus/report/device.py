@@ -1,4 +1,4 @@
-"""The device's limit of an experiment in the terminal: per cell (a step at a client count) the database's rate
+"""The device's limit of an experiment in the terminal: per cell (a step at a load level) the database's rate
 beside fio's, over the repeats, their ratio and what bounded the runs (``analysis.device.DeviceCell``). The rows are
 text shared with the HTML report, which escapes them."""
 
@@ -10,20 +10,26 @@ from rich.table import Table
 from maximus.analysis.bundle import ExperimentData
 from maximus.analysis.device import DeviceCell
 from maximus.report.format import estimate_text, fraction_text, rate_digits
+from maximus.report.tables import level_heading
 
 DEVICE_COLUMNS = ("Step", "Clients", "Database ± 95 % CI", "fio ± 95 % CI", "Unit", "Ratio (95 % CI)", "Verdict")
 _VERDICT_STYLE = {"device-bound": "bold green", "cache-bound": "yellow", "CPU-bound": "cyan"}
 
 
+def device_columns(data: ExperimentData) -> tuple[str, ...]:
+    """``DEVICE_COLUMNS`` as the experiment's step tables head their levels (a rate sweep's name their rates)."""
+    return (DEVICE_COLUMNS[0], level_heading(data.report.summary), *DEVICE_COLUMNS[2:])
+
+
 def device_rows(data: ExperimentData) -> list[tuple[str, ...]]:
-    """A row per cell held against fio, in the order of ``DEVICE_COLUMNS``; none when no run was."""
+    """A row per cell held against fio, in the order of ``device_columns``; none when no run was."""
     names = data.report.summary.step_names
     return [_row(names[cell.step], cell) for cell in data.device.values()]
 
 
 def _row(step_name: str, cell: DeviceCell) -> tuple[str, ...]:
     digits = rate_digits(cell.unit)
-    return (f"{cell.step}: {step_name}", str(cell.clients), estimate_text(cell.database, digits),
+    return (f"{cell.step}: {step_name}", cell.level.label, estimate_text(cell.database, digits),
             estimate_text(cell.device, digits), cell.unit, fraction_text(cell.ratio), cell.verdict)
 
 
@@ -35,7 +41,7 @@ def device_table(data: ExperimentData) -> Table | None:
         return None
     table = Table(title="Against the device (fio's matching job before every run; mean over repeats)",
                   title_justify="left")
-    for index, column in enumerate(DEVICE_COLUMNS):
+    for index, column in enumerate(device_columns(data)):
         # the verdict wraps (a line per verdict when the runs disagree), so that every other column keeps its width
         table.add_column(column, justify="left" if index in (0, 4, 6) else "right", no_wrap=index != 6)
     for row in rows:

@@ -18,7 +18,7 @@ from maximus.records import ExperimentRecord
 from maximus.report.durability import durability_text
 from maximus.report.format import estimate_text, ratio_text, verdict_text
 from maximus.report.rate_curve import render_rate_curves
-from maximus.report.tables import Notice
+from maximus.report.tables import Notice, level_heading
 
 _VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.WITHIN_NOISE: "yellow",
                   Verdict.NEEDS_REPEATS: "dim"}
@@ -82,22 +82,22 @@ def _render_step(console: Console, report: ExperimentReport, index: int) -> None
     table = Table(title=f"Step {index}: {step.name} ({changed})", title_justify="left", caption=knobs,
                   caption_justify="left")
     headline = shown.headline
-    for column in ("Clients", "Load s", f"{headline.name} ± 95 % CI", headline.committed_name,
+    for column in (level_heading(summary, "\n"), "Load s", f"{headline.name} ± 95 % CI", headline.committed_name,
                    f"{shown.label(headline.transaction)}\np90 ms"):
         table.add_column(column, justify="right", no_wrap=True)
-    # A step's crash tests are of its configuration, not of a client count: its class on the first row only. Its
+    # A step's crash tests are of its configuration, not of a load level: its class on the first row only. Its
     # column takes its width from the gains', so that the table still fits in 120 columns.
     durability = [durability_text(summary.step_durability(index))] if summary.crash_tested else []
     for column in ("vs previous (95 % CI)", "vs baseline (95 % CI)"):  # gain, interval, verdict: a line each
         table.add_column(column, justify="left", min_width=12 if durability else 16)
     if durability:
         table.add_column("Durability", justify="left", min_width=12)
-    for clients in summary.clients:
-        cell = summary.cell(index, clients)
+    for level in summary.levels:
+        cell = summary.level_cell(index, level)
         seconds = cell.p90_headline_s
         p90 = Estimate(seconds.mean * 1000, seconds.low * 1000, seconds.high * 1000, seconds.n)
         failed = f" [red]({cell.failed} failed)[/]" if cell.failed else ""
-        table.add_row(f"{clients}{failed}", _estimate(cell.load_s, digits=1), _estimate(cell.headline),
+        table.add_row(f"{escape(level.label)}{failed}", _estimate(cell.load_s, digits=1), _estimate(cell.headline),
                       _estimate(cell.committed), _estimate(p90, digits=1),
                       _gain(cell.vs_previous, previous is not None),
                       _gain(cell.vs_baseline, previous is not None), *durability)

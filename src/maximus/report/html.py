@@ -25,7 +25,7 @@ from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_tim
 from maximus.report import charts, rate_curve, tables
 from maximus.report import rate_plot  # noqa: F401  (draws the rate curves' charts: registers with plotting.figure)
 from maximus.analysis.bundle import ExperimentData, RunData, representative
-from maximus.report.device import DEVICE_COLUMNS, device_rows
+from maximus.report.device import device_columns, device_rows
 from maximus.report.format import (band_value_text, device_job_text, estimate_text, fraction_text, rate_digits,
                                    ratio_text, verdict_text)
 from maximus.report.plotting import figure
@@ -239,11 +239,11 @@ def _runs(ids: Sequence[int]) -> str:
 def _summary(data: ExperimentData) -> str:
     s = tables.summary(data)
     figures = _table(["", escape(s.baseline), escape(s.final), "Change (95 % CI)"], [
-        [f"{escape(s.figure)} at {charts.clients_label(s.clients)}", _estimate(s.headline_baseline),
+        [f"{escape(s.figure)} at {escape(s.level.long_label)}", _estimate(s.headline_baseline),
          _estimate(s.headline_final), _ratio(s.headline_gain)],
         ["Load time s", _estimate(s.load_baseline, 1), _estimate(s.load_final, 1), _ratio(s.load_gain)]],
         "summary-figures")
-    verdicts = _table(["Step", *(charts.clients_label(c) for c, _ in (s.verdicts[0][1] if s.verdicts else ())),
+    verdicts = _table(["Step", *(level.long_label for level, _ in (s.verdicts[0][1] if s.verdicts else ())),
                        "Significant",
                        *(["Durability"] if s.durability else [])], _significance_rows(s), "significance")
     heading = "Which steps were significant (change over the previous step)" + \
@@ -255,14 +255,14 @@ def _summary(data: ExperimentData) -> str:
 
 
 def _significance_rows(s: tables.Summary) -> list[list[str]]:
-    """A row per step after the baseline: its change at each client count and whether any was significant; with
+    """A row per step after the baseline: its change at each load level and whether any was significant; with
     crash tests, the baseline's row first and each step's durability beside its change."""
     rows = [[escape(name), *(f"{_ratio(r, sep='<br>')}<br>{_verdict(r)}" for _, r in ratios), "yes" if sig else "no"]
             for name, ratios, sig in s.verdicts]
     if not s.durability:
         return rows
-    clients = len(s.verdicts[0][1]) if s.verdicts else 0
-    baseline = [escape(s.baseline), *([_verdict(None)] * clients), "-"]
+    levels = len(s.verdicts[0][1]) if s.verdicts else 0
+    baseline = [escape(s.baseline), *([_verdict(None)] * levels), "-"]
     return [row + [_durability(found)] for row, found in zip([baseline, *rows], s.durability)]
 
 
@@ -273,9 +273,11 @@ def _durability(found: Durability | None) -> str:
 
 
 def _sweep_charts(data: ExperimentData) -> str:
+    """Throughput against the load (client counts; a rate sweep's rates) and p90 against throughput."""
     summary = data.report.summary
-    return _section("Throughput and response time across the client sweep", [
-        _chart("chart-throughput-clients", "throughput-clients", charts.throughput_against_clients(summary)),
+    across, load = ("the rate sweep", "rate") if summary.swept else ("the client sweep", "clients")
+    return _section(f"Throughput and response time across {across}", [
+        _chart(f"chart-throughput-{load}", f"throughput-{load}", charts.throughput_against_load(summary)),
         _chart("chart-p90-throughput", "p90-throughput",
                charts.p90_against_throughput(summary, data.report.presentation))],
         "sweep")
@@ -315,7 +317,8 @@ def _experiment_device(data: ExperimentData) -> str:
     return _section("Against the device", [
         "<p class=note>fio ran the job that matches each run on its data's file system before it: both rates are "
         "means over the repeats, the ratio the mean of each run's own (docs/workloads.md).</p>",
-        _chart("chart-device", "device", chart), _table(list(DEVICE_COLUMNS), rows, "device-cells", 1)], "device")
+        _chart("chart-device", "device", chart), _table(list(device_columns(data)), rows, "device-cells", 1)],
+        "device")
 
 
 # --- steps --------------------------------------------------------------------------------------------------
@@ -325,10 +328,13 @@ def _step(data: ExperimentData, index: int) -> str:
     table = tables.step_table(data, index)
     changed = ", ".join(f"{k} {before} → {after}" for k, before, after in table.changes) or "baseline"
     columns = tables.sweep_columns(data, index)
-    largest = representative(data.cell_runs(index, max(data.report.summary.clients)))
+    summary = data.report.summary
+    largest = representative(data.cell_runs(index, summary.highest_level))
     shown = data.report.presentation
-    title = f"Run table (measured window, the median-{shown.headline.name} repeat of each client count)"
-    parts = [_knobs(table.knobs), _step_durability(table.durability), _step_results(table, shown),
+    each = "load level" if summary.swept else "client count"
+    title = f"Run table (measured window, the median-{shown.headline.name} repeat of each {each})"
+    parts = [_knobs(table.knobs), _step_durability(table.durability),
+             _step_results(table, shown, tables.level_heading(summary)),
              _run_table(tables.run_table(title, columns, shown), tables.unmeasured_note([run for _, run in columns])),
              *_run_charts(largest, data.step_runs(index), f"s{index}")]
     return (f'<section class="step" id="step-{index}" data-step="{index}"><h2>Step {index}: {escape(table.name)} '
@@ -361,15 +367,16 @@ def _reported_settings(settings: Mapping[str, str]) -> str:
     return f'<p class="knobs"><strong>The engine reported:</strong> {shown}</p>'
 
 
-def _step_results(table: tables.StepTable, shown: Presentation) -> str:
+def _step_results(table: tables.StepTable, shown: Presentation, heading: str) -> str:
+    """The step's table, a row per load level; ``heading``: its first column's (``tables.level_heading``)."""
     headline = shown.headline
-    header = ["Clients", "Load s", "TPS", f"{headline.name} ± 95 % CI", headline.committed_name,
+    header = [heading, "Load s", "TPS", f"{headline.name} ± 95 % CI", headline.committed_name,
               f"{shown.label(headline.transaction)} p90 ms", "vs previous (95 % CI)",
               "Verdict vs previous", "vs baseline (95 % CI)", "Verdict vs baseline",
               *(["Durability"] if table.crash_tested else [])]
-    # The crash tests are of the step's configuration, not of a client count: its class on the first row only.
+    # The crash tests are of the step's configuration, not of a load level: its class on the first row only.
     durability = [_durability(table.durability)] if table.crash_tested else []
-    rows = ([f"{r.clients}" + (f' <span class="fail">({r.failed} failed)</span>' if r.failed else ""),
+    rows = ([escape(r.level.label) + (f' <span class="fail">({r.failed} failed)</span>' if r.failed else ""),
              _estimate(r.load_s, 1), _estimate(r.tps, 1), _estimate(r.headline),
              _estimate(r.committed), _estimate(r.p90_headline_s, 1, 1000), _ratio(r.vs_previous, sep="<br>"),
              _verdict(r.vs_previous),

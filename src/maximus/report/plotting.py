@@ -11,8 +11,7 @@ from functools import singledispatch
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from maximus.report.charts import (DeviceBar, DeviceChart, GainChart, HistogramChart, HistogramPanel, Line, LineChart,
-                                    clients_label)
+from maximus.report.charts import DeviceBar, DeviceChart, GainChart, HistogramChart, HistogramPanel, Line, LineChart
 
 VERDICT_COLOURS = {"faster": "#2e7d32", "slower": "#c62828", "within noise": "#f9a825", "needs repeats": "#9e9e9e"}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -175,9 +174,9 @@ def _add_panel(result: go.Figure, panel: HistogramPanel, row: int, col: int, axi
 
 @figure.register
 def _device_chart(info: DeviceChart) -> go.Figure:
-    """Grouped bars on a two-level x axis (step, then client count): the database's bar beside fio's, each with its
+    """Grouped bars on a two-level x axis (step, then load level): the database's bar beside fio's, each with its
     interval as a whisker, the ratio above the database's and the verdict in its hover text."""
-    x = [[bar.step for bar in info.bars], [clients_label(bar.clients) for bar in info.bars]]
+    x = [[bar.step for bar in info.bars], [bar.level.long_label for bar in info.bars]]
     result = go.Figure()
     result.add_trace(go.Bar(
         x=x, y=[bar.database for bar in info.bars], name="the database", marker_color=PALETTE[0],

@@ -88,8 +88,7 @@ def sweep_note(experiment: Experiment) -> str:
             f"({experiment.arrivals} arrivals): latency is measured from each transaction's intended start, so it "
             "counts the wait behind a database that fell behind; service time from its actual start. Each figure is "
             "the mean over the repeats. The knee is the highest rate up to which every rate, from the lowest, was "
-            f"sustained with a latency p90 at most {KNEE_FACTOR:g} × the lowest rate's. The step tables pool every "
-            "rate in each cell.")
+            f"sustained with a latency p90 at most {KNEE_FACTOR:g} × the lowest rate's.")
 
 
 def curve_title(curve: RateCurve) -> str:

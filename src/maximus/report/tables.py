@@ -15,9 +15,11 @@ from maximus import environment
 from maximus.analysis.compare import Estimate, Ratio, Verdict
 from maximus.analysis.bundle import ExperimentData, RunData, representative
 from maximus.analysis.durability import Durability
+from maximus.analysis.experiment import ExperimentSummary
 from maximus.analysis.stats import LatencySummary
-from maximus.report.charts import clients_label
 from maximus.report.format import fixed_rate, layout_text, measured_text, pacing_text, transactions_text
+from maximus.experiment.model import Experiment
+from maximus.experiment.plan import Level
 from maximus.records import BandResult, CheckResult, Presentation
 
 NOISY_HALF_WIDTH_PERCENT = 10.0  # a cell whose headline interval is wider than ±10 % cannot resolve small gains
@@ -37,14 +39,28 @@ def experiment_facts(data: ExperimentData) -> list[tuple[str, str]]:
             ("Workload", f"{shown.benchmark} · {shown.scale} · {workload.warmup_s:g} s warm-up · "
                          f"{workload.duration_s:g} s measured · {shown.details}"),
             ("Plan", f"{len(experiment.steps)} configurations × clients {', '.join(map(str, experiment.clients))} × "
-                     f"{experiment.repeats} repeat(s), {experiment.order.value}; load {hygiene.load.value}, "
-                     f"restore {'on' if hygiene.restore else 'off'}, drop caches "
+                     f"{_rates(experiment)}{experiment.repeats} repeat(s), {experiment.order.value}; "
+                     f"load {hygiene.load.value}, restore {'on' if hygiene.restore else 'off'}, drop caches "
                      f"{'on' if hygiene.drop_caches else 'off'}"),
             ("Runs", f"{summary.finished} of {summary.planned} finished · status {record.status}"),
             ("Created", _date(record.created_at)), ("Finished", _date(record.finished_at))]
     if runs:
         rows.append(("Runs took place", f"{_date(runs[0].started_at)} to {_date(runs[-1].finished_at)}"))
     return [(label, value) for label, value in rows if value]
+
+
+def _rates(experiment: Experiment) -> str:
+    """A rate sweep's rates as the plan multiplies them ("rates 20, 60/s (regular arrivals) × "); "" for a closed
+    loop."""
+    if not experiment.rates:
+        return ""
+    return f"rates {', '.join(f'{rate:,g}' for rate in experiment.rates)}/s ({experiment.arrivals} arrivals) × "
+
+
+def level_heading(summary: ExperimentSummary, sep: str = " ") -> str:
+    """The heading of a step table's first column: "Clients", or in a rate sweep "Clients @ rate" (``sep`` before the
+    rate's part: a line break where the column is narrow)."""
+    return f"Clients{sep}@ rate" if summary.swept else "Clients"
 
 
 def run_facts(run: RunData) -> list[tuple[str, str]]:
@@ -105,11 +121,11 @@ class Notice:
 def experiment_notices(data: ExperimentData) -> list[Notice]:
     summary, experiment = data.report.summary, data.report.experiment
     notices = [Notice("noisy", w) for w in summary.warnings]
-    wide = [(experiment.steps[c.step].name, c.clients, c.headline.half_width_percent) for c in summary.cells
+    wide = [(experiment.steps[c.step].name, c.level, c.headline.half_width_percent) for c in summary.cells
             if not math.isnan(c.headline.half_width_percent)
             and c.headline.half_width_percent > NOISY_HALF_WIDTH_PERCENT]
     if wide:
-        cells = ", ".join(f"{name} at {clients_label(clients)} ±{width:.0f} %" for name, clients, width in wide)
+        cells = ", ".join(f"{name} at {level.long_label} ±{width:.0f} %" for name, level, width in wide)
         notices.append(Notice("noisy", f"{summary.figure.name} 95 % interval wider than "
                                        f"±{NOISY_HALF_WIDTH_PERCENT:.0f} % in {len(wide)} of {len(summary.cells)} "
                                        f"cells ({cells}): add repeats or lengthen the runs to resolve smaller gains"))
@@ -167,10 +183,10 @@ def validity_notices(runs: Sequence[RunData]) -> list[Notice]:
 
 @dataclass(frozen=True)
 class Summary:
-    """Baseline against the final step at the largest client count, and each step's verdicts."""
+    """Baseline against the final step at the highest load level, and each step's verdicts."""
 
     headline: str
-    clients: int
+    level: Level
     baseline: str
     final: str
     figure: str  # the headline's name: "tpmC"
@@ -180,19 +196,19 @@ class Summary:
     load_baseline: Estimate
     load_final: Estimate
     load_gain: Ratio | None
-    verdicts: tuple[tuple[str, tuple[tuple[int, Ratio], ...], bool], ...]  # step, (clients, vs previous), significant
+    verdicts: tuple[tuple[str, tuple[tuple[Level, Ratio], ...], bool], ...]  # step, (level, vs previous), significant
     durability: tuple[Durability | None, ...] = ()  # per step, the baseline's first; empty: no step crash-tested
 
 
 def summary(data: ExperimentData) -> Summary:
     s, steps = data.report.summary, data.report.experiment.steps
-    clients, last = max(s.clients), len(steps) - 1
-    first, final = s.cell(0, clients), s.cell(last, clients)
+    level, last = s.highest_level, len(steps) - 1
+    first, final = s.level_cell(0, level), s.level_cell(last, level)
     verdicts = []
     for index in range(1, len(steps)):
-        ratios = tuple((c, s.cell(index, c).step_gain) for c in s.clients)
+        ratios = tuple((at, s.level_cell(index, at).step_gain) for at in s.levels)
         verdicts.append((steps[index].name, ratios, any(r.verdict in SIGNIFICANT for _, r in ratios)))
-    return Summary(s.headline(), clients, steps[0].name, steps[last].name, s.figure.name, first.headline,
+    return Summary(s.headline(), level, steps[0].name, steps[last].name, s.figure.name, first.headline,
                    final.headline, final.vs_baseline,
                    first.load_s, final.load_s, final.load_vs_baseline, tuple(verdicts),
                    s.durability if s.crash_tested else ())
@@ -200,7 +216,7 @@ def summary(data: ExperimentData) -> Summary:
 
 @dataclass(frozen=True)
 class StepRow:
-    clients: int
+    level: Level
     failed: int
     load_s: Estimate
     tps: Estimate
@@ -214,7 +230,7 @@ class StepRow:
 @dataclass(frozen=True)
 class StepTable:
     """The classic tuning articles' form: the whole configuration with the changed knobs marked, then results
-    per client count."""
+    per load level (client count, and in a rate sweep rate)."""
 
     index: int
     name: str
@@ -231,10 +247,9 @@ def step_table(data: ExperimentData, index: int) -> StepTable:
     changes = tuple((k, step.replaced.get(k, previous.knobs.get(k, "default")), v)
                     for k, v in step.changes.items()) if previous else ()
     knobs = tuple((k, v, previous is not None and k in step.changes) for k, v in step.knobs.items())
-    rows = tuple(StepRow(c, cell.failed, cell.load_s, data.tps[index, c], cell.headline, cell.committed,
-                         cell.p90_headline_s,
-                         cell.vs_previous, cell.vs_baseline)
-                 for c in s.clients for cell in [s.cell(index, c)])
+    rows = tuple(StepRow(level, cell.failed, cell.load_s, data.tps[index, level], cell.headline, cell.committed,
+                         cell.p90_headline_s, cell.vs_previous, cell.vs_baseline)
+                 for level in s.levels for cell in [s.level_cell(index, level)])
     return StepTable(index, step.name, changes, knobs, rows, s.crash_tested, s.step_durability(index))
 
 
@@ -293,11 +308,11 @@ def _ms(seconds: float) -> float | None:
 
 
 def sweep_columns(data: ExperimentData, step: int) -> list[tuple[str, RunData | None]]:
-    """The representative run of each client count of a step (see ``bundle.representative``)."""
+    """The representative run of each load level of a step (see ``bundle.representative``)."""
     columns = []
-    for clients in data.report.summary.clients:
-        run = representative(data.cell_runs(step, clients))
-        columns.append((clients_label(clients) + (f" (run {run.id})" if run else " (no complete run)"), run))
+    for level in data.report.summary.levels:
+        run = representative(data.cell_runs(step, level))
+        columns.append((level.long_label + (f" (run {run.id})" if run else " (no complete run)"), run))
     return columns
 
 
