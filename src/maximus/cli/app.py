@@ -140,13 +140,18 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None
                                                       "omission avoided). Without it, closed loop.")] = None,
         arrivals: Annotated[str, typer.Option("--arrivals", help="With --rate: regular (evenly spaced) or poisson "
                                               "(exponential gaps, seeded) arrivals.")] = "regular",
+        ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the terminals from client "
+                                                   "hosts, the nodes of the Ray cluster at ADDRESS (host:port of its "
+                                                   "head), each with the terminals of its own warehouses.")] = None,
+        hosts: Annotated[int, typer.Option("--hosts", metavar="N", help="With --ray: client hosts, one Ray node "
+                                           "each.")] = 1,
         workdir: Workdir = None, results: Results = None, connection: Connection = None, yes: Yes = False,
         workload: WorkloadName = "tpcc", allow_system_changes: AllowSystemChanges = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
     options = _options(engine, knob, settings, workdir, results, connection, workload, terminals=terminals,
                        warmup_s=warmup, duration_s=duration, seed=seed, check=check, rebuild=rebuild, monitor=monitor,
                        transactions=transactions, max_failed_percent=max_failed, system_changes=allow_system_changes,
-                       device_limit=device_limit, rate=rate, arrivals=arrivals)
+                       device_limit=device_limit, rate=rate, arrivals=arrivals, ray_address=ray, hosts=hosts)
     _announce(options.estimate(), yes)
     _run_and_show(options)
 
