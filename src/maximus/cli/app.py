@@ -28,6 +28,7 @@ from maximus.errors import ConsistencyError, EngineError, MaximusError, UserErro
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
 from maximus.report.durability import render_crash_tests
+from maximus.report.hosts import render_client_hosts
 from maximus.report.progress import LoadBars, RunCountdown
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -270,6 +271,7 @@ def _show(report: api.RunReport, histograms: bool, environment: bool, just_store
     view.render_figures(out, report.figures, shown)
     view.render_timeline(out, report.figures, shown.headline)
     view.render_run_table(out, [api.run_column(report)], shown)
+    render_client_hosts(out, record.environment)
     view.render_monitoring(out, report.monitoring)
     view.render_device(out, report.device)
     if histograms:

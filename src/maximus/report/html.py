@@ -24,9 +24,11 @@ from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_tim
 from maximus.report import charts, tables
 from maximus.analysis.bundle import ExperimentData, RunData, representative
 from maximus.report.device import DEVICE_COLUMNS, device_rows
+from maximus.report.hosts import host_columns, host_rows
 from maximus.report.format import (band_value_text, device_job_text, estimate_text, fraction_text, rate_digits,
                                    ratio_text, verdict_text)
 from maximus.report.plotting import figure
+from maximus.client_hosts import ClientHostRecord, client_hosts
 from maximus.records import BandResult, CheckResult, Presentation
 
 NOT_MEASURED = '<span class="not-measured">not measured</span>'
@@ -57,6 +59,7 @@ def run_page(run: RunData) -> str:
     column = f"{record.spec.terminals} terminal{'s' if record.spec.terminals != 1 else ''}"
     results = [_knobs(tuple((k, v, False) for k, v in record.spec.knobs.items())),
                _reported_settings(record.engine_settings), _run_figures(run), _run_device(run.report.device),
+               _client_hosts(client_hosts(record.environment)),
                _run_table(tables.run_table("Run table (measured window)", [(column, run)], shown),
                           tables.unmeasured_note([run])),
                *_run_charts(run, [run], "run")]
@@ -74,6 +77,14 @@ def _run_figures(run: RunData) -> str:
             *([escape(name.replace("_", " ")), f"{count:,}", "in the measured window"]
               for name, count in figures.outcomes.items())]
     return _table(["Figure", "Value", "Meaning"], ([r[0], r[1], escape(r[2])] for r in rows), "run-figures")
+
+
+def _client_hosts(hosts: Sequence[ClientHostRecord]) -> str:
+    """A run driven from several client hosts: a row per host (``report.hosts``); "" for a run from one machine."""
+    if not hosts:
+        return ""
+    rows = ([escape(text) for text in row] for row in host_rows(hosts))
+    return "<h3>Client hosts</h3>" + _table(host_columns(hosts), rows, "client-hosts", text_columns=2)
 
 
 def _run_device(device: DeviceComparison | None) -> str:
