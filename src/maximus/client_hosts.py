@@ -34,8 +34,8 @@ class ClientHostRecord:
     home_unit: str  # what a home is, in the plural ("warehouses"); "" when terminals have none
     clock_before: ClockReading
     clock_after: ClockReading | None  # None: the host was gone after the run
-    late_start_s: float  # how long after the agreed start its terminals were ready (0: in time); its warm-up was
-    # that much shorter
+    late_start_s: float  # how long after the agreed start its terminals were released (0: in time: the release reached
+    # it before the start); its warm-up was that much shorter
     client_cpu_s: float  # its terminal and deferred processes' CPU (RUSAGE_CHILDREN) and its driver's own, over the run
     elapsed_s: float  # the host's run, from its workers' start to their end
     transactions: int  # its transactions in the measured window

@@ -145,7 +145,7 @@ def test_a_loose_clock_a_late_start_and_a_busy_client_are_each_a_warning_naming_
                                   "±6.0 ms")
     assert warnings[1].startswith("host 2 (10.0.0.2): ") and "drifted 9.0 ms" in warnings[1]
     assert warnings[2].startswith("host 3 (10.0.0.3): client-bound: its client used 92% of the 2 CPU(s)")
-    assert warnings[3].startswith("host 4 (10.0.0.4): its terminals were ready 0.40 s after the agreed start")
+    assert warnings[3].startswith("host 4 (10.0.0.4): its terminals started 0.40 s after the agreed start")
 
 
 def test_show_prints_a_row_per_host_and_nothing_for_a_run_on_one_machine() -> None:

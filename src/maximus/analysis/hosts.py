@@ -1,6 +1,6 @@
 """A run's client hosts judged (issue #45): a host whose clock is known too loosely to place its transactions in the
-window, one whose terminals started late, and one whose client had no CPU to spare, each named in a warning of the run.
-Recomputed from what each host's record holds (``maximus.client_hosts``), as every verdict is."""
+window, one whose terminals started after the others, and one whose client had no CPU to spare, each named in a
+warning of the run. Recomputed from what each host's record holds (``maximus.client_hosts``), as every verdict is."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ def _clock(host: ClientHostRecord) -> str | None:
 def _late(host: ClientHostRecord) -> str | None:
     if host.late_start_s <= 0:
         return None
-    return (f"{host.name}: its terminals were ready {host.late_start_s:.2f} s after the agreed start, so its warm-up "
-            "was that much shorter; give its processes more time to start (a longer warm-up)")
+    return (f"{host.name}: its terminals started {host.late_start_s:.2f} s after the agreed start, which reached it "
+            "late, so its warm-up was that much shorter; a longer warm-up keeps the window whole")
 
 
 def _client_bound(host: ClientHostRecord) -> str | None:

@@ -29,15 +29,14 @@ class AssignedHost:
     def name(self) -> str:
         return f"host {self.number} ({self.place.address})"
 
-    def spec(self, spec: DriveSpec, start: float) -> DriveSpec:
+    def spec(self, spec: DriveSpec) -> DriveSpec:
         """Its share of ``spec``: its terminals, shared by processes as its CPUs allow (as one machine's are by its
-        cores), its share of the deferred workers, and the coordinator's ``start`` on its monotonic clock."""
+        cores), and its share of the deferred workers."""
         shared = spec.hosting != "process"
         per_process = -(-len(self.terminals) // min(len(self.terminals), max(1, int(self.cpus)))) if shared else 1
         deferred = max(1, round(spec.deferred_workers * len(self.terminals) / spec.terminals)) \
             if spec.deferred_workers else 0
-        return replace(spec, indices=self.terminals, start_at=self.clock.host_monotonic(start),
-                       terminals_per_process=per_process, deferred_workers=deferred)
+        return replace(spec, indices=self.terminals, terminals_per_process=per_process, deferred_workers=deferred)
 
     def record(self, run: HostRun | None, result: DriveResult, after: ClockSync | None,
                window: Window) -> ClientHostRecord:

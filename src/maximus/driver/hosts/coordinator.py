@@ -2,9 +2,10 @@
 
 1. One client actor per node (``cluster.placed_hosts``), each given the terminals of its own homes (``shares``).
 2. Each host's clock against the coordinator's, by pings (``clock``), before the run and again after it (drift).
-3. The start barrier: the coordinator picks a start ``START_LEAD_S`` ahead on its wall clock, and each host starts its
-   terminals at that moment on its own monotonic clock (``DriveSpec.start_at``), so every sample of every host is in
-   seconds from one origin, within the host's offset bound.
+3. The start barrier: every host starts its workers, and waits once they are ready; when all are, the coordinator picks
+   a start ``START_LEAD_S`` ahead on its wall clock, and each host starts its terminals at that moment on its own
+   monotonic clock (``host.ClientHost.release``), so every sample of every host is in seconds from one origin, within
+   the host's offset bound.
 4. While they run: the hosts' live counts about twice a second, the engine's watch about once a second (a fault
    stops every host), and Ctrl-C stops every host as it stops the terminals of one machine.
 5. Their runs merged (``merge``), and a record of each host (``maximus.client_hosts``).
@@ -32,7 +33,7 @@ from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, RunMonito
 from maximus.records import RunStatus
 from maximus.workloads.base import Homes
 
-START_LEAD_S = 2.0  # from the coordinator's pick of the start to the start: the hosts' workers start meanwhile
+START_LEAD_S = 0.25  # from the coordinator's pick of the start to the start: its release reaches every host meanwhile
 TICK_S = 0.5  # the live counts' period
 WATCH_EVERY_S = 1.0  # the engine's watch's period, as on one machine
 PROGRESS_TIMEOUT_S = 1.0  # a host too busy to tell its counts is left out of one tick
@@ -77,9 +78,8 @@ class _Coordinator:
 
     def execute(self) -> HostsResult:
         hosts = self._assigned()
-        start = time.time() + START_LEAD_S
         began = time.monotonic()
-        runs = self._collected([host.actor.drive.remote(host.spec(self.spec, start)) for host in hosts], start)
+        runs = self._driven(hosts)
         elapsed = time.monotonic() - began
         self._found(self.watch())  # a fault since the last look
         results = [run.result if isinstance(run, HostRun) else lost(self.spec, run) for run in runs]
@@ -108,17 +108,30 @@ class _Coordinator:
         except self.ray.exceptions.RayError:  # the host is gone: its run says why
             return None
 
-    def _collected(self, refs: list[Any], start: float) -> list[HostRun | str]:
-        """Each host's run, or why it has none (its actor was lost), as the hosts end."""
-        if self.observer:
-            self.observer.started(self.spec.warmup_s, self.spec.duration_s, self.spec.workload.headline)
+    def _driven(self, hosts: Sequence[AssignedHost]) -> list[HostRun | str]:
+        """Each host's run, or why it has none (its actor was lost), as the hosts end; Ctrl-C stops them all."""
         previous = _on_ctrl_c(self._ctrl_c)
         try:
-            return self._wait_for(refs, start)
+            drives = [host.actor.drive.remote(host.spec(self.spec)) for host in hosts]
+            start = self._barrier(hosts)
+            if self.observer:
+                self.observer.started(self.spec.warmup_s, self.spec.duration_s, self.spec.workload.headline)
+            return self._wait_for(drives, start)
         finally:
             _on_ctrl_c(previous)
             if self.monitor:
                 self.monitor.stop()  # after the hosts are done: its last reading covers all their work
+
+    def _barrier(self, hosts: Sequence[AssignedHost]) -> float:
+        """Once every host's workers are ready (or its run ended), a start for all (the coordinator's time)."""
+        waiting = [host.actor.ready.remote() for host in hosts]
+        while waiting:
+            _, waiting = self.ray.wait(waiting, num_returns=len(waiting), timeout=TICK_S)
+            self._pass_on_ctrl_c()
+        start = time.time() + START_LEAD_S
+        for host in hosts:
+            host.actor.release.remote(host.clock.host_monotonic(start))
+        return start
 
     def _wait_for(self, refs: list[Any], start: float) -> list[HostRun | str]:
         done: dict[int, HostRun | str] = {}

@@ -1,8 +1,10 @@
 """One client host: a Ray actor on one node of the cluster that runs its share of the terminals with the driver of a
 run on one machine (``driver.scheduler.Run``), from the time origin the coordinator agreed with every host.
 
-The actor is threaded (``coordinator`` makes it with several calls at once), so that ``progress`` and ``stop`` are
-answered while ``drive`` runs. This module imports Ray only in the actor, where it is there.
+The start barrier: ``drive`` starts the host's workers and, once they are ready, waits; ``ready`` answers the
+coordinator then, and ``release`` gives the origin the coordinator picked once every host was ready. The actor is
+threaded (``cluster`` makes it with several calls at once), so that these, ``progress`` and ``stop`` are answered while
+``drive`` runs. This module imports Ray only in the actor, where it is there.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class HostRun:
 
     result: DriveResult
     client_cpu_s: float  # its terminal and deferred processes' CPU, and its own, over ``result.elapsed_s``
-    late_start_s: float  # its workers were ready this long after the agreed origin (0: in time)
+    late_start_s: float  # its workers were released this long after the agreed origin (0: in time)
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,8 @@ class Place:
 
 
 class _Counts:
-    """The driver's ``Observer`` in the host: the latest counts, and when the workers were released."""
+    """The driver's ``Observer`` in the host: the latest counts, and when the workers were released (this host's
+    monotonic clock)."""
 
     def __init__(self) -> None:
         self.headline_done = self.all_done = 0
@@ -56,6 +59,9 @@ class ClientHost:
         self._stopped = False  # a stop that came before the run
         self._lock = threading.Lock()
         self._counts = _Counts()
+        self._ready = threading.Event()  # its workers are ready, or its run ended before they were
+        self._go = threading.Event()  # released, or stopped
+        self._origin: float | None = None
 
     def place(self) -> Place:
         import ray  # in the actor only: the coordinator's machine may be the one without a node
@@ -66,17 +72,37 @@ class ClientHost:
         return time.time(), time.monotonic()
 
     def drive(self, spec: DriveSpec) -> HostRun:
-        """Run ``spec``'s terminals (``spec.indices``) from its origin (``spec.start_at``), and what they cost."""
-        run = Run(spec, self._counts)
+        """Run ``spec``'s terminals (``spec.indices``) from the origin ``release`` gives, and what they cost."""
+        run = Run(spec, self._counts, release=self._released)
         with self._lock:
             self._run = run
             if self._stopped:
                 run.stop()
         before = _cpu_seconds()
-        result = run.execute()
-        released = self._counts.released_at
-        late = max(0.0, released - spec.start_at) if released is not None and spec.start_at is not None else 0.0
-        return HostRun(result, _cpu_seconds() - before, late)
+        try:
+            result = run.execute()
+        finally:
+            self._ready.set()  # a run that failed before its workers were ready: the coordinator waits no longer
+        return HostRun(result, _cpu_seconds() - before, self._lateness())
+
+    def ready(self) -> None:
+        """Returns once the host's workers are ready (or its run has ended)."""
+        self._ready.wait()
+
+    def release(self, origin: float) -> None:
+        """Start the host's terminals at ``origin``, the agreed start on this host's monotonic clock."""
+        self._origin = origin
+        self._go.set()
+
+    def _released(self) -> float:
+        self._ready.set()
+        self._go.wait()
+        return self._origin if self._origin is not None else time.monotonic()  # stopped before the release
+
+    def _lateness(self) -> float:
+        """How long after the agreed origin its workers were released: the release came late."""
+        released, origin = self._counts.released_at, self._origin
+        return max(0.0, released - origin) if released is not None and origin is not None else 0.0
 
     def progress(self) -> tuple[int, int]:
         """The headline's transactions and all transactions done so far, as the terminals count them live."""
@@ -88,6 +114,7 @@ class ClientHost:
             self._stopped = True
             if self._run is not None:
                 self._run.stop()
+        self._go.set()
 
 
 def _cpu_seconds() -> float:
