@@ -99,7 +99,7 @@ class BenchmarkOptions:
                 raise UserError(f"{missing} (or --no-device-limit: the run without the device's limit beside it)")
 
     def _validate_hosts(self) -> None:
-        """Several client hosts need a Ray cluster, a server to connect to, a home and a terminal each, and Ray."""
+        """Several client hosts need a server to connect to, a home and a terminal each, Ray, and its cluster there."""
         if self.ray_address is None:
             if self.hosts != 1:
                 raise UserError("--hosts needs --ray ADDRESS: the client hosts are the nodes of a Ray cluster")
@@ -110,6 +110,7 @@ class BenchmarkOptions:
                             "client host: run it without --ray")
         hosts.check_shares(self.terminals, self.hosts, self.build.workload.homes(self.build.settings))
         hosts.import_ray()
+        hosts.check_reachable(self.ray_address)
 
     def estimate(self) -> limits.Estimate:
         """How long the run takes, a build of its database included (which a pristine copy spares)."""

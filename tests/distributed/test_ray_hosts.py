@@ -19,6 +19,8 @@ from maximus import api
 from maximus.analysis.metrics import run_figures
 from maximus.client_hosts import CLIENT_HOSTS, client_hosts
 from maximus.driver import hosts
+from maximus.driver.hosts import cluster
+from maximus.errors import UserError
 from maximus.records import RunStatus
 from maximus.workloads.tpcc.transaction import home_of
 
@@ -137,6 +139,16 @@ def test_one_host_on_the_cluster_gives_the_record_of_a_run_on_this_machine(ray_c
     assert set(store.facts(1)) == set(store.facts(2))
     assert {s.source for s in store.metric_samples(1)} == {s.source for s in store.metric_samples(2)}
     assert [c.condition for c in store.consistency(1)] == [c.condition for c in store.consistency(2)]
+
+
+def test_more_hosts_than_nodes_with_a_cpu_are_refused_in_one_line(ray_cluster: str) -> None:
+    """The head has no CPU, as a database's machine that keeps clients off: two nodes take client hosts, not three."""
+    ray = cluster.import_ray()
+    with cluster.connected(ray, ray_cluster), pytest.raises(UserError) as refused:
+        with cluster.placed_hosts(ray, ray_cluster, 3):
+            pass
+    assert str(refused.value) == (f"--hosts 3: the Ray cluster at {ray_cluster} has 2 node(s) with a CPU, and each "
+                                  "client host needs one of its own")
 
 
 class _CtrlC:

@@ -8,6 +8,7 @@ run is one line saying how to install it.
 from __future__ import annotations
 
 import logging
+import socket
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -15,6 +16,8 @@ from maximus.driver.hosts.host import ClientHost
 from maximus.errors import EngineError, UserError
 
 RAY_MISSING = "--ray needs Ray, an extra of Maximus: pip install 'maximus[ray]'"
+REACHED_WITHIN_S = 5.0  # a head that does not accept a connection in this is not there: ray.init would wait for it
+# for many minutes
 PLACEMENT_TIMEOUT_S = 60.0  # nodes that are there take a second or two to take their bundles
 # Calls a host answers at once: drive, and progress and stop while it drives, and a ping of its clock
 ACTOR_CONCURRENCY = 4
@@ -27,6 +30,19 @@ def import_ray() -> Any:
     except ImportError:
         raise UserError(RAY_MISSING) from None
     return ray
+
+
+def check_reachable(address: str) -> None:
+    """The cluster's head accepts connections at ``address`` (HOST:PORT), or a one-line ``UserError`` says so, before
+    anything runs. Another form (``auto``, ``ray://``) is left to Ray."""
+    host, colon, port = address.rpartition(":")
+    if not colon or not port.isdigit() or "/" in address:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACHED_WITHIN_S).close()
+    except OSError as error:
+        raise UserError(f"--ray {address}: no Ray cluster answers there ({error.strerror or error}); start its head "
+                        "with `ray start --head` and give the address it prints") from None
 
 
 @contextmanager
