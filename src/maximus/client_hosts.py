@@ -36,6 +36,7 @@ class ClientHostRecord:
     clock_after: ClockReading | None  # None: the host was gone after the run
     late_start_s: float  # how long after the agreed start its terminals were released (0: in time: the release reached
     # it before the start); its warm-up was that much shorter
+    niceness: int  # its terminals' (Ray starts its workers at 15; the driver puts back its node's, where it may)
     client_cpu_s: float  # its terminal and deferred processes' CPU (RUSAGE_CHILDREN) and its driver's own, over the run
     elapsed_s: float  # the host's run, from its workers' start to their end
     transactions: int  # its transactions in the measured window

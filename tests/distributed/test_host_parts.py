@@ -121,11 +121,11 @@ def test_a_fault_the_coordinator_found_fails_the_merged_run_and_comes_first() ->
 
 
 def _host(number: int, bound_s: float = 0.0004, cpu_s: float = 1.0, after: ClockReading | None = None,
-          late_s: float = 0.0) -> ClientHostRecord:
+          late_s: float = 0.0, niceness: int = 0) -> ClientHostRecord:
     before = ClockReading(0.00002, bound_s, 2 * bound_s)
     return ClientHostRecord(number, f"node{number}", f"10.0.0.{number}", 2.0, (number - 1, number + 1),
-                            (number,), "warehouses", before, after or before, late_s, cpu_s, 10.0, 1234, None,
-                            "complete")
+                            (number,), "warehouses", before, after or before, late_s, niceness, cpu_s, 10.0, 1234,
+                            None, "complete")
 
 
 def test_a_host_record_is_kept_as_json_and_read_back_as_it_was() -> None:
@@ -138,14 +138,15 @@ def test_a_host_record_is_kept_as_json_and_read_back_as_it_was() -> None:
 def test_a_loose_clock_a_late_start_and_a_busy_client_are_each_a_warning_naming_its_host() -> None:
     assert host_warnings([_host(1), _host(2)]) == []  # 1 of 2 CPUs for 10 s is 5 %: waiting for the server
     loose, drifted = _host(1, bound_s=0.006), _host(2, after=ClockReading(0.009, 0.0004, 0.0008))
-    busy, late = _host(3, cpu_s=18.5), _host(4, late_s=0.4)
-    warnings = host_warnings([loose, drifted, busy, late])
-    assert len(warnings) == 4
+    busy, late, nice = _host(3, cpu_s=18.5), _host(4, late_s=0.4), _host(5, niceness=15)
+    warnings = host_warnings([loose, drifted, busy, late, nice])
+    assert len(warnings) == 5
     assert warnings[0].startswith("host 1 (10.0.0.1): its clock's offset to the coordinator's is known within "
                                   "±6.0 ms")
     assert warnings[1].startswith("host 2 (10.0.0.2): ") and "drifted 9.0 ms" in warnings[1]
     assert warnings[2].startswith("host 3 (10.0.0.3): client-bound: its client used 92% of the 2 CPU(s)")
     assert warnings[3].startswith("host 4 (10.0.0.4): its terminals started 0.40 s after the agreed start")
+    assert warnings[4].startswith("host 5 (10.0.0.5): its terminals ran at niceness 15 (Ray's for its workers)")
 
 
 def test_show_prints_a_row_per_host_and_nothing_for_a_run_on_one_machine() -> None:

@@ -72,6 +72,7 @@ def test_two_hosts_run_every_terminal_each_on_its_own_warehouses(two_hosts: Host
         assert {sample.terminal for sample in own.samples} == set(record.terminals)
         assert {home_of(sample.terminal, WAREHOUSES).w_id for sample in own.samples} == set(record.homes)
         assert record.transactions > 0 and record.client_cpu_s > 0 and record.cpus == 1.0
+        assert record.niceness == 0  # as the terminals of one machine, not at the 15 Ray gives its workers
 
 
 def test_a_run_from_two_hosts_passes_every_consistency_condition(two_hosts: HostsRun) -> None:

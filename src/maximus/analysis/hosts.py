@@ -1,6 +1,7 @@
 """A run's client hosts judged (issue #45): a host whose clock is known too loosely to place its transactions in the
-window, one whose terminals started after the others, and one whose client had no CPU to spare, each named in a
-warning of the run. Recomputed from what each host's record holds (``maximus.client_hosts``), as every verdict is."""
+window, one whose terminals started after the others or ran at a lower priority, and one whose client had no CPU to
+spare, each named in a warning of the run. Recomputed from what each host's record holds (``maximus.client_hosts``),
+as every verdict is."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ CLIENT_BOUND_SHARE = 0.9
 
 def host_warnings(hosts: Sequence[ClientHostRecord]) -> list[str]:
     """What makes each host's share of the run less than it should be, a warning each, the host named."""
-    return [warning for host in hosts for warning in (_clock(host), _late(host), _client_bound(host)) if warning]
+    return [warning for host in hosts
+            for warning in (_clock(host), _late(host), _niceness(host), _client_bound(host)) if warning]
 
 
 def _clock(host: ClientHostRecord) -> str | None:
@@ -37,6 +39,13 @@ def _late(host: ClientHostRecord) -> str | None:
         return None
     return (f"{host.name}: its terminals started {host.late_start_s:.2f} s after the agreed start, which reached it "
             "late, so its warm-up was that much shorter; a longer warm-up keeps the window whole")
+
+
+def _niceness(host: ClientHostRecord) -> str | None:
+    if host.niceness <= 0:
+        return None
+    return (f"{host.name}: its terminals ran at niceness {host.niceness} (Ray's for its workers), giving way to every "
+            "other process of the host; run its Ray node as root, or start it with RAY_worker_niceness=0")
 
 
 def _client_bound(host: ClientHostRecord) -> str | None:

@@ -47,7 +47,8 @@ class AssignedHost:
             host=self.number, node=self.place.node, address=self.place.address, cpus=self.cpus,
             terminals=self.terminals, homes=self.homes, home_unit=self.home_unit, clock_before=self.clock.reading,
             clock_after=after.reading if after else None, late_start_s=run.late_start_s if run else 0.0,
-            client_cpu_s=run.client_cpu_s if run else 0.0, elapsed_s=result.elapsed_s, transactions=len(in_window),
+            niceness=run.niceness if run else 0, client_cpu_s=run.client_cpu_s if run else 0.0,
+            elapsed_s=result.elapsed_s, transactions=len(in_window),
             schedule_lag_p99_s=_p99([s.start - s.intended for s in in_window if s.intended is not None]),
             status=result.status.value)
 
