@@ -108,6 +108,9 @@ class BenchmarkOptions:
         if embedded(engine_class(self.engine)):
             raise UserError(f"--ray: {self.engine} is embedded in Maximus's client processes, so its runs have one "
                             "client host: run it without --ray")
+        if clients := sorted(knob for knob in self.os_knobs if knob.startswith("client.")):
+            raise UserError(f"--ray: {', '.join(clients)} would set this machine's terminals, and with --ray the "
+                            "terminals run on the hosts: leave it out")
         hosts.check_shares(self.terminals, self.hosts, self.build.workload.homes(self.build.settings))
         hosts.import_ray()
         hosts.check_reachable(self.ray_address)

@@ -50,6 +50,10 @@ def test_without_ray_installed_a_run_on_this_machine_runs_as_ever(tmp_path: Path
      "terminal keeps its home: got 1"),
     (["-e", "postgres", "-w", "3", "-t", "2", "--ray", NOTHING_THERE, "--hosts", "3"],
      "error: --hosts 3 needs at least 3 terminals, one for each host: got 2"),
+    (["-e", "postgres", "-w", "2", "-k", "client.nice=5", "--allow-system-changes", "--ray", NOTHING_THERE,
+      "--hosts", "2"],
+     "error: --ray: client.nice would set this machine's terminals, and with --ray the terminals run on the hosts: "
+     "leave it out"),
     (["-e", "postgres", "-w", "2", "--hosts", "2"],
      "error: --hosts needs --ray ADDRESS: the client hosts are the nodes of a Ray cluster"),
     (["-e", "postgres", "--ray", NOTHING_THERE, "--hosts", "0"], "error: --hosts must be at least 1"),
