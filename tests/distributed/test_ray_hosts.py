@@ -27,6 +27,7 @@ from maximus.workloads.tpcc.transaction import home_of
 from interrupting import keyboard_interrupts  # tests/interrupting.py
 
 WAREHOUSES = 2
+TWO_WAREHOUSES = api.Build.of("tpcc", {"warehouses": WAREHOUSES})
 BOUND_LIMIT_S = 0.005  # issue #45: the clock offset's bound on one machine
 
 
@@ -150,6 +151,23 @@ def test_more_hosts_than_nodes_with_a_cpu_are_refused_in_one_line(ray_cluster: s
             pass
     assert str(refused.value) == (f"--hosts 3: the Ray cluster at {ray_cluster} has 2 node(s) with a CPU, and each "
                                   "client host needs one of its own")
+
+
+def test_two_hosts_on_mariadb_run_every_terminal_on_its_own_warehouses(ray_cluster: str, server_workdir: Path,
+                                                                        tmp_path: Path) -> None:
+    """The same split on the other server engine (server-side calls, its C pump in each host's processes)."""
+    engine = api.make_engine("mariadb", server_workdir, TWO_WAREHOUSES, {})
+    with api.running(engine):
+        api.load_database(engine, TWO_WAREHOUSES, seed=1)
+    outcome = api.run_benchmark(api.BenchmarkOptions(
+        engine="mariadb", settings={"warehouses": WAREHOUSES}, workdir=server_workdir, results=tmp_path / "r.db",
+        terminals=4, warmup_s=0.5, duration_s=2.0, ray_address=ray_cluster, hosts=2))
+    assert outcome.status is RunStatus.COMPLETE, outcome.result.errors
+    assert {r.condition: r.passed for r in outcome.consistency} == {**{n: True for n in range(1, 13)}, 11: None}
+    record = api.open_results(tmp_path / "r.db").run(outcome.run_id)
+    assert [(host.terminals, host.homes) for host in client_hosts(record.environment)] == [((0, 2), (1,)),
+                                                                                         ((1, 3), (2,))]
+    assert {sample.terminal for sample in outcome.result.samples} == {0, 1, 2, 3}
 
 
 class _CtrlC:
