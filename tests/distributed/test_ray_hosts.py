@@ -20,7 +20,7 @@ from maximus.analysis.metrics import run_figures
 from maximus.client_hosts import CLIENT_HOSTS, client_hosts
 from maximus.driver import hosts
 from maximus.driver.hosts import cluster
-from maximus.errors import UserError
+from maximus.errors import EngineError, UserError
 from maximus.records import RunStatus
 from maximus.workloads.tpcc.transaction import home_of
 
@@ -168,6 +168,22 @@ def test_two_hosts_on_mariadb_run_every_terminal_on_its_own_warehouses(ray_clust
     assert [(host.terminals, host.homes) for host in client_hosts(record.environment)] == [((0, 2), (1,)),
                                                                                          ((1, 3), (2,))]
     assert {sample.terminal for sample in outcome.result.samples} == {0, 1, 2, 3}
+
+
+def test_a_host_whose_run_raised_names_what_it_raised(ray_cluster: str) -> None:
+    """A host's own error (a terminal that could not connect) as a run on one machine gives it, not Ray's wrapping."""
+    ray = cluster.import_ray()
+
+    def fails() -> None:
+        raise EngineError("terminal 3 could not start: OperationalError: connection refused")
+
+    with cluster.connected(ray, ray_cluster):
+        with pytest.raises(ray.exceptions.RayTaskError) as raised:
+            ray.get(ray.remote(num_cpus=1)(fails).remote())
+        assert cluster.failure(ray, raised.value) == "terminal 3 could not start: OperationalError: connection refused"
+        with pytest.raises(ray.exceptions.RayTaskError) as raised:
+            ray.get(ray.remote(num_cpus=1)(lambda: 1 / 0).remote())
+        assert cluster.failure(ray, raised.value) == "ZeroDivisionError: division by zero"
 
 
 class _CtrlC:

@@ -54,7 +54,8 @@ class AssignedHost:
 
 
 def lost(spec: DriveSpec, why: str) -> DriveResult:
-    """The run of a host whose actor was lost: it measured nothing, and the run failed."""
+    """The run of a host that handed back none (its run raised, or its actor was lost): it measured nothing, and the
+    run failed."""
     nothing = Window(spec.warmup_s, spec.warmup_s)
     return DriveResult([], {}, nothing, RunStatus.FAILED, [why], 0.0)
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from maximus.driver.hosts.host import ClientHost
-from maximus.errors import EngineError, UserError
+from maximus.errors import EngineError, MaximusError, UserError, describe
 
 RAY_MISSING = "--ray needs Ray, an extra of Maximus: pip install 'maximus[ray]'"
 REACHED_WITHIN_S = 5.0  # a head that does not accept a connection in this is not there: ray.init would wait for it
@@ -94,6 +94,15 @@ def _actor(ray: Any, group: Any, bundle: int) -> Any:
     placed = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=bundle)
     return ray.remote(ClientHost).options(num_cpus=1, max_concurrency=ACTOR_CONCURRENCY,
                                           scheduling_strategy=placed).remote()
+
+
+def failure(ray: Any, error: BaseException) -> str:
+    """What a call to a host ended with: the error its own code raised (a terminal that could not connect, as on one
+    machine), or the actor lost with its node."""
+    cause = getattr(error, "cause", None)
+    if isinstance(error, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
+        return str(cause) if isinstance(cause, MaximusError) else describe(cause)
+    return f"lost: {first_line(error)}"
 
 
 def first_line(error: BaseException) -> str:

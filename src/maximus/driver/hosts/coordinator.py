@@ -109,7 +109,8 @@ class _Coordinator:
             return None
 
     def _driven(self, hosts: Sequence[AssignedHost]) -> list[HostRun | str]:
-        """Each host's run, or why it has none (its actor was lost), as the hosts end; Ctrl-C stops them all."""
+        """Each host's run, or why it has none (its run raised, or its actor was lost), as the hosts end; Ctrl-C stops
+        them all."""
         previous = _on_ctrl_c(self._ctrl_c)
         try:
             drives = [host.actor.drive.remote(host.spec(self.spec)) for host in hosts]
@@ -134,6 +135,7 @@ class _Coordinator:
         return start
 
     def _wait_for(self, refs: list[Any], start: float) -> list[HostRun | str]:
+        """The hosts' runs as they end, with the monitor started at the origin, the watch, Ctrl-C and the ticks."""
         done: dict[int, HostRun | str] = {}
         watched_at = 0.0
         while len(done) < len(refs):
@@ -155,7 +157,7 @@ class _Coordinator:
             run: HostRun = self.ray.get(ref)
         except self.ray.exceptions.RayError as error:
             self._stop_all()
-            return f"lost: {cluster.first_line(error)}"
+            return cluster.failure(self.ray, error)
         if run.result.status is RunStatus.FAILED:
             self._stop_all()
         return run
