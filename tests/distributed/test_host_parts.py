@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from dataclasses import replace
 
 import pytest
 from rich.console import Console
@@ -155,6 +156,12 @@ def test_show_prints_a_row_per_host_and_nothing_for_a_run_on_one_machine() -> No
     text = console.export_text()
     assert "Client hosts" in text and "Warehouses" in text
     assert "10.0.0.1" in text and "10.0.0.2" in text and "+0.020 ± 0.400" in text and "1,234" in text
+    assert "Lag p99 ms" not in text and "Status" not in text  # a closed-loop run whose hosts all completed
+    scheduled = replace(_host(1), schedule_lag_p99_s=0.0021, status="interrupted")
+    console = Console(width=200, record=True)
+    render_client_hosts(console, {CLIENT_HOSTS: [scheduled.to_json()]})
+    text = console.export_text()
+    assert "Lag p99 ms" in text and "2.10" in text and "interrupted" in text
     console = Console(width=200, record=True)
     render_client_hosts(console, {"engine": {"name": "postgres"}})
     assert console.export_text() == ""

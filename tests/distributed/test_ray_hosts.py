@@ -143,6 +143,25 @@ def test_one_host_on_the_cluster_gives_the_record_of_a_run_on_this_machine(ray_c
     assert [c.condition for c in store.consistency(1)] == [c.condition for c in store.consistency(2)]
 
 
+def test_a_fixed_rate_run_from_two_hosts_keeps_each_hosts_schedule_lag(ray_cluster: str, two_warehouses: Path,
+                                                                         tmp_path: Path) -> None:
+    """Each terminal keeps its own share of the schedule on its host: every terminal's transaction has its intended
+    start (a deferred one is the deferred worker's), and each host its lag p99 (how late its terminals started
+    against their schedule)."""
+    results = tmp_path / "r.db"
+    outcome = api.run_benchmark(_options(ray_cluster, two_warehouses, results, terminals=4, duration_s=2.0, hosts=2,
+                                         rate=100.0, check=False))
+    assert outcome.status is RunStatus.COMPLETE, outcome.result.errors
+    samples = api.open_results(results).samples(outcome.run_id)
+    terminals = [s for s in samples if not s.transaction.startswith("deferred_")]
+    assert {s.terminal for s in terminals} == {0, 1, 2, 3} and all(s.intended is not None for s in terminals)
+    record = api.open_results(results).run(outcome.run_id)
+    for host in client_hosts(record.environment):
+        assert host.schedule_lag_p99_s is not None and 0.0 <= host.schedule_lag_p99_s < 1.0
+    report = api.report_of_run(results, outcome.run_id)
+    assert report.rate is not None and report.rate.sustained, report.rate
+
+
 def test_more_hosts_than_nodes_with_a_cpu_are_refused_in_one_line(ray_cluster: str) -> None:
     """The head has no CPU, as a database's machine that keeps clients off: two nodes take client hosts, not three."""
     ray = cluster.import_ray()
