@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from maximus import device, environment, limits, system
+from maximus.client_hosts import CLIENT_HOSTS
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
                               make_engine, prepare_database, quietly, raise_fault)
-from maximus.driver.schedule import ARRIVALS, RateSchedule
-from maximus.client_hosts import CLIENT_HOSTS
 from maximus.driver import hosts
+from maximus.driver.schedule import ARRIVALS, RateSchedule
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, RunMonitor, drive
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.errors import EngineError, UserError, describe
