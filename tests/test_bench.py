@@ -90,6 +90,16 @@ SMOKES = {
         r"\s+(rate sustained at|not sustainable at) 50/s",
         r"  target: stalled latency p99 >= -0.5 s .*: (met|missed)$",
         rf"  start-time error p99: median {N} ms of 1 runs: the target \(< 1 ms\) is (met|missed)$")),
+    "ray_hosts.py": Smoke(lines=(
+        r"Client hosts on a local Ray cluster \(2 nodes of 1 CPU each, \d+ cores in all\), PostgreSQL io-random on a "
+        r"1 MB table, 2 terminals a host, 1.5-s windows, 1 round\(s\), in /var/tmp/maximus-bench-ray-",
+        r"  round  mode   hosts  terminals       txn/s  client CPUs  machine idle$",
+        rf"  1      local      1          2\s+{N}\s+{N}\s+({N} %|-)$",
+        rf"  1      ray        1          2\s+{N}\s+{N}\s+({N} %|-)$",
+        rf"  1      ray        2          4\s+{N}\s+{N}\s+({N} %|-)$",
+        rf"  ratio --hosts 1 / this machine alone: median {N} of 1 round\(s\)",
+        rf"  ratio 2 hosts / \(2 x one host\): median {N} of 1 round\(s\) .*the target \(>= 0.9\) is (met|missed)$",
+        r"  on this machine the 2 hosts, the coordinator and the server share its \d+ cores")),
     "io_vs_fio.py": Smoke(lines=(
         r"Storage-bound runs against fio, a 8 MB table, 1 s each, in /var/tmp/maximus-bench-io-",
         rf"  sqlite\s+io-random\s+1\s+{N}\s+{N} reads/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound"

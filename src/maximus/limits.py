@@ -54,6 +54,7 @@ class Limit:
 
 SECONDS = "number of seconds"
 TERMINALS = Limit(1, 10_000)  # also each client count of an experiment
+HOSTS = Limit(1, 1_000)  # client hosts of one run, the nodes of a Ray cluster (--hosts)
 REPEATS = Limit(1, 1_000)
 SEED = Limit(0, LARGEST_INTEGER)
 CRASHES = Limit(1, 10_000)  # crash cycles of one crash test

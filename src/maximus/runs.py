@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from maximus import device, environment, limits, system
+from maximus.client_hosts import CLIENT_HOSTS
 from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
                               make_engine, prepare_database, quietly, raise_fault)
+from maximus.driver import hosts
 from maximus.driver.schedule import ARRIVALS, RateSchedule
-from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
+from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, RunMonitor, drive
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.histograms import interval_histograms
 from maximus.errors import EngineError, UserError, describe
@@ -54,6 +56,8 @@ class BenchmarkOptions:
     device_limit: bool = True  # a storage-bound workload's run is measured beside fio's matching job (maximus.device)
     rate: float | None = None  # fixed throughput (transactions per second over all terminals); None: closed loop
     arrivals: str = "regular"  # a fixed rate's arrivals: regular or poisson (driver.schedule)
+    ray_address: str | None = None  # the Ray cluster whose nodes are the client hosts (driver.hosts); None: here
+    hosts: int = 1  # with ray_address: client hosts, one node each, each with the terminals of its own homes
 
     @property
     def engine_knobs(self) -> dict[str, str]:
@@ -91,11 +95,29 @@ class BenchmarkOptions:
         if not 0 <= self.max_failed_percent <= 100:  # a NaN is refused too
             raise UserError(f"--max-failed must be a percentage between 0 and 100, got {self.max_failed_percent:g}")
         system.require(list(self.os_knobs), self.system_changes)
+        self._validate_hosts()
         if self.device_limit and self.build.workload.device_job(self.build.settings, self.terminals,
                                                                 StorageAccess(4096, False), 1 << 20):
             missing = device.fio_missing()
             if missing:
                 raise UserError(f"{missing} (or --no-device-limit: the run without the device's limit beside it)")
+
+    def _validate_hosts(self) -> None:
+        """Several client hosts need a server to connect to, a home and a terminal each, Ray, and its cluster there."""
+        if self.ray_address is None:
+            if self.hosts != 1:
+                raise UserError("--hosts needs --ray ADDRESS: the client hosts are the nodes of a Ray cluster")
+            return
+        limits.check("--hosts", self.hosts, limits.HOSTS)
+        if embedded(engine_class(self.engine)):
+            raise UserError(f"--ray: {self.engine} is embedded in Maximus's client processes, so its runs have one "
+                            "client host: run it without --ray")
+        if clients := sorted(knob for knob in self.os_knobs if knob.startswith("client.")):
+            raise UserError(f"--ray: {', '.join(clients)} would set this machine's terminals, and with --ray the "
+                            "terminals run on the hosts: leave it out")
+        hosts.check_shares(self.terminals, self.hosts, self.build.workload.homes(self.build.settings))
+        hosts.import_ray()
+        hosts.check_reachable(self.ray_address)
 
     def estimate(self) -> limits.Estimate:
         """How long the run takes, a build of its database included (which a pristine copy spares)."""
@@ -310,7 +332,8 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
     monitor = Monitor(run_samplers(engine), Window(options.warmup_s, options.warmup_s + options.duration_s)) \
         if options.monitor else None
     try:
-        result = _judged(drive(spec, observer, monitor, watch), options.max_failed_percent)
+        driven, on_hosts = _driven(spec, options, build, observer, monitor, watch)
+        result = _judged(driven, options.max_failed_percent)
     except BaseException as error:  # the run row must not stay "running": record why it ended
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
         reason, warnings = f"{type(error).__name__}: {error}", monitor.warnings if monitor else []
@@ -327,9 +350,20 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
         result.errors = [*machine_seen.warnings, *result.errors]
     _store_end(store, begun, monitor, RunEnd(result.status, result.samples, result.facts, tuple(result.errors),
                                              result.elapsed_s, (*warnings, *machine_seen.warnings), result.window,
-                                             result.deferred, machine_seen.environment,
+                                             result.deferred, machine_seen.environment | on_hosts,
                                              interval_histograms(result.samples, result.window)))
     return result
+
+
+def _driven(spec: DriveSpec, options: BenchmarkOptions, build: Build, observer: Observer | None,
+            monitor: RunMonitor | None, watch: Callable[[], str | None]) -> tuple[DriveResult, dict[str, Any]]:
+    """The terminals driven on this machine, or from the client hosts of a Ray cluster (``--ray``): the one place
+    where that is chosen. With hosts, what each did is kept in the run's environment (``CLIENT_HOSTS``)."""
+    if options.ray_address is None:
+        return drive(spec, observer, monitor, watch), {}
+    cluster = hosts.ClientHosts(options.ray_address, options.hosts, build.workload.homes(build.settings))
+    on_hosts = hosts.drive_on_hosts(spec, cluster, observer, monitor, watch)
+    return on_hosts.result, {CLIENT_HOSTS: [host.to_json() for host in on_hosts.hosts]}
 
 
 def _seen_quietly(seen: Callable[[], system.Seen]) -> system.Seen:

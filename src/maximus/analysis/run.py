@@ -8,10 +8,12 @@ from typing import Sequence
 
 from maximus.analysis import monitoring
 from maximus.analysis.device import DeviceComparison, compare_with_device
+from maximus.analysis.hosts import host_warnings
 from maximus.analysis.metrics import RunFigures, run_figures
 from maximus.analysis.monitoring import RunColumn, RunMonitoring
 from maximus.analysis.rate import RateFigures, rate_figures
 from maximus.bands import Counters, band_results
+from maximus.client_hosts import client_hosts
 from maximus.errors import UserError
 from maximus.records import (EMBEDDED, BandResult, CheckResult, DeferredResult, Presentation, RunRecord, TxnSample,
                              WorkloadReading)
@@ -44,6 +46,7 @@ class RunReport:
             derived.append(f"cache leak: {self.device.reason}")
         if self.rate is not None and not self.rate.sustained:
             derived.append(self.rate.verdict)
+        derived.extend(host_warnings(client_hosts(self.record.environment)))  # a run from several client hosts
         bound = self.monitoring.figures.client_bound
         return (*stored, *(text for text in [*derived, *([bound] if bound else [])] if text not in stored))
 

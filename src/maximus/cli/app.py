@@ -28,6 +28,7 @@ from maximus.errors import ConsistencyError, EngineError, MaximusError, UserErro
 from maximus.records import MAX_FAILED_PERCENT, RunStatus
 from maximus.report import console as view
 from maximus.report.durability import render_crash_tests
+from maximus.report.hosts import render_client_hosts
 from maximus.report.schedule import render_schedule
 from maximus.report.progress import LoadBars, RunCountdown
 
@@ -141,13 +142,18 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None
                                                       "omission avoided). Without it, closed loop.")] = None,
         arrivals: Annotated[str, typer.Option("--arrivals", help="With --rate: regular (evenly spaced) or poisson "
                                               "(exponential gaps, seeded) arrivals.")] = "regular",
+        ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the terminals from client "
+                                                   "hosts, the nodes of the Ray cluster at ADDRESS (host:port of its "
+                                                   "head), each with the terminals of its own warehouses.")] = None,
+        hosts: Annotated[int, typer.Option("--hosts", metavar="N", help="With --ray: client hosts, one Ray node "
+                                           "each.")] = 1,
         workdir: Workdir = None, results: Results = None, connection: Connection = None, yes: Yes = False,
         workload: WorkloadName = "tpcc", allow_system_changes: AllowSystemChanges = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
     options = _options(engine, knob, settings, workdir, results, connection, workload, terminals=terminals,
                        warmup_s=warmup, duration_s=duration, seed=seed, check=check, rebuild=rebuild, monitor=monitor,
                        transactions=transactions, max_failed_percent=max_failed, system_changes=allow_system_changes,
-                       device_limit=device_limit, rate=rate, arrivals=arrivals)
+                       device_limit=device_limit, rate=rate, arrivals=arrivals, ray_address=ray, hosts=hosts)
     _announce(options.estimate(), yes)
     _run_and_show(options)
 
@@ -267,6 +273,7 @@ def _show(report: api.RunReport, histograms: bool, environment: bool, just_store
     render_schedule(out, report.rate)
     view.render_timeline(out, report.figures, shown.headline)
     view.render_run_table(out, [api.run_column(report)], shown)
+    render_client_hosts(out, record.environment)
     view.render_monitoring(out, report.monitoring)
     view.render_device(out, report.device)
     if histograms:

@@ -61,10 +61,8 @@ class DriveSpec:
     terminals_per_process: int = 1
     schedule: RateSchedule | None = None  # a fixed-rate run's (process hosting): when each transaction should start
     # Several client hosts (issue #45): the terminals of 0..terminals-1 this driver runs (another host runs the rest;
-    # None: all), and the time origin on CLOCK_MONOTONIC agreed with the other hosts (None: picked here once the
-    # workers are ready)
+    # None: all). Their time origin is agreed once every host's workers are ready (``Run``'s ``release``).
     indices: tuple[int, ...] | None = None
-    start_at: float | None = None
 
     def shares(self) -> list[list[int]]:
         """The terminal indices each terminal process hosts."""
@@ -238,11 +236,18 @@ def _guarded(body: Any, channels: _Channels, index: int) -> None:
 
 
 class Run:
-    """One driven run: start, observe, collect. ``stop()`` ends it early (interrupted)."""
+    """One driven run: start, observe, collect. ``stop()`` ends it early (interrupted).
+
+    ``release``, for one of several hosts that drive a run together (``driver.hosts``): called once every worker is
+    ready, it waits for the other hosts and returns the time origin they agreed, on this host's CLOCK_MONOTONIC.
+    Without it the origin is picked here. An origin agreed before the workers start would be missed by a host whose
+    workers start late: on a busy machine a host took 2.4 s to start its terminals' process and connect it.
+    """
 
     def __init__(self, spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor | None = None,
-                 watch: Callable[[], str | None] | None = None) -> None:
+                 watch: Callable[[], str | None] | None = None, release: Callable[[], float] | None = None) -> None:
         self.spec = spec
+        self.release = release
         self.observer = observer
         self.monitor = monitor
         self.watch = watch or (lambda: None)
@@ -353,7 +358,7 @@ class Run:
                 self._found(self.watch())  # a server that died as the terminals started is the cause, not them
                 raise EngineError(self.fault or (self.errors[0] if self.errors else "a worker process failed to "
                                                  "start"))
-        self.channels.origin.value = time.monotonic() + 0.05 if self.spec.start_at is None else self.spec.start_at
+        self.channels.origin.value = self.release() if self.release else time.monotonic() + 0.05
         if self.monitor:  # its first reading comes before any transaction starts
             self.monitor.start(self.channels.origin.value, [p.pid for p in processes])
         self.channels.go.set()

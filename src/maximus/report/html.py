@@ -25,9 +25,11 @@ from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_tim
 from maximus.report import charts, rate_curve, tables
 from maximus.report import rate_plot  # noqa: F401  (draws the rate curves' charts: registers with plotting.figure)
 from maximus.analysis.bundle import ExperimentData, RunData, representative
+from maximus.client_hosts import ClientHostRecord, client_hosts
 from maximus.report.device import device_columns, device_rows
 from maximus.report.format import (band_value_text, device_job_text, estimate_text, fraction_text, rate_digits,
                                    ratio_text, verdict_text)
+from maximus.report.hosts import host_columns, host_rows
 from maximus.report.plotting import figure
 from maximus.report.schedule import SCHEDULE_TITLE, schedule_rows
 from maximus.records import BandResult, CheckResult, Presentation
@@ -60,7 +62,7 @@ def run_page(run: RunData) -> str:
     column = f"{record.spec.terminals} terminal{'s' if record.spec.terminals != 1 else ''}"
     results = [_knobs(tuple((k, v, False) for k, v in record.spec.knobs.items())),
                _reported_settings(record.engine_settings), _run_figures(run), _response_times(run),
-               _run_schedule(run), _run_device(run.report.device),
+               _run_schedule(run), _run_device(run.report.device), _client_hosts(client_hosts(record.environment)),
                _run_table(tables.run_table("Run table (measured window)", [(column, run)], shown),
                           tables.unmeasured_note([run])),
                *_run_charts(run, [run], "run")]
@@ -106,6 +108,14 @@ def _run_schedule(run: RunData) -> str:
     chart = charts.schedule_over_time(rate, run.report.record.window, f"Backlog and late starts, {run.label}")
     return (f"<h3>{escape(SCHEDULE_TITLE)}</h3>" + _table(["", "Value", "Meaning"], rows, "schedule") + verdict
             + _chart("chart-schedule-run", "schedule", chart))
+
+
+def _client_hosts(hosts: Sequence[ClientHostRecord]) -> str:
+    """A run driven from several client hosts: a row per host (``report.hosts``); "" for a run from one machine."""
+    if not hosts:
+        return ""
+    rows = ([escape(text) for text in row] for row in host_rows(hosts))
+    return "<h3>Client hosts</h3>" + _table(host_columns(hosts), rows, "client-hosts", text_columns=2)
 
 
 def _run_device(device: DeviceComparison | None) -> str:

@@ -88,6 +88,16 @@ class DatabaseInfo:
 
 
 @dataclass(frozen=True)
+class Homes:
+    """What a workload's terminals are dealt over in turn: terminal i's home is the (i % count + 1)-th (TPC-C 4.2.2:
+    its home warehouse). Several client hosts split the homes between them, so that no two hosts' terminals share
+    one (``driver.hosts``)."""
+
+    count: int
+    unit: str  # what one is, in the plural: "warehouses"
+
+
+@dataclass(frozen=True)
 class CommandLineSetting:
     """One of the workload's settings as an option of ``maximus run`` (and of ``load`` and ``check`` when it
     chooses which database is built): the command line offers it as declared, and the workload receives the
@@ -123,6 +133,11 @@ class Workload(ABC):
     @abstractmethod
     def scale(self, settings: Any) -> int:
         """How big the database is, in the workload's unit (TPC-C: warehouses): estimates and labels use it."""
+
+    def homes(self, settings: Any) -> Homes | None:
+        """What these settings' terminals are dealt over in turn (TPC-C: the warehouses), or None: a terminal has no
+        home, and any of them can run on any client host."""
+        return None
 
     @abstractmethod
     def database_name(self, settings: Any) -> str:

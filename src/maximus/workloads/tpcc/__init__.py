@@ -6,8 +6,8 @@ from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
 from maximus.engines.base import Dialect, Engine, Session
-from maximus.workloads.base import (Band, CheckResult, DatabaseInfo, DurabilityFindings, Headline, LoadResult,
-                                    Outcome, Presentation, Progress, Workload)
+from maximus.workloads.base import (Band, CheckResult, DatabaseInfo, DurabilityFindings, Headline, Homes,
+                                    LoadResult, Outcome, Presentation, Progress, Workload)
 from maximus.workloads.tpcc import consistency, durability, generate, loader
 from maximus.workloads.tpcc.constants import (DEFERRED_DELIVERY, RESPONSE_TIME_LIMIT, TERMINALS_PER_WAREHOUSE,
                                              TRANSACTION_LABELS, TRANSACTIONS)
@@ -55,6 +55,10 @@ class Tpcc(Workload):
 
     def scale(self, settings: TpccSettings) -> int:
         return settings.warehouses
+
+    def homes(self, settings: TpccSettings) -> Homes:
+        """4.2.2: terminals are dealt over the warehouses in turn (``transaction.home_of``)."""
+        return Homes(settings.warehouses, "warehouses")
 
     def database_name(self, settings: TpccSettings) -> str:
         return f"tpcc-{settings.warehouses}wh"

@@ -1,0 +1,160 @@
+"""Several client hosts on Ray against one host and against a run on this machine (issue #45): do N hosts deliver N
+times one host's transactions, and does one host on the cluster deliver what a run without Ray does?
+
+Against a database that does almost no work, so that the clients, not the server, set the rate: PostgreSQL's io-random
+on a 1 MB table (every read a cached single-row lookup by primary key, sent by the client: one Python terminal process
+per terminal). Real runs (``maximus.api.run_benchmark``) on a managed server, each round in turn: the run on this
+machine with ``--terminals`` terminals, one host of a local Ray cluster with as many, and two hosts with twice as many.
+Per run: transactions per second in the window, the CPUs the clients used (a host's: its terminal processes' and its
+own, over its run) and the machine's idle share.
+
+The cluster is Ray's own test cluster on this machine (``ray.cluster_utils.Cluster``): a head without CPUs (the
+coordinator's, as a database's machine that takes no client) and two nodes of one CPU each. On one machine the hosts
+share its cores with the server and the coordinator: the ratio says what the cores allow, not what separate client
+machines would give.
+
+Usage (from the repository root, as root: the server runs as the postgres user):
+
+    .venv/bin/python bench/ray_hosts.py [--terminals 2] [--duration 10] [--rounds 3] [--smoke]
+
+--smoke: one round of 1.5-s windows: it checks that the script works, its figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from maximus import api
+from maximus.client_hosts import client_hosts
+
+SMOKE_NOTICE = ("smoke mode: the smallest sizes, to check that the script works end to end; "
+                "its figures mean nothing")
+PREFIX = "maximus-bench-ray-"  # tests/test_bench.py checks that nothing of this name is left behind
+TINY_TABLE = api.Build.of("io-random", {"table_mb": 1})
+NODES = 2
+OBJECT_STORE_BYTES = 80 << 20  # the least Ray takes
+
+
+@dataclass(frozen=True)
+class Measured:
+    mode: str  # "local" or "ray"
+    hosts: int
+    terminals: int
+    per_second: float  # transactions in the window, per second
+    client_cpus: float  # CPU-seconds per second of the client processes (a host's over its own run)
+    idle_percent: float | None  # the machine's, over the window
+
+
+def _run(workdir: Path, address: str | None, hosts: int, terminals: int, warmup: float,
+         duration: float) -> Measured:
+    results = workdir / "results.db"
+    outcome = api.run_benchmark(api.BenchmarkOptions(
+        engine="postgres", workload="io-random", settings={"table_mb": 1}, workdir=workdir, results=results,
+        terminals=terminals, warmup_s=warmup, duration_s=duration, check=False, device_limit=False,
+        ray_address=address, hosts=hosts))
+    report = api.report_of_run(results, outcome.run_id)
+    assert outcome.status.value == "complete", outcome.result.errors
+    monitored = report.monitoring.figures
+    cpu = monitored.cpu.idle if monitored.cpu else None
+    return Measured("ray" if address else "local", hosts, terminals, report.figures.tpm / 60,
+                    _client_cpus(report), cpu)
+
+
+def _client_cpus(report: Any) -> float:
+    """The hosts' client CPUs from their records; on this machine alone, the monitor's client and driver groups."""
+    on_hosts = client_hosts(report.record.environment)
+    if on_hosts:
+        return sum(host.client_cpu_s / host.elapsed_s for host in on_hosts)
+    groups = report.monitoring.figures.groups
+    return sum(groups[name].cpus for name in ("client", "driver") if name in groups)
+
+
+def _print(round_: int, measured: Measured) -> None:
+    idle = "-" if measured.idle_percent is None else f"{measured.idle_percent:.0f} %"
+    print(f"  {round_:<5}  {measured.mode:<5}  {measured.hosts:>5}  {measured.terminals:>9}  "
+          f"{measured.per_second:>10,.1f}  {measured.client_cpus:>11.2f}  {idle:>12}", flush=True)
+
+
+@contextmanager
+def _cluster(temp: Path) -> Iterator[str]:
+    """A head without CPUs and ``NODES`` nodes of one CPU each on this machine, its files in ``temp``; stopped after."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    os.environ["RAY_TMPDIR"] = str(temp)  # its sessions and its address file, else in /tmp/ray
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False,
+                                                            "object_store_memory": OBJECT_STORE_BYTES})
+    try:
+        for _ in range(NODES):
+            cluster.add_node(num_cpus=1, object_store_memory=OBJECT_STORE_BYTES)
+        yield cluster.address
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--terminals", type=int, default=2, help="terminals a host (and of the run on this machine)")
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true")
+    options = parser.parse_args()
+    if options.smoke:
+        print(SMOKE_NOTICE)
+        options.duration, options.rounds = 1.5, 1
+    workdir = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/var/tmp"))  # the server's user must reach it
+    workdir.chmod(0o755)
+    temp = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/tmp"))  # short: Ray's socket paths must stay short
+    try:
+        engine = api.make_engine("postgres", workdir, TINY_TABLE, {})
+        with api.running(engine):
+            api.load_database(engine, TINY_TABLE, seed=1)
+        with _cluster(temp) as address:
+            _bench(workdir, address, options)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _bench(workdir: Path, address: str, options: argparse.Namespace) -> None:
+    terminals, warmup = options.terminals, 0.5 if options.smoke else 2.0
+    print(f"Client hosts on a local Ray cluster ({NODES} nodes of 1 CPU each, {os.cpu_count()} cores in all), "
+          f"PostgreSQL io-random on a 1 MB table, {terminals} terminals a host, {options.duration:g}-s windows, "
+          f"{options.rounds} round(s), in {workdir}")
+    print("  round  mode   hosts  terminals       txn/s  client CPUs  machine idle")
+    ratios_one, ratios_all = [], []
+    for round_ in range(1, options.rounds + 1):
+        plan = [(None, 1, terminals), (address, 1, terminals), (address, NODES, NODES * terminals)]
+        done = {(address_, hosts): _run(workdir, address_, hosts, count, warmup, options.duration)
+                for address_, hosts, count in (plan if round_ % 2 else plan[::-1])}  # drift spread over the modes
+        for key in ((None, 1), (address, 1), (address, NODES)):
+            _print(round_, done[key])
+        one = done[address, 1].per_second
+        ratios_one.append(one / done[None, 1].per_second)
+        ratios_all.append(done[address, NODES].per_second / (NODES * one))
+    _conclude(ratios_one, ratios_all)
+
+
+def _conclude(ratios_one: list[float], ratios_all: list[float]) -> None:
+    rounds = len(ratios_all)
+    print(f"  ratio --hosts 1 / this machine alone: median {statistics.median(ratios_one):.2f} of {rounds} round(s) "
+          f"(range {min(ratios_one):.2f}-{max(ratios_one):.2f})")
+    scaled = statistics.median(ratios_all)
+    print(f"  ratio {NODES} hosts / ({NODES} x one host): median {scaled:.2f} of {rounds} round(s) (range "
+          f"{min(ratios_all):.2f}-{max(ratios_all):.2f}); the target (>= 0.9) is "
+          f"{'met' if scaled >= 0.9 else 'missed'}")
+    print(f"  on this machine the {NODES} hosts, the coordinator and the server share its {os.cpu_count()} cores: "
+          "the ratio is what the cores allow; separate client machines each bring their own")
+
+
+if __name__ == "__main__":
+    main()

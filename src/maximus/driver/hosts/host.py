@@ -1,0 +1,143 @@
+"""One client host: a Ray actor on one node of the cluster that runs its share of the terminals with the driver of a
+run on one machine (``driver.scheduler.Run``), from the time origin the coordinator agreed with every host.
+
+The start barrier: ``drive`` starts the host's workers and, once they are ready, waits; ``ready`` answers the
+coordinator then, and ``release`` gives the origin the coordinator picked once every host was ready. The actor is
+threaded (``cluster`` makes it with several calls at once), so that these, ``progress`` and ``stop`` are answered while
+``drive`` runs. This module imports Ray only in the actor, where it is there.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+import time
+from dataclasses import dataclass
+
+from maximus.driver.hosts.clock import HostClocks
+from maximus.driver.scheduler import DriveResult, DriveSpec, Run
+from maximus.records import Headline
+
+
+@dataclass(frozen=True)
+class HostRun:
+    """What a host hands back: its run, and what its client cost."""
+
+    result: DriveResult
+    client_cpu_s: float  # its terminal and deferred processes' CPU, and its own, over ``result.elapsed_s``
+    late_start_s: float  # its workers were released this long after the agreed origin (0: in time)
+    niceness: int  # its workers'
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a host runs: its Ray node and the node's IP address."""
+
+    node: str
+    address: str
+
+
+class _Counts:
+    """The driver's ``Observer`` in the host: the latest counts, and when the workers were released (this host's
+    monotonic clock)."""
+
+    def __init__(self) -> None:
+        self.headline_done = self.all_done = 0
+        self.released_at: float | None = None
+
+    def started(self, warmup_s: float, duration_s: float, headline: Headline) -> None:
+        self.released_at = time.monotonic()
+
+    def tick(self, elapsed_s: float, headline_done: int, all_done: int) -> None:
+        self.headline_done, self.all_done = headline_done, all_done
+
+
+class ClientHost:
+    """The terminals of one host, driven once."""
+
+    def __init__(self) -> None:
+        self._run: Run | None = None
+        self._stopped = False  # a stop that came before the run
+        self._lock = threading.Lock()
+        self._counts = _Counts()
+        self._ready = threading.Event()  # its workers are ready, or its run ended before they were
+        self._go = threading.Event()  # released, or stopped
+        self._origin: float | None = None
+
+    def place(self) -> Place:
+        import ray  # in the actor only: the coordinator's machine may be the one without a node
+
+        return Place(ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address())
+
+    def clocks(self) -> HostClocks:
+        return time.time(), time.monotonic()
+
+    def drive(self, spec: DriveSpec) -> HostRun:
+        """Run ``spec``'s terminals (``spec.indices``) from the origin ``release`` gives, and what they cost."""
+        niceness = _as_the_node_schedules()
+        run = Run(spec, self._counts, release=self._released)
+        with self._lock:
+            self._run = run
+            if self._stopped:
+                run.stop()
+        before = _cpu_seconds()
+        try:
+            result = run.execute()
+        finally:
+            self._ready.set()  # a run that failed before its workers were ready: the coordinator waits no longer
+        return HostRun(result, _cpu_seconds() - before, self._lateness(), niceness)
+
+    def ready(self) -> None:
+        """Returns once the host's workers are ready (or its run has ended)."""
+        self._ready.wait()
+
+    def release(self, origin: float) -> None:
+        """Start the host's terminals at ``origin``, the agreed start on this host's monotonic clock."""
+        self._origin = origin
+        self._go.set()
+
+    def _released(self) -> float:
+        self._ready.set()
+        self._go.wait()
+        return self._origin if self._origin is not None else time.monotonic()  # stopped before the release
+
+    def _lateness(self) -> float:
+        """How long after the agreed origin its workers were released: the release came late."""
+        released, origin = self._counts.released_at, self._origin
+        return max(0.0, released - origin) if released is not None and origin is not None else 0.0
+
+    def progress(self) -> tuple[int, int]:
+        """The headline's transactions and all transactions done so far, as the terminals count them live."""
+        return self._counts.headline_done, self._counts.all_done
+
+    def stop(self) -> None:
+        """End the run early, as a Ctrl-C does on one machine: its terminals finish their transaction and stop."""
+        with self._lock:
+            self._stopped = True
+            if self._run is not None:
+                self._run.stop()
+        self._go.set()
+
+
+def _as_the_node_schedules() -> int:
+    """The niceness of the node's raylet for this thread, and so for the workers it starts; what they run at.
+
+    Ray starts its workers at a niceness of their own (``RAY_worker_niceness``, 15 by default), to leave the CPU to
+    its own processes. A host's terminals must take the CPU as the terminals of one machine do: at 15 they gave way to
+    every other process of a busy host, and one host delivered a quarter of the transactions of a run on the same
+    machine without Ray. Lowering a niceness needs root (or CAP_SYS_NICE); without, it stays, and the run warns.
+    """
+    raylet = os.environ.get("RAY_RAYLET_PID")
+    try:
+        node = os.getpriority(os.PRIO_PROCESS, int(raylet)) if raylet else 0
+        os.setpriority(os.PRIO_PROCESS, 0, node)  # Linux: the calling thread's, which the workers it forks inherit
+    except (OSError, ValueError):
+        pass
+    return os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def _cpu_seconds() -> float:
+    """User and system CPU of this process and of its children that have ended (the run's workers, once joined)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
