@@ -37,7 +37,7 @@ def test_the_io_layouts_example_holds_each_layout_against_its_own_fio(server_wor
     attached = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     experiment_id = runner.start(EXAMPLE, server_workdir, results, Quiet(), overrides=_short)
     data = api.show_experiment(experiment_id, results)
-    cells = {(step, clients): cell for (step, clients), cell in data.device.items()}
+    cells = {(step, level.clients): cell for (step, level), cell in data.device.items()}
     assert sorted(cells) == [(0, 1), (1, 1)]
     layouts = [run.report.record.environment["layout"]["filesystem"] for run in data.runs]
     directories = [cell.job for cell in cells.values()]
