@@ -7,7 +7,7 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from maximus.engines.base import Capabilities, Dialect, Engine, Session
 from maximus.errors import UserError
@@ -24,6 +24,9 @@ _RETRYABLE = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 # SQLite keeps busy_timeout, wal_autocheckpoint and cache_size in a C int: a value beyond it is silently
 # taken as 0 (busy_timeout=2147483648 waits for no lock at all), so it is refused instead.
 _INT_MAX = 2**31 - 1
+# The knobs every connection sets, in this order (journal_mode first: the others apply to its mode)
+_CONNECTION_PRAGMAS = ("journal_mode", "synchronous", "cache_size", "wal_autocheckpoint", "mmap_size", "locking_mode",
+                       "temp_store", "busy_timeout")
 
 
 def _largest_mmap() -> int:
@@ -48,6 +51,12 @@ _FAULTS = (("database or disk is full", "the disk holding {directory} is full"),
            ("attempt to write a readonly database", "the database file {path} could no longer be written (deleted, "
                                                     "moved or made read-only during the run?)"),
            ("unable to open database file", "the database file {path} could not be opened"))
+
+
+def connection_pragmas(settings: Mapping[str, str]) -> list[str]:
+    """The PRAGMA statements a connection runs before anything else, with the knobs' values (``settings``: every
+    knob's, as ``Engine.effective_settings`` gives them)."""
+    return [f"PRAGMA {name} = {settings[name]}" for name in _CONNECTION_PRAGMAS]
 
 
 class CacheSize:
@@ -242,9 +251,8 @@ class SQLiteEngine(Engine):
         connection = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=rw", uri=True, isolation_level=None,
                                      check_same_thread=False, timeout=int(settings["busy_timeout"]) / 1000.0,
                                      cached_statements=256)
-        for name in ("journal_mode", "synchronous", "cache_size", "wal_autocheckpoint", "mmap_size",
-                     "locking_mode", "temp_store", "busy_timeout"):
-            connection.execute(f"PRAGMA {name} = {settings[name]}").fetchall()
+        for pragma in connection_pragmas(settings):
+            connection.execute(pragma).fetchall()
         return SQLiteSession(connection)
 
     def integrity_check(self, session: Session) -> list[CheckResult]:
