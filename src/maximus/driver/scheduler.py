@@ -114,7 +114,9 @@ class _Channels:
 def _terminal_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     ignore_interrupts(termination=True)
     [index] = spec.shares()[worker]
-    if spec.schedule is None:  # a scheduled terminal must wake at its intended starts, not wait for the CPU
+    # A scheduled terminal must wake at its intended starts, not wait for the CPU. An embedded engine has no server to
+    # yield to: its work runs in the terminal, which would wait for the CPU after every fsync, holding the write lock
+    if spec.schedule is None and spec.engine.capabilities.server_process:
         yield_to_the_server()
     try:
         session = spec.engine.connect()
@@ -201,7 +203,8 @@ async def _async_terminals(spec: DriveSpec, indices: Sequence[int], channels: _C
 def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """2.7.2: executes queued deferred transactions; records queue-to-completion time."""
     ignore_interrupts(termination=True)
-    yield_to_the_server()
+    if spec.engine.capabilities.server_process:  # as a terminal's (_terminal_main)
+        yield_to_the_server()
     try:
         session = spec.engine.connect()
         transactions = spec.workload.transactions(spec.engine.dialect, spec.settings)
