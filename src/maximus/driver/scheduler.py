@@ -14,6 +14,7 @@ transaction's error is shown to ``Engine.fault``. The first cause found is the r
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import queue
 import signal
@@ -134,6 +135,7 @@ def _terminal_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
 
 def _released(spec: DriveSpec, channels: _Channels, ready_as: int) -> tuple[float, SystemClock, Window]:
     """Report ready, wait for the release, sleep until the time origin: (origin, clock, window)."""
+    gc.freeze()  # what the worker made to start (modules, session) lives to its end: the collector need not scan it
     channels.outbox.put(("ready", ready_as))
     channels.go.wait()
     origin = channels.origin.value
@@ -211,6 +213,7 @@ def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     except Exception as error:
         channels.outbox.put(("fatal", f"deferred worker {worker} could not start: {error}"))
         return
+    gc.freeze()  # as a terminal does (_released)
     channels.outbox.put(("ready", -1 - worker))
     channels.go.wait()
     origin = channels.origin.value
