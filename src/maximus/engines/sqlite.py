@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from maximus.engines.base import Capabilities, Dialect, Engine, Session
+from maximus.engines.pump import loaded_library
 from maximus.errors import UserError
 from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue, Size
 from maximus.knobs.registry import parse_size
@@ -104,6 +107,7 @@ class SQLiteSession(Session):
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
+        self._handle: tuple[str, int] | None | bool = False  # False: not looked for yet
 
     def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
         # Writers take the write lock up front: a deferred upgrade could deadlock against another
@@ -127,8 +131,43 @@ class SQLiteSession(Session):
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self.connection.execute(sql, params).fetchall()
 
+    def library_handle(self) -> tuple[str, int] | None:
+        """The connection's ``sqlite3 *`` in the libsqlite3 Python's sqlite3 module loaded (``connection_handle``)."""
+        if self._handle is False:
+            address = connection_handle(self.connection)
+            self._handle = None if address is None else (_LIBRARY, address)
+        return self._handle  # type: ignore[return-value]  # False no longer
+
     def close(self) -> None:
         self.connection.close()
+
+
+_LIBRARY = "libsqlite3"
+# The versions whose sqlite3 module keeps a connection's handle first after the object's header (connection.h)
+_HANDLE_FIRST = ((3, 8), (3, 13))
+
+
+def connection_handle(connection: sqlite3.Connection) -> int | None:
+    """The ``sqlite3 *`` of a connection of Python's sqlite3 module, which no API of the module gives. CPython keeps
+    it as the first field after the connection object's header (``Modules/_sqlite/connection.h``, 3.8 to 3.13). It
+    is read on those versions only, and taken only when SQLite says it is this connection's: the same main file as
+    ``PRAGMA database_list`` names, and the same transaction state. None otherwise: code that would run statements
+    on it in C then runs them in Python."""
+    if sys.implementation.name != "cpython" or not _HANDLE_FIRST[0] <= sys.version_info[:2] <= _HANDLE_FIRST[1] \
+            or not isinstance(connection, sqlite3.Connection):  # a wrapper of one (a recording) has no such field
+        return None
+    library = loaded_library((_LIBRARY,))
+    if library is None:  # none loaded apart (a driver with SQLite built in), or several
+        return None
+    address = ctypes.c_void_p.from_address(id(connection) + object.__basicsize__).value
+    library.sqlite3_db_filename.restype = ctypes.c_char_p
+    library.sqlite3_db_filename.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
+    library.sqlite3_get_autocommit.argtypes = (ctypes.c_void_p,)
+    main = next((row[2] for row in connection.execute("PRAGMA database_list") if row[1] == "main"), None)
+    named = library.sqlite3_db_filename(address, b"main") if address else None
+    if named is None or named.decode(errors="replace") != main:
+        return None
+    return address if bool(library.sqlite3_get_autocommit(address)) != connection.in_transaction else None
 
 
 class SQLiteEngine(Engine):
