@@ -12,7 +12,11 @@ synchronous=full), in this order and each within the same minute:
 
 It prints the ratios the issue sets targets for, and asserts nothing. Usage (from the repository root):
 
-    .venv/bin/python bench/sqlite_tpcc.py [--duration S] [--warmup S] [--workdir DIR] [--quick | --smoke]
+    .venv/bin/python bench/sqlite_tpcc.py [--duration S] [--warmup S] [--workdir DIR] [--python-path]
+                                          [--quick | --smoke]
+
+--python-path runs Maximus's transactions in Python, as where the C profiles (workloads/tpcc/_sqlite_profiles.c)
+are not built: what they buy is the difference.
 
 --smoke runs every step with the smallest sizes (1-s runs, 0.2-s ceiling probes), in seconds: it checks that the
 script still works, and its figures mean nothing.
@@ -40,7 +44,7 @@ from maximus.driver.scheduler import DriveSpec, drive
 from maximus.engines import Engine
 from maximus.engines.sqlite import SQLiteEngine, SQLiteSession, connection_pragmas
 from maximus.pids import parse_pid_stat
-from maximus.workloads.tpcc import Tpcc
+from maximus.workloads.tpcc import Tpcc, native
 
 WAREHOUSES = 1
 SEED = 1
@@ -79,6 +83,7 @@ class Options(Mode):
 
     workdir: Path | None
     smoke: bool
+    python_path: bool = False  # Maximus's transactions in Python, as without the C profiles
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,8 @@ def parse_options(argv: list[str]) -> Options:
     parser.add_argument("--duration", type=float, help="measured seconds per run (20; --quick: 5; --smoke: 1)")
     parser.add_argument("--warmup", type=float, help="warm-up seconds per run (3; --quick: 1; --smoke: 0.5)")
     parser.add_argument("--workdir", type=Path, help="where to build (default: a temp dir under /tmp, deleted)")
+    parser.add_argument("--python-path", action="store_true",
+                        help="Maximus's transactions in Python, as where the C profiles are not built")
     sizes = parser.add_mutually_exclusive_group()
     sizes.add_argument("--quick", action="store_true", help="5 s runs, shorter commit-ceiling probes")
     sizes.add_argument("--smoke", action="store_true", help="1 s runs: checks that the script works")
@@ -130,7 +137,7 @@ def parse_options(argv: list[str]) -> Options:
     mode = MODES["smoke" if args.smoke else "quick" if args.quick else "full"]
     return Options(args.duration if args.duration is not None else mode.duration_s,
                    args.warmup if args.warmup is not None else mode.warmup_s,
-                   mode.ceiling_s, workdir=args.workdir, smoke=args.smoke)
+                   mode.ceiling_s, workdir=args.workdir, smoke=args.smoke, python_path=args.python_path)
 
 
 # -- the disk's commit ceiling
@@ -266,6 +273,15 @@ class RecordingEngine(SQLiteEngine):
         return session
 
 
+class PythonPathEngine(SQLiteEngine):
+    """SQLite whose sessions give no handle to C: the transactions run their statements in Python (--python-path)."""
+
+    def connect(self) -> SQLiteSession:
+        session = super().connect()
+        session.library_handle = lambda: None  # type: ignore[method-assign]
+        return session
+
+
 def recording_engine(engine: Engine, logs: Path) -> RecordingEngine:
     recording = RecordingEngine(engine.workdir, engine.database, engine.settings)
     recording.logs = logs
@@ -354,7 +370,8 @@ def measure(workdir: Path, config: str, replayer: Path, options: Options) -> Mea
     engine = api.make_engine("sqlite", workdir, api.Build.of("tpcc", {"warehouses": WAREHOUSES}), knobs)
     assert isinstance(engine, SQLiteEngine)
     ceiling = commit_rate(workdir, knobs, options.ceiling_s)
-    maximus = maximus_run(engine, options)
+    driven = PythonPathEngine(engine.workdir, engine.database, engine.settings) if options.python_path else engine
+    maximus = maximus_run(driven, options)
     return Measured(config, ceiling, maximus, record_and_replay(engine, replayer, options, workdir))
 
 
@@ -403,13 +420,22 @@ def print_targets(rows: Mapping[str, Measured]) -> None:
           f"{verdict(share >= TARGET_SERIES_RATIO)})")
 
 
+def transactions_path(options: Options) -> str:
+    if options.python_path:
+        return "in Python (--python-path)"
+    if native.available(SQLiteEngine.dialect):
+        return "in C (workloads/tpcc/_sqlite_profiles.c)"
+    return "in Python (the C profiles were not compiled)"
+
+
 def benchmark(workdir: Path, options: Options) -> None:
     if options.smoke:
         print(SMOKE_NOTICE)
     print(f"SQLite {sqlite3.sqlite_version}, workdir {workdir}, {WAREHOUSES} warehouse, {TERMINALS} terminal + "
           f"{DEFERRED_WORKERS} deferred worker, seed {SEED}, runs {options.warmup_s:g} s warm-up + "
           f"{options.duration_s:g} s measured, keying/think times off (TPC-C-like); commit ceilings "
-          f"{options.ceiling_s:g} s each. Figures are this machine's now: on a busy machine, noise.\n")
+          f"{options.ceiling_s:g} s each. Figures are this machine's now: on a busy machine, noise.")
+    print(f"Maximus's transactions run their statements {transactions_path(options)}.\n")
     build(workdir)
     replayer = compile_replayer(workdir)
     print("Each configuration: the disk's one-row commits/s, Maximus, then SQLite replaying a recorded Maximus run's "
