@@ -90,8 +90,11 @@ static sqlite3_stmt *prepared_text(Profiles *self, PyObject *text) {
     if (sql == NULL) return NULL;
     sqlite3_stmt *stmt = NULL;
     if (self->lib.prepare_v2(self->db, sql, (int)length, &stmt, NULL) != SQLITE_OK || stmt == NULL) {
-        PyErr_SetObject(Error, Py_BuildValue("(is)", self->lib.extended_errcode(self->db),
-                                             self->lib.errmsg(self->db)));
+        PyObject *args = Py_BuildValue("(is)", self->lib.extended_errcode(self->db), self->lib.errmsg(self->db));
+        if (args != NULL) {
+            PyErr_SetObject(Error, args);
+            Py_DECREF(args);
+        }
         return NULL;
     }
     return stmt;
@@ -170,11 +173,15 @@ static PyObject *column(Profiles *self, sqlite3_stmt *stmt, int n) {
     case SQLITE_FLOAT: return PyFloat_FromDouble(self->lib.column_double(stmt, n));
     case SQLITE_TEXT: {
         const char *text = (const char *)self->lib.column_text(stmt, n);
-        return PyUnicode_FromStringAndSize(text, self->lib.column_bytes(stmt, n));
+        int length = self->lib.column_bytes(stmt, n);
+        if (text == NULL && length > 0) return PyErr_NoMemory();
+        return PyUnicode_FromStringAndSize(text ? text : "", length);
     }
     case SQLITE_BLOB: {
         const void *blob = self->lib.column_blob(stmt, n);
-        return PyBytes_FromStringAndSize(blob, self->lib.column_bytes(stmt, n));
+        int length = self->lib.column_bytes(stmt, n);
+        if (blob == NULL && length > 0) return PyErr_NoMemory();
+        return PyBytes_FromStringAndSize(blob ? blob : "", length);
     }
     default: Py_RETURN_NONE;
     }
@@ -748,6 +755,10 @@ static int Profiles_init(Profiles *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KO!O!O", keywords, &handle, &PyTuple_Type, &functions,
                                      &PyDict_Type, &texts, &set_text))
         return -1;
+    if (self->db != NULL) {  /* its statements are that connection's */
+        PyErr_SetString(PyExc_TypeError, "Profiles are made once, for one connection");
+        return -1;
+    }
     if (PyTuple_GET_SIZE(functions) != LIBRARY_FUNCTIONS || handle == 0 || !PyCallable_Check(set_text)) {
         PyErr_Format(PyExc_ValueError, "expected a connection's handle, %zd function addresses and a callable",
                      LIBRARY_FUNCTIONS);
