@@ -197,9 +197,11 @@ def test_a_failed_statement_raises_what_pythons_sqlite3_raises_and_is_rolled_bac
         session.close()
 
 
-def test_the_handle_is_the_connections_own_and_outlives_its_profiles(copies: dict[str, SQLiteEngine]) -> None:
-    """The handle read from the sqlite3 module's connection is checked against SQLite's own account of it; a
-    connection closed while its profiles live stays usable to them until they go (sqlite3_close_v2)."""
+def test_the_handle_is_the_connections_own_and_a_session_closes_before_its_profiles(
+        copies: dict[str, SQLiteEngine]) -> None:
+    """The handle read from the sqlite3 module's connection is checked against SQLite's own account of it; a session
+    closed while its connection's profiles live closes without an error, its connection once they go
+    (sqlite3_close_v2 waits for their statements)."""
     assert native.available(DIALECT), NOT_COMPILED
     engine = copies["c"]
     session = engine.connect()
