@@ -51,22 +51,24 @@ def _builds(baseline: str) -> tuple[str, ...]:
             rf"  geometric mean {N}, 95 % interval {N}-{N} over 2 repeats: the target is (met|missed|within noise)$")
 
 
-SQLITE_CONFIGS = ("a peer: delete\\+full", "b wal\\+full", "c wal\\+normal", "d wal\\+normal\\+cache\\+mmap")
+SQLITE_CONFIGS = ("wal\\+full", "wal\\+off", "delete\\+full")
 LAYOUTS = ("ext4 on loop, 4 GB", "xfs on loop, 4 GB", "btrfs on loop, 4 GB", "tmpfs, 4 GB", "ext4 on zram, 1 GB")
 
 SMOKES = {
     "sqlite_tpcc.py": Smoke(takes_workdir=True, lines=(
-        r"1\. Raw commit ceiling of this disk now",
-        rf"  delete\+full\s+{N} commits/s  -> New-Order/min ceiling\s+{N}$",
-        rf"  wal\+full\s+{N} commits/s  -> New-Order/min ceiling\s+{N}$",
-        rf"  speed-up: {N}x  \(target >= 10x: (met|NOT met)\)$",
-        r"  config\s+term\s+NO/min\s+NOPM\s+TPM\s+failed\s+vs peer$",
-        *(rf"  {config}\s+1\s+{POSITIVE}\s+{N}\s+{N}\s+0\s+{N}x$" for config in SQLITE_CONFIGS),
-        *(rf"  {config}\s+page_size=4096 journal_mode=" for config in SQLITE_CONFIGS),
-        r"   Commit ceiling re-measured after the runs",
-        rf"  \(a\) peer settings, 1 terminal: {N} NO/min = {N}x the quoted 25,000",
-        rf"  \(a\) 1 terminal vs delete\+full fsync ceiling after the runs \({N} NO/min\): {N}$",
-        rf"  best: .*, 1 terminal\(s\): {N} NO/min = {N}x the quoted peer figure$")),
+        r"Maximus's transactions run their statements in C \(workloads/tpcc/_sqlite_profiles\.c\)\.$",
+        rf"Build of 1 warehouse: {N} s$",
+        r"  config\s+ceiling\s+Maximus\s+NO/min\s+CPU/txn\s+failed\s+replay\s+CPU/txn\s+Maximus/$",
+        *(rf"  {config}\s+{POSITIVE}\s+{POSITIVE}\s+{N}\s+{N}\s+0\s+{POSITIVE}\s+{N}\s+{N}$"
+          for config in SQLITE_CONFIGS),
+        rf"  CPU per transaction, wal\+full: {N} ms \(target <= 0\.4 ms: (met|NOT met)\)$",
+        rf"  CPU per transaction, wal\+off: {N} ms \(target <= 0\.4 ms: (met|NOT met)\)$",
+        rf"  wal\+full: {N} txn/s \(target >= 1,986, 1\.5 x the 1,324 BenchBase reached on this machine, a figure "
+        r"QUOTED ",
+        *(rf"  Maximus / SQLite replaying its statements, {config}: {N} \(target >= 0\.8: (met|NOT met)\)$"
+          for config in SQLITE_CONFIGS),
+        rf"  delete\+full in series: 1 / \(1/{N} commits/s \+ {N} ms\) = {N} txn/s allowed; Maximus {N} txn/s = {N} "
+        r"of it \(target >= 0\.9: (met|NOT met)\)$")),
     "powercut_overhead.py": Smoke(lines=(
         r"SQLite WAL, 50 one-row commits per measurement, 2 rounds, in /tmp/maximus-bench-powercut-",
         *(rf"  synchronous={setting}\s+round {index}: mount\s+{N} commits/s · plain\s+{N} commits/s · time ratio "

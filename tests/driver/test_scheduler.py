@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 
@@ -34,3 +36,26 @@ def test_a_terminal_that_cannot_connect_fails_the_run_with_one_line(tmp_path: Pa
     engine = api.make_engine("sqlite", tmp_path / "missing" / "dir", ONE_WAREHOUSE, {})  # no such directory
     with pytest.raises(EngineError, match="could not start"):
         Run(DriveSpec(engine, Tpcc(), SETTINGS, 2, 0.5, 5.0)).execute()
+
+
+class _Policies:
+    """A run monitor that reads the workers' scheduling policies as the run starts: they are set by then."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def start(self, origin: float, client_pids: Sequence[int]) -> None:
+        self.seen = [os.sched_getscheduler(pid) for pid in client_pids]
+
+    def stop(self) -> None:
+        pass
+
+
+def test_an_embedded_engines_workers_keep_the_default_scheduling_policy(workdir: Path) -> None:
+    """SQLite's work runs in its terminals: under SCHED_BATCH a terminal woken by its fsync would wait for the CPU
+    with the write lock held, where a server engine's terminal yields to the server."""
+    engine = api.make_engine("sqlite", workdir, ONE_WAREHOUSE, {})
+    engine.restore()
+    policies = _Policies()
+    Run(DriveSpec(engine, Tpcc(), SETTINGS, 1, 0.1, 0.3), monitor=policies).execute()
+    assert policies.seen == [os.SCHED_OTHER, os.SCHED_OTHER]  # the terminal and the deferred worker

@@ -14,6 +14,7 @@ transaction's error is shown to ``Engine.fault``. The first cause found is the r
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import queue
 import signal
@@ -112,7 +113,9 @@ class _Channels:
 def _terminal_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     ignore_interrupts(termination=True)
     [index] = spec.shares()[worker]
-    if spec.schedule is None:  # a scheduled terminal must wake at its intended starts, not wait for the CPU
+    # A scheduled terminal must wake at its intended starts, not wait for the CPU. An embedded engine has no server to
+    # yield to: its work runs in the terminal, which would wait for the CPU after every fsync, holding the write lock
+    if spec.schedule is None and spec.engine.capabilities.server_process:
         yield_to_the_server()
     try:
         session = spec.engine.connect()
@@ -130,6 +133,7 @@ def _terminal_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
 
 def _released(spec: DriveSpec, channels: _Channels, ready_as: int) -> tuple[float, SystemClock, Window]:
     """Report ready, wait for the release, sleep until the time origin: (origin, clock, window)."""
+    gc.freeze()  # what the worker made to start (modules, session) lives to its end: the collector need not scan it
     channels.outbox.put(("ready", ready_as))
     channels.go.wait()
     origin = channels.origin.value
@@ -199,13 +203,15 @@ async def _async_terminals(spec: DriveSpec, indices: Sequence[int], channels: _C
 def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     """2.7.2: executes queued deferred transactions; records queue-to-completion time."""
     ignore_interrupts(termination=True)
-    yield_to_the_server()
+    if spec.engine.capabilities.server_process:  # as a terminal's (_terminal_main)
+        yield_to_the_server()
     try:
         session = spec.engine.connect()
         transactions = spec.workload.transactions(spec.engine.dialect, spec.settings)
     except Exception as error:
         channels.outbox.put(("fatal", f"deferred worker {worker} could not start: {error}"))
         return
+    gc.freeze()  # as a terminal does (_released)
     channels.outbox.put(("ready", -1 - worker))
     channels.go.wait()
     origin = channels.origin.value

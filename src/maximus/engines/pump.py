@@ -241,10 +241,10 @@ class CPump:
         return events
 
 
-def library_functions(prefixes: tuple[str, ...], names: Sequence[str]) -> tuple[int, ...] | None:
-    """The addresses of the functions ``names`` in the client library a Python driver loaded: the one library mapped
-    in this process whose file name starts with one of ``prefixes``, so that a connection is handled by the library
-    that made it. None when there is not exactly one such library, or it lacks one of the functions."""
+def loaded_library(prefixes: tuple[str, ...]) -> Any | None:
+    """The client library a Python driver loaded, as a ``ctypes.CDLL``: the one library mapped in this process whose
+    file name starts with one of ``prefixes``, so that a connection is handled by the library that made it. None when
+    there is not exactly one such library."""
     import ctypes
 
     try:
@@ -253,9 +253,17 @@ def library_functions(prefixes: tuple[str, ...], names: Sequence[str]) -> tuple[
                      if len(fields) >= 6 and os.path.basename(fields[5]).startswith(prefixes)}
     except OSError:  # not Linux
         return None
-    if len(paths) != 1:
+    return ctypes.CDLL(paths.pop()) if len(paths) == 1 else None  # already loaded: the same handle, no second copy
+
+
+def library_functions(prefixes: tuple[str, ...], names: Sequence[str]) -> tuple[int, ...] | None:
+    """The addresses of the functions ``names`` in the client library a Python driver loaded (``loaded_library``).
+    None when there is not exactly one such library, or it lacks one of the functions."""
+    import ctypes
+
+    library = loaded_library(prefixes)
+    if library is None:
         return None
-    library = ctypes.CDLL(paths.pop())  # already loaded: the same handle, no second copy
     try:
         addresses = [ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names]
     except AttributeError:

@@ -82,6 +82,13 @@ class Session(ABC):
         """Whether the connection is lost (the server or the network dropped it): nothing more can run."""
         return False
 
+    def library_handle(self) -> tuple[str, int] | None:
+        """This connection as its engine's client library knows it, for code in C that runs statements on it (in
+        the caller's transaction, as ``execute`` would): the start of the library's file name, by which the
+        functions to call are found (``engines.pump.library_functions``), and the handle's address. SQLite's is
+        ``("libsqlite3", its sqlite3 *)``. None where the driver does not give it."""
+        return None
+
     def cancel(self) -> None:
         """From another thread: stop the statement this session is running, which then raises in its own
         thread. Best effort, and nothing on an engine that cannot (an embedded one)."""

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from maximus.engines.base import Capabilities, Dialect, Engine, Session
+from maximus.engines.pump import loaded_library
 from maximus.errors import UserError
 from maximus.knobs import Applies, Choice, Integer, Knob, KnobCatalogue, Size
 from maximus.knobs.registry import parse_size
@@ -24,6 +27,9 @@ _RETRYABLE = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 # SQLite keeps busy_timeout, wal_autocheckpoint and cache_size in a C int: a value beyond it is silently
 # taken as 0 (busy_timeout=2147483648 waits for no lock at all), so it is refused instead.
 _INT_MAX = 2**31 - 1
+# The knobs every connection sets, in this order (journal_mode first: the others apply to its mode)
+_CONNECTION_PRAGMAS = ("journal_mode", "synchronous", "cache_size", "wal_autocheckpoint", "mmap_size", "locking_mode",
+                       "temp_store", "busy_timeout")
 
 
 def _largest_mmap() -> int:
@@ -48,6 +54,12 @@ _FAULTS = (("database or disk is full", "the disk holding {directory} is full"),
            ("attempt to write a readonly database", "the database file {path} could no longer be written (deleted, "
                                                     "moved or made read-only during the run?)"),
            ("unable to open database file", "the database file {path} could not be opened"))
+
+
+def connection_pragmas(settings: Mapping[str, str]) -> list[str]:
+    """The PRAGMA statements a connection runs before anything else, with the knobs' values (``settings``: every
+    knob's, as ``Engine.effective_settings`` gives them)."""
+    return [f"PRAGMA {name} = {settings[name]}" for name in _CONNECTION_PRAGMAS]
 
 
 class CacheSize:
@@ -95,6 +107,7 @@ class SQLiteSession(Session):
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
+        self._handle: tuple[str, int] | None | bool = False  # False: not looked for yet
 
     def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
         # Writers take the write lock up front: a deferred upgrade could deadlock against another
@@ -118,8 +131,43 @@ class SQLiteSession(Session):
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self.connection.execute(sql, params).fetchall()
 
+    def library_handle(self) -> tuple[str, int] | None:
+        """The connection's ``sqlite3 *`` in the libsqlite3 Python's sqlite3 module loaded (``connection_handle``)."""
+        if self._handle is False:
+            address = connection_handle(self.connection)
+            self._handle = None if address is None else (_LIBRARY, address)
+        return self._handle  # type: ignore[return-value]  # False no longer
+
     def close(self) -> None:
         self.connection.close()
+
+
+_LIBRARY = "libsqlite3"
+# The versions whose sqlite3 module keeps a connection's handle first after the object's header (connection.h)
+_HANDLE_FIRST = ((3, 8), (3, 13))
+
+
+def connection_handle(connection: sqlite3.Connection) -> int | None:
+    """The ``sqlite3 *`` of a connection of Python's sqlite3 module, which no API of the module gives. CPython keeps
+    it as the first field after the connection object's header (``Modules/_sqlite/connection.h``, 3.8 to 3.13). It
+    is read on those versions only, and taken only when SQLite says it is this connection's: the same main file as
+    ``PRAGMA database_list`` names, and the same transaction state. None otherwise: code that would run statements
+    on it in C then runs them in Python."""
+    if sys.implementation.name != "cpython" or not _HANDLE_FIRST[0] <= sys.version_info[:2] <= _HANDLE_FIRST[1] \
+            or not isinstance(connection, sqlite3.Connection):  # a wrapper of one (a recording) has no such field
+        return None
+    library = loaded_library((_LIBRARY,))
+    if library is None:  # none loaded apart (a driver with SQLite built in), or several
+        return None
+    address = ctypes.c_void_p.from_address(id(connection) + object.__basicsize__).value
+    library.sqlite3_db_filename.restype = ctypes.c_char_p
+    library.sqlite3_db_filename.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
+    library.sqlite3_get_autocommit.argtypes = (ctypes.c_void_p,)
+    main = next((row[2] for row in connection.execute("PRAGMA database_list") if row[1] == "main"), None)
+    named = library.sqlite3_db_filename(address, b"main") if address else None
+    if named is None or named.decode(errors="replace") != main:
+        return None
+    return address if bool(library.sqlite3_get_autocommit(address)) != connection.in_transaction else None
 
 
 class SQLiteEngine(Engine):
@@ -242,9 +290,8 @@ class SQLiteEngine(Engine):
         connection = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=rw", uri=True, isolation_level=None,
                                      check_same_thread=False, timeout=int(settings["busy_timeout"]) / 1000.0,
                                      cached_statements=256)
-        for name in ("journal_mode", "synchronous", "cache_size", "wal_autocheckpoint", "mmap_size",
-                     "locking_mode", "temp_store", "busy_timeout"):
-            connection.execute(f"PRAGMA {name} = {settings[name]}").fetchall()
+        for pragma in connection_pragmas(settings):
+            connection.execute(pragma).fetchall()
         return SQLiteSession(connection)
 
     def integrity_check(self, session: Session) -> list[CheckResult]:

@@ -91,8 +91,9 @@ class Tpcc(Workload):
         return {"c_load": asdict(info.inputs), "c_run": asdict(run_settings.constants)}
 
     def transactions(self, dialect: Dialect, settings: TpccRunSettings | None = None) -> dict[str, Any]:
-        """Client-side transactions, or wrapped as stored-function calls when the run asks for them."""
-        return transactions_for(dialect, settings is not None and settings.server_side)
+        """The transactions themselves; a run's (``settings`` given): stored-function calls when it asks for them, else
+        client-side, run in C where the dialect allows it (``native``)."""
+        return transactions_for(dialect, settings is not None and settings.server_side, native=settings is not None)
 
     def write_transactions(self) -> set[str]:
         return {f"deferred_{kind.name}" if kind.deferred else kind.name for kind in TRANSACTION_TYPES

@@ -15,6 +15,10 @@ from maximus.workloads.tpcc.sql import statements
 from maximus.workloads.tpcc.transaction import SERVER_UTC_NOW, Home, cents_of, one_row, to_sql_money
 
 DISTRICTS = range(1, DISTRICTS_PER_WAREHOUSE + 1)
+DELIVERED = "DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ? RETURNING no_o_id"
+AMOUNT = "SELECT SUM(ol_amount) FROM order_line WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?"
+PAID = ("UPDATE customer SET c_balance = c_balance + ?, c_delivery_cnt = c_delivery_cnt + 1 "
+        "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?")
 SQL: dict[str, Statement] = {  # the shared SQL (sql/ has a dialect's own)
     "call": f"SELECT tpcc_delivery(?, ?, {SERVER_UTC_NOW})",
     "carrier": "UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND o_d_id = ? AND o_id = ? RETURNING o_c_id",
@@ -75,20 +79,22 @@ class Delivery:
         for (d_id, o_id), (deleted, carried, _, ((amount,),)) in zip(found, _fours(done)):
             if not deleted:
                 raise EngineError(f"the new order {o_id} of district {d_id} vanished under its lock")
-            payments.append(("UPDATE customer SET c_balance = c_balance + ?, c_delivery_cnt = c_delivery_cnt + 1 "
-                             "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
-                             (to_sql_money(cents_of(amount, self.in_cents), self.in_cents), w_id, d_id, carried[0][0])))
+            payments.append((PAID, (to_sql_money(cents_of(amount, self.in_cents), self.in_cents), w_id, d_id,
+                                    carried[0][0])))
         session.batch(payments, last=True)
         delivered = dict(found)
-        return DeliveryResult(*inputs, tuple(delivered.get(d_id) for d_id in DISTRICTS))
+        return self.result_of(inputs, tuple(delivered.get(d_id) for d_id in DISTRICTS))
+
+    @staticmethod
+    def result_of(inputs: DeliveryInput, delivered: tuple[int | None, ...]) -> DeliveryResult:
+        """The result-file record (2.7.2.3) of the orders delivered in districts 1..10 (None: skipped)."""
+        return DeliveryResult(*inputs, delivered)
 
     def _order(self, inputs: DeliveryInput, d_id: int, o_id: int) -> list[tuple[Statement, tuple]]:
         """Its new order deleted, its carrier set (and customer read), its lines delivered and summed."""
         key = (inputs.w_id, d_id, o_id)
-        return [("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ? RETURNING no_o_id", key),
-                (self.sql["carrier"], (inputs.carrier_id, *key)),
-                (self.lines_sql, key),
-                ("SELECT SUM(ol_amount) FROM order_line WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?", key)]
+        return [(DELIVERED, key), (self.sql["carrier"], (inputs.carrier_id, *key)), (self.lines_sql, key),
+                (AMOUNT, key)]
 
     def deferred_result(self, inputs: DeliveryInput, value: Any) -> DeliveryResult:
         """From what ``Session.call`` returned for ``call``: ``tpcc_delivery``'s array of order numbers."""

@@ -18,6 +18,7 @@ from maximus.workloads.tpcc.constants import (
     ROLLBACK_PERCENT, STOCK_THRESHOLD_RANGE, TRANSACTIONS, UNUSED_ITEM_ID,
 )
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
+from maximus.workloads.tpcc.native import Native
 from maximus.workloads.tpcc.new_order import QUANTITY_RANGE, NewOrder, NewOrderInput
 from maximus.workloads.tpcc.order_status import OrderStatus, OrderStatusInput
 from maximus.workloads.tpcc.payment import Payment, PaymentInput
@@ -52,7 +53,7 @@ def c_drawer(transactions: Mapping[str, Any], rng: TpccRandom, home: Home) -> An
         return None  # the Drawer converts every call's parameters with one function
     kinds = []
     for (name, transaction), (kind, input_type) in zip(transactions.items(), KINDS):
-        inner = transaction.inner if server_side else transaction
+        inner = transaction.inner if server_side or isinstance(transaction, Native) else transaction
         if type(inner) is not kind:
             return None
         kinds.append((name, transaction, input_type, inner.call_sql if server_side else None))

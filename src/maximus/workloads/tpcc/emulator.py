@@ -43,7 +43,7 @@ class TerminalEmulator:
         self.rng = TpccRandom(f"{settings.seed}/terminal/{index}", settings.constants)
         self.mix = make_mix(random.Random(f"{settings.seed}/mix/{index}"), settings.weights)
         self.think_rng = random.Random(f"{settings.seed}/think/{index}")
-        self.transactions: dict[str, Transaction] = transactions_for(dialect, settings.server_side)
+        self.transactions: dict[str, Transaction] = transactions_for(dialect, settings.server_side, native=True)
         self._drawer = c_drawer(self.transactions, self.rng, self.home)
 
     def next(self) -> tuple[Transaction, Any]:

@@ -106,6 +106,10 @@ SQL: dict[str, Any] = {
 }
 
 
+NEXT_ORDER = "UPDATE district SET d_next_o_id = ? WHERE d_w_id = ? AND d_id = ?"
+QUEUED = "INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)"
+
+
 class NewOrder:
     name = "new_order"
     read_only = False
@@ -155,19 +159,19 @@ class NewOrder:
         items, stocks = sorted(set(inputs.item_ids)), sorted(set(zip(inputs.item_ids, inputs.supply_w_ids)))
         customer, district, found, stocked = batch(session, [
             (self.customer_sql, (w_id, d_id, inputs.c_id)), (self.district_sql, (w_id, d_id)),
-            (self._sql("items", 0, len(items)), items),
-            (self._sql("stock", d_id, len(stocks)), [key for pair in stocks for key in pair])])
+            (self.rows_sql("items", 0, len(items)), items),
+            (self.rows_sql("stock", d_id, len(stocks)), [key for pair in stocks for key in pair])])
         catalogue = {i_id: (cents_of(price, self.in_cents), name, data) for i_id, price, name, data in found}
         if len(catalogue) < len(items):
             raise RollbackByRule("Item number is not valid")  # 2.4.2.3
         (c_discount, c_last, c_credit, w_tax), (o_id, d_tax) = customer[0], district[0]
         lines, rows, changes = self._lines(inputs, o_id, catalogue, {(i, w): rest for i, w, *rest in stocked})
         written = batch(session, [
-            ("UPDATE district SET d_next_o_id = ? WHERE d_w_id = ? AND d_id = ?", (o_id + 1, w_id, d_id)),
+            (NEXT_ORDER, (o_id + 1, w_id, d_id)),
             (self.order_sql, (o_id, d_id, w_id, inputs.c_id, len(lines), int(inputs.all_local))),
-            ("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)", (o_id, d_id, w_id)),
-            (self._sql("restock", 0, len(changes)), [value for change in changes for value in change]),
-            (self._sql("lines", 0, len(lines)), [value for row in rows for value in row])], last=True)
+            (QUEUED, (o_id, d_id, w_id)),
+            (self.rows_sql("restock", 0, len(changes)), [value for change in changes for value in change]),
+            (self.rows_sql("lines", 0, len(lines)), [value for row in rows for value in row])], last=True)
         discount, w_tax, d_tax = rate(c_discount), rate(w_tax), rate(d_tax)
         total = total_amount(sum(int(line.ol_amount.scaleb(2)) for line in lines), discount, w_tax, d_tax)
         return NewOrderScreen(w_id, d_id, inputs.c_id, c_last, c_credit, discount, w_tax, d_tax, len(lines), o_id,
@@ -192,8 +196,9 @@ class NewOrder:
                          to_sql_money(ordered * price, self.in_cents), dist_info))
         return lines, rows, [(i_id, supply, *change) for (i_id, supply), change in changed.items()]
 
-    def _sql(self, kind: str, district: int, count: int) -> Statement:
-        """A statement over ``count`` rows (items, stock rows, order lines), made once per count."""
+    def rows_sql(self, kind: str, district: int, count: int) -> Statement:
+        """A statement over ``count`` rows of a kind of ``SQL`` (items, stock rows, restocked rows, order lines), in
+        ``district`` for the stock rows' (0 for the others), made once per count."""
         key = (kind, district, count)
         if key not in self._statements:
             self._statements[key] = self.sql[kind](count, district, self.lock)

@@ -21,10 +21,11 @@ class OrderStatusInput(NamedTuple):
 
 
 SQL = {"call": "SELECT * FROM tpcc_order_status(?, ?, ?, ?)"}  # the shared SQL (sql/ has a dialect's own)
-_CUSTOMER = "c_id, c_first, c_middle, c_last, c_balance"
-_LATEST_ORDER = ("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? "
+CUSTOMER = "c_id, c_first, c_middle, c_last, c_balance"
+CUSTOMER_BY_ID = f"SELECT {CUSTOMER} FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?"
+LATEST_ORDER = ("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? "
                  "ORDER BY o_id DESC LIMIT 1")
-_LATEST_LINES = ("SELECT ol_supply_w_id, ol_i_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
+LATEST_LINES = ("SELECT ol_supply_w_id, ol_i_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
                  "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = (SELECT MAX(o_id) FROM orders "
                  "WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ?) ORDER BY ol_number")
 
@@ -60,20 +61,25 @@ class OrderStatus:
         found first, with the columns the screen shows."""
         w_id, d_id = inputs.w_id, inputs.d_id
         if inputs.c_id is None:
-            customer = middle(session.fetchall(by_name(_CUSTOMER), (w_id, d_id, inputs.c_last)), w_id, d_id,
+            customer = middle(session.fetchall(by_name(CUSTOMER), (w_id, d_id, inputs.c_last)), w_id, d_id,
                               inputs.c_last)
         key = (w_id, d_id, inputs.c_id or customer[0])
-        statements = [(_LATEST_ORDER, key), (_LATEST_LINES, (w_id, d_id, *key))]
+        statements = [(LATEST_ORDER, key), (LATEST_LINES, (w_id, d_id, *key))]
         if inputs.c_id is not None:
-            statements.insert(0, (f"SELECT {_CUSTOMER} FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
-                                  key))
+            statements.insert(0, (CUSTOMER_BY_ID, key))
         *found, order, rows = session.batch(statements, last=True)
-        c_id, c_first, c_middle, c_last, balance = found[0][0] if found else customer
+        return self.screen_of(inputs, found[0][0] if found else customer, order, rows)
+
+    def screen_of(self, inputs: OrderStatusInput, customer: tuple, orders: list[tuple],
+                  rows: list[tuple]) -> OrderStatusScreen:
+        """The screen (2.6.3.3) from what the profile read: the customer's row, the latest order's (none for a
+        customer without an order) and its lines'."""
+        c_id, c_first, c_middle, c_last, balance = customer
         lines = tuple(OrderStatusLineScreen(supply, i_id, quantity, money(cents_of(amount, self.in_cents)), delivered)
                       for supply, i_id, quantity, amount, delivered in rows)
-        o_id, entered_at, carrier = order[0] if order else (None, None, None)  # a customer without an order
-        return OrderStatusScreen(w_id, d_id, c_id, c_first, c_middle, c_last, money(cents_of(balance, self.in_cents)),
-                                 o_id, entered_at, carrier, lines)
+        o_id, entered_at, carrier = orders[0] if orders else (None, None, None)
+        return OrderStatusScreen(inputs.w_id, inputs.d_id, c_id, c_first, c_middle, c_last,
+                                 money(cents_of(balance, self.in_cents)), o_id, entered_at, carrier, lines)
 
     def screen(self, inputs: OrderStatusInput, row: tuple | None) -> OrderStatusScreen:
         """From ``tpcc_order_status``'s columns: the customer's, the order's, then one array per line field."""

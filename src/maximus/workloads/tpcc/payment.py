@@ -38,7 +38,7 @@ class PaymentInput(NamedTuple):
 
 
 _ADDRESS = "{0}_street_1, {0}_street_2, {0}_city, {0}_state, {0}_zip"
-_GOOD_CREDIT_PAYS = ("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
+GOOD_CREDIT_PAYS = ("UPDATE customer SET c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, "
                      "c_payment_cnt = c_payment_cnt + 1 WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?")
 # The shared SQL (sql/ has a dialect's own). Each UPDATE reads the row it changed: the screen shows it.
 SQL: dict[str, Statement] = {
@@ -105,18 +105,26 @@ class Payment:
             self._pay(inputs, c_id, bad_credit),
             (self.history_sql, (c_id, inputs.c_d_id, inputs.c_w_id, d_id, w_id, paid,
                                 f"{warehouse[0][0]}    {district[0][0]}"))], last=True)
-        return PaymentScreen(w_id, d_id, c_id, inputs.c_d_id, inputs.c_w_id, money(amount), history[0][0],
-                             Address(*warehouse[0][1:]), Address(*district[0][1:]), row[0], row[1], row[2],
-                             Address(*row[3:8]), row[8], row[9], row[10], money(cents_of(row[11], self.in_cents)),
-                             rate(row[12]),
-                             money(cents_of(row[13], self.in_cents) - amount), paying[0][0] if bad_credit else None)
+        return self.screen_of(inputs, c_id, warehouse[0], district[0], row, paying[0][0] if bad_credit else None,
+                              history[0][0])
+
+    def screen_of(self, inputs: PaymentInput, c_id: int, warehouse: tuple, district: tuple, customer: tuple,
+                  c_data: str | None, h_date: Any) -> PaymentScreen:
+        """The screen (2.5.3.3) from what the profile read: the warehouse's and the district's rows as it changed
+        them, the customer's row as it read it before the payment, C_DATA's start (bad credit only), H_DATE."""
+        amount = inputs.amount_cents
+        return PaymentScreen(inputs.w_id, inputs.d_id, c_id, inputs.c_d_id, inputs.c_w_id, money(amount), h_date,
+                             Address(*warehouse[1:]), Address(*district[1:]), customer[0], customer[1], customer[2],
+                             Address(*customer[3:8]), customer[8], customer[9], customer[10],
+                             money(cents_of(customer[11], self.in_cents)), rate(customer[12]),
+                             money(cents_of(customer[13], self.in_cents) - amount), c_data)
 
     def _pay(self, inputs: PaymentInput, c_id: int, bad_credit: bool) -> tuple[Statement, tuple]:
         """Take the payment from the customer; one with bad credit also keeps a history of payments at the
         head of C_DATA (2.5.2.2), of which the screen shows the start."""
         paid, key = to_sql_money(inputs.amount_cents, self.in_cents), (inputs.c_w_id, inputs.c_d_id, c_id)
         if not bad_credit:
-            return _GOOD_CREDIT_PAYS, (paid, paid, *key)
+            return GOOD_CREDIT_PAYS, (paid, paid, *key)
         entry = f"{c_id} {inputs.c_d_id} {inputs.c_w_id} {inputs.d_id} {inputs.w_id} {inputs.amount:.2f} "
         return self.sql["pay_bad_credit"], (paid, paid, entry, *key)
 

@@ -13,6 +13,10 @@ from maximus.workloads.tpcc.transaction import Home, one_row
 
 
 SQL = {"call": "SELECT tpcc_stock_level(?, ?, ?)"}  # the shared SQL: every dialect with stored functions has it
+LOW_STOCK = ("SELECT COUNT(DISTINCT s_i_id) FROM district, order_line, stock WHERE d_w_id = ? AND d_id = ? "
+             "AND ol_w_id = d_w_id AND ol_d_id = d_id AND ol_o_id < d_next_o_id "
+             f"AND ol_o_id >= d_next_o_id - {STOCK_LEVEL_ORDERS} AND s_w_id = d_w_id AND s_i_id = ol_i_id "
+             "AND s_quantity < ?")
 
 
 class StockLevelInput(NamedTuple):
@@ -45,11 +49,7 @@ class StockLevel:
     def execute(self, session: Session, inputs: StockLevelInput) -> StockLevelScreen:
         """2.8.2.2 in one statement: the district's next order number, and the stock of the items of the 20
         orders before it."""
-        ((low,),), = session.batch([(
-            "SELECT COUNT(DISTINCT s_i_id) FROM district, order_line, stock WHERE d_w_id = ? AND d_id = ? "
-            "AND ol_w_id = d_w_id AND ol_d_id = d_id AND ol_o_id < d_next_o_id "
-            f"AND ol_o_id >= d_next_o_id - {STOCK_LEVEL_ORDERS} AND s_w_id = d_w_id AND s_i_id = ol_i_id "
-            "AND s_quantity < ?", (inputs.w_id, inputs.d_id, inputs.threshold))], last=True)
+        ((low,),), = session.batch([(LOW_STOCK, (inputs.w_id, inputs.d_id, inputs.threshold))], last=True)
         return StockLevelScreen(*inputs, low)
 
     def screen(self, inputs: StockLevelInput, row: tuple | None) -> StockLevelScreen:

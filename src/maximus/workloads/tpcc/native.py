@@ -1,0 +1,201 @@
+"""TPC-C's transactions run in C on a SQLite connection (``_sqlite_profiles.c``), when the extension is built.
+
+On SQLite each statement is a call into the library inside the terminal's own process, and in Python the calls,
+the binding of their parameters, the rows made into tuples and the arithmetic between them took about a third of
+the terminal's CPU. The C profiles run the statements of the Python transactions (the same texts, which they take
+from them, in the same order, with the same parameters), each prepared once per connection, on the session's own
+connection (``Session.library_handle``). The Python transactions stay the reference, and the fallback wherever the
+session gives no handle; the tests hold the two to each other: the same statements, screens and changes.
+
+A run's transaction is wrapped (``Native``) as a stored-function call is (``server_side.ServerSide``): its
+``execute`` is the whole transaction (the session's BEGIN, the statements in C, the session's COMMIT) and returns
+what a call returns (a deferred transaction's result record, else None: a run reads no other screen), and
+``screen`` returns the whole screen, which the C profiles then return too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Callable, Mapping
+
+from maximus.engines.base import Dialect, Session
+from maximus.engines.pump import library_functions
+from maximus.records import RollbackByRule
+from maximus.workloads.tpcc import delivery, new_order, order_status, stock_level
+from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
+from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput
+from maximus.workloads.tpcc.order_status import OrderStatus, OrderStatusInput
+from maximus.workloads.tpcc.payment import GOOD_CREDIT_PAYS, Payment, PaymentInput
+from maximus.workloads.tpcc.screens import NewOrderLineScreen, NewOrderScreen, StockLevelScreen, money, rate, \
+    total_amount
+from maximus.workloads.tpcc.stock_level import StockLevel, StockLevelInput
+from maximus.workloads.tpcc.transaction import Transaction, by_name
+
+try:
+    from maximus.workloads.tpcc._sqlite_profiles import Error as ProfileError, Profiles
+except ImportError:  # built without a C compiler: the transactions run in Python
+    Profiles = None
+    ProfileError = None
+
+DIALECTS = ("sqlite",)  # whose SQL and library the C profiles speak
+_LIBRARY = "libsqlite3"
+# The libsqlite3 functions _sqlite_profiles.c calls, in the order of its Library table.
+_FUNCTIONS = ("sqlite3_prepare_v2", "sqlite3_step", "sqlite3_reset", "sqlite3_finalize", "sqlite3_bind_int64",
+              "sqlite3_bind_text", "sqlite3_bind_null", "sqlite3_column_count", "sqlite3_column_type",
+              "sqlite3_column_int64", "sqlite3_column_double", "sqlite3_column_text", "sqlite3_column_blob",
+              "sqlite3_column_bytes", "sqlite3_extended_errcode", "sqlite3_errmsg")
+# What Python's sqlite3 module raises for a primary result code (Modules/_sqlite/util.c); others: DatabaseError
+_ERRORS: dict[int, type[sqlite3.Error]] = {
+    **dict.fromkeys((1, 3, 4, 5, 6, 8, 9, 10, 13, 14, 15, 16, 17), sqlite3.OperationalError),
+    2: sqlite3.InternalError, 12: sqlite3.InternalError, 11: sqlite3.DatabaseError, 18: sqlite3.DataError,
+    19: sqlite3.IntegrityError, 20: sqlite3.IntegrityError, 21: sqlite3.InterfaceError, 25: sqlite3.InterfaceError}
+
+
+def available(dialect: Dialect) -> bool:
+    """Whether a run in this dialect can run its transactions in C (the extension built, the dialect SQLite's)."""
+    return Profiles is not None and dialect.name in DIALECTS
+
+
+def statement_texts(transactions: Mapping[str, Any]) -> dict[str, str]:
+    """The Python transactions' statements of fixed text, by the names _sqlite_profiles.c gives them."""
+    placed: NewOrder = transactions["new_order"]
+    paying: Payment = transactions["payment"]
+    delivering: Delivery = transactions["delivery"]
+    return {
+        "new_order.customer": placed.customer_sql, "new_order.district": placed.district_sql,
+        "new_order.next_order": new_order.NEXT_ORDER, "new_order.order": placed.order_sql,
+        "new_order.new_order": new_order.QUEUED,
+        "payment.warehouse": paying.sql["warehouse"], "payment.district": paying.sql["district"],
+        "payment.customer": paying.customer_sql, "payment.by_name": by_name("c_id"),
+        "payment.good_credit": GOOD_CREDIT_PAYS, "payment.bad_credit": paying.sql["pay_bad_credit"],
+        "payment.history": paying.history_sql,
+        "order_status.by_name": by_name(order_status.CUSTOMER), "order_status.customer": order_status.CUSTOMER_BY_ID,
+        "order_status.order": order_status.LATEST_ORDER, "order_status.lines": order_status.LATEST_LINES,
+        "delivery.oldest": delivering.oldest_sql, "delivery.delete": delivery.DELIVERED,
+        "delivery.carrier": delivering.sql["carrier"], "delivery.lines": delivering.lines_sql,
+        "delivery.amount": delivery.AMOUNT, "delivery.customer": delivery.PAID,
+        "stock_level.low": stock_level.LOW_STOCK,
+    }
+
+
+class Connections:
+    """The C profiles of each connection the transactions of one process run on, made at its first transaction."""
+
+    def __init__(self, transactions: Mapping[str, Any]) -> None:
+        self.texts = statement_texts(transactions)
+        placed: NewOrder = transactions["new_order"]
+        self.set_text: Callable[[str, int, int], str] = lambda kind, district, count: str(
+            placed.rows_sql(kind, district, count))
+        self.functions: tuple[int, ...] | None | bool = False  # False: not looked for yet
+        # By handle: a connection closed while its profiles live stays open (closed with sqlite3_close_v2, it waits
+        # for their statements), so its handle is never another connection's
+        self.profiles: dict[int, Any] = {}
+
+    def of(self, session: Session) -> Any | None:
+        """The session's connection's profiles; None when it runs its statements in Python (no handle)."""
+        handle = session.library_handle()
+        if handle is None or handle[0] != _LIBRARY:
+            return None
+        profiles = self.profiles.get(handle[1])
+        if profiles is None and self._functions() is not None:
+            profiles = self.profiles[handle[1]] = Profiles(handle[1], self._functions(), self.texts, self.set_text)
+        return profiles
+
+    def _functions(self) -> tuple[int, ...] | None:
+        if self.functions is False:
+            self.functions = library_functions((_LIBRARY,), _FUNCTIONS)
+        return self.functions  # type: ignore[return-value]  # False no longer
+
+
+def sqlite_error(code: int, message: str) -> sqlite3.Error:
+    """The exception Python's sqlite3 module raises for a failed statement, as the C profiles report it: the class
+    by SQLite's result code, which ``SQLiteEngine.classify`` reads again (a busy database is retried)."""
+    error = _ERRORS.get(code & 0xFF, sqlite3.DatabaseError)(message)
+    error.sqlite_errorcode = code  # type: ignore[attr-defined]
+    return error
+
+
+class Native:
+    """A transaction run as a whole (``execute``: the session's BEGIN, the profile's statements in C, the session's
+    COMMIT), its statements in Python (the wrapped reference) on a session without a handle. Everything else is the
+    wrapped transaction's."""
+
+    single_statement = True  # execute is the whole transaction: the driver sends no BEGIN or COMMIT of its own
+
+    def __init__(self, inner: Transaction, connections: Connections) -> None:
+        self.inner, self.connections = inner, connections
+        self.name, self.read_only, self.deferred = inner.name, inner.read_only, inner.deferred
+        self.one_snapshot, self.isolation_means = inner.one_snapshot, inner.isolation_means
+        self.call_sql = inner.call_sql
+        self.draw, self.call, self.summed_facts = inner.draw, inner.call, inner.summed_facts
+        self._run = _PROFILES[inner.name]
+
+    def execute(self, session: Session, inputs: Any) -> Any:
+        """The transaction; its result record when it is deferred (2.7.2.3), else None, as a call's."""
+        shown = self._whole(session, inputs, self.deferred)
+        return shown if self.deferred else None
+
+    def screen(self, session: Session, inputs: Any) -> Any:
+        """The transaction, and its whole screen (what the Python transaction returns)."""
+        return self._whole(session, inputs, True)
+
+    def _whole(self, session: Session, inputs: Any, shown: bool) -> Any:
+        session.begin(read_only=self.read_only, one_snapshot=self.one_snapshot)
+        profiles = self.connections.of(session)
+        if profiles is None:
+            output = self.inner.execute(session, inputs)
+        else:
+            try:
+                output = self._run(profiles, self.inner, inputs, shown)
+            except ProfileError as error:
+                raise sqlite_error(*error.args) from None
+        session.commit()
+        return output
+
+
+def _new_order(profiles: Any, transaction: NewOrder, inputs: NewOrderInput, shown: bool) -> NewOrderScreen | None:
+    done = profiles.new_order(inputs.w_id, inputs.d_id, inputs.c_id, inputs.item_ids, inputs.supply_w_ids,
+                              inputs.quantities, shown)
+    if done is None:
+        raise RollbackByRule("Item number is not valid")  # 2.4.2.3
+    if not shown:
+        return None
+    c_discount, c_last, c_credit, w_tax, d_tax, o_id, entered, lines = done
+    discount, w_tax, d_tax = rate(c_discount), rate(w_tax), rate(d_tax)
+    screens = tuple(NewOrderLineScreen(supply, i_id, name, quantity, left, brand, money(price), money(amount))
+                    for supply, i_id, quantity, (name, price, left, brand, amount)
+                    in zip(inputs.supply_w_ids, inputs.item_ids, inputs.quantities, lines))
+    total = total_amount(sum(line[4] for line in lines), discount, w_tax, d_tax)
+    return NewOrderScreen(inputs.w_id, inputs.d_id, inputs.c_id, c_last, c_credit, discount, w_tax, d_tax,
+                          len(screens), o_id, entered, total, screens)
+
+
+def _payment(profiles: Any, transaction: Payment, inputs: PaymentInput, shown: bool) -> Any:
+    done = profiles.payment(inputs.w_id, inputs.d_id, inputs.c_w_id, inputs.c_d_id, inputs.c_id, inputs.c_last,
+                            inputs.amount_cents, shown)
+    return transaction.screen_of(inputs, *done) if shown else None
+
+
+def _order_status(profiles: Any, transaction: OrderStatus, inputs: OrderStatusInput, shown: bool) -> Any:
+    customer, orders, lines = profiles.order_status(inputs.w_id, inputs.d_id, inputs.c_id, inputs.c_last)
+    return transaction.screen_of(inputs, customer, orders, lines) if shown else None
+
+
+def _delivery(profiles: Any, transaction: Delivery, inputs: DeliveryInput, shown: bool) -> Any:
+    return transaction.result_of(inputs, profiles.delivery(inputs.w_id, inputs.carrier_id))
+
+
+def _stock_level(profiles: Any, transaction: StockLevel, inputs: StockLevelInput, shown: bool) -> Any:
+    low = profiles.stock_level(inputs.w_id, inputs.d_id, inputs.threshold)
+    return StockLevelScreen(*inputs, low) if shown else None
+
+
+_PROFILES: dict[str, Callable[[Any, Any, Any, bool], Any]] = {
+    "new_order": _new_order, "payment": _payment, "order_status": _order_status, "delivery": _delivery,
+    "stock_level": _stock_level}
+
+
+def wrapped(transactions: Mapping[str, Any]) -> dict[str, Any]:
+    """The transactions each run as a whole in C where the session allows it, sharing one connection's profiles."""
+    connections = Connections(transactions)
+    return {name: Native(transaction, connections) for name, transaction in transactions.items()}
