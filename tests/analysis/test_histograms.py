@@ -5,14 +5,16 @@ the histogram of the union of their samples, bucket for bucket, so every percent
 from __future__ import annotations
 
 import math
+from dataclasses import astuple
 import random
 
 import numpy as np
 import pytest
+from hdrh.histogram import HdrHistogram
 
 from maximus.analysis.metrics import run_figures
 from maximus.analysis.stats import histogram_of_recorded, summarise_recorded
-from maximus.histograms import LATENCY, SERVICE, interval_histograms, merged, window_histograms
+from maximus.histograms import LATENCY, SERVICE, empty, interval_histograms, merged, to_us, window_histograms
 from maximus.records import Outcome, TxnSample, Window
 
 WINDOW = Window(2.0, 12.0)
@@ -50,6 +52,27 @@ def test_percentiles_keep_three_significant_digits_and_the_count_is_exact() -> N
         assert transaction.latency.maximum == pytest.approx(exact.max(), rel=1e-3)
         assert transaction.latency.average == pytest.approx(exact.mean(), rel=1e-3)
         assert sum(transaction.histogram.counts) + transaction.histogram.beyond == len(exact)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_figures_are_hdrhistograms_own_read_at_once(seed: int) -> None:
+    """stats reads the buckets as arrays; HdrHistogram's own methods, which walk them in Python, give the same."""
+    draws = random.Random(seed)
+    recorded = empty()
+    for _ in range(draws.choice([1, 3, 200, 5000])):  # from microseconds (the first, unit-wide buckets) to minutes
+        recorded.record_value(to_us(draws.choice([draws.uniform(0, 5e-6), draws.lognormvariate(-4.0, 3.0)])))
+    for histogram in (recorded, HdrHistogram.decode(recorded.encode())):  # a decoded one keeps fewer buckets
+        summary = summarise_recorded(histogram)
+        expected = (histogram.get_total_count(), histogram.get_mean_value() / 1e6,
+                    *(histogram.get_value_at_percentile(p) / 1e6 for p in (50, 90, 95, 99)),
+                    histogram.get_max_value() / 1e6)
+        assert astuple(summary) == pytest.approx(expected, rel=1e-12)
+        values = [bucket.value_iterated_to / 1e6 for bucket in histogram.get_recorded_iterator()]
+        weights = [bucket.count_added_in_this_iter_step for bucket in histogram.get_recorded_iterator()]
+        top = 4 * summary.p90
+        counts, _ = np.histogram([v for v in values if v <= top], bins=20, range=(0.0, top),
+                                 weights=[w for v, w in zip(values, weights) if v <= top])
+        assert histogram_of_recorded(histogram, summary.p90).counts == tuple(int(c) for c in counts)
 
 
 def test_only_the_seconds_counted_in_the_window_make_the_figures() -> None:

@@ -42,6 +42,10 @@ def _ours() -> list[Path]:
     return list(cgroups.own_group(memory.CONTROLLER).glob("maximus-*"))
 
 
+def _zombie(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
 def _maximus(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "maximus", *args], capture_output=True, text=True, timeout=240)
 
@@ -305,6 +309,10 @@ def test_a_limit_too_small_for_the_server_fails_the_run_naming_the_oom_killer(jo
         assert done.returncode == 3, done.stderr
         assert error.startswith("error: the kernel's OOM killer ended ") and "held to server.memory=48MB" in error
         assert not _ours() and not journal.exists()
+        # ended at once, not stopped: a fast stop waited up to 120 s for the crash recovery under the limit
+        assert "stopping postgres failed" not in done.stderr
+        postmaster = _postmaster(work)
+        assert postmaster is None or not Path(f"/proc/{postmaster}").exists() or _zombie(postmaster)
     finally:
         postmaster = _postmaster(work)  # a server whose stop failed after the kills: ours to end
         if postmaster and Path(f"/proc/{postmaster}").exists():

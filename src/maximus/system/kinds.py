@@ -15,7 +15,7 @@ from maximus.system import changes, memory, processes, throttle
 from maximus.durability.mount import FSNAME, PowerCutMount
 from maximus.system.journal import Mounted, Started
 from maximus.system.knobs import machine
-from maximus.system.protocol import Seen, Target
+from maximus.system.protocol import Database, Seen, Target
 from maximus.system.storage import STORAGE, THROTTLES, Layout, Placement, placed
 
 
@@ -168,6 +168,7 @@ class MemoryLimit:
     def __init__(self, knob: str, limit: str) -> None:
         self.knob, self.limit = knob, limit
         self.group: memory.LimitedGroup | None = None  # while applied
+        self.engine: Database | None = None  # whose server the group holds, while applied
 
     @classmethod
     def of_server(cls, knobs: Mapping[str, str]) -> MemoryLimit | None:
@@ -196,6 +197,7 @@ class MemoryLimit:
         pid = engine.server_pid() if self.side == "server" else os.getpid()
         if pid is None:
             raise UserError(f"{self.knob}: {engine.name}'s server is not running")
+        self.engine = engine
         with target.journal() as journal, \
                 memory.limited(self.knob, int(self.limit), pid, journal, engine.data_path()) as self.group:
             try:
@@ -203,20 +205,33 @@ class MemoryLimit:
             except Exception as error:  # a server or terminal the OOM killer ended: the cause, named first
                 kills = self.group.oom_kills()
                 if kills:
+                    self._broken(engine)
                     what = str(error) if isinstance(error, MaximusError) else f"{type(error).__name__}: {error}"
                     raise EngineError(f"{self._killed(kills)}; then {' '.join(what.split())}") from None
                 raise
             finally:
-                self.group = None
+                self.group = self.engine = None
 
     def seen(self) -> Seen:
         if self.group is None:
             return Seen()
         usage = self.group.usage()
         kills = int(usage["oom_kills"])  # type: ignore[call-overload]
-        if kills:  # the run failed with them: the limit lifted, so that the server can stop
-            self.group.lift()
+        if kills:  # the run failed with them
+            self._broken(self.engine)
         return Seen({"memory": {self.side: usage}}, [self._killed(kills)] if kills else [])
+
+    def _broken(self, engine: Database | None) -> None:
+        """After the OOM killer: no limit any more, so that what is left can end, and the server ended at once. A server
+        that lost a process to the killer recovers from a crash, and a fast stop waited for that recovery up to pg_ctl's
+        120 s (its data is rebuilt or restored before the next run anyway)."""
+        assert self.group is not None
+        self.group.lift()
+        if engine is not None and self.side == "server":
+            try:
+                engine.crash()
+            except MaximusError:  # already gone
+                pass
 
     def _killed(self, kills: int) -> str:
         return (f"the kernel's OOM killer ended {kills} process(es) held to {self.knob}={_mb(self.limit)}: the limit "

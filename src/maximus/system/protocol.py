@@ -54,6 +54,8 @@ class Database(Protocol):
 
     def server_pid(self) -> int | None: ...
 
+    def crash(self) -> None: ...
+
 
 @dataclass
 class Target:
