@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol
 
@@ -131,7 +131,7 @@ def prepare_database(engine: Engine, build: Build, seed: int, progress: LoadProg
                           f"({build.workload.name}, {build.settings.to_mapping()})")
     with _session(engine) as session:
         build.workload.prepare(engine, session, loaded_now)
-    return PreparedDatabase(info, loaded_now)
+    return PreparedDatabase(replace(info, files=engine.data_path()), loaded_now)
 
 
 def _built_as_asked(info: DatabaseInfo, engine: Engine, build: Build) -> bool:

@@ -116,7 +116,7 @@ def test_one_build_serves_both_workloads_and_a_scan_reads_every_row(built: SQLit
     (IoScan, {"row_bytes": 8}, "row_bytes: expected an integer of at least 16 and at most 1,024, got 8"),
     (IoScan, {"table_mbs": 8}, "table_mbs: not a setting of the io-scan workload: did you mean table_mb?"),
     (IoScan, {"skew": "uniform"}, "skew: not a setting of the io-scan workload: its settings are table_mb, "
-                                  "row_bytes"),
+                                  "row_bytes, caches"),
     (IoRandom, {"skew": "zipf:0.99"}, "skew: expected uniform, or hot=P%:Q% (the first P % of the rows get Q % of "
                                       "the reads), e.g. hot=10%:90%, got 'zipf:0.99'"),
     (IoRandom, {"skew": "hot=0%:90%"}, "skew: both percentages of hot=P%:Q% must lie strictly between 0 and 100, "
@@ -136,6 +136,12 @@ def test_the_command_line_shares_the_table_options_and_keeps_the_skew_to_io_rand
     skewed_scan = CliRunner().invoke(app, ["run", "--workload", "io-scan", "--skew", "hot=1%:99%", "--workdir",
                                            str(tmp_path)])
     assert str(skewed_scan.exception) == "--skew: not a setting of the io-scan workload"
+    cold_reads = CliRunner().invoke(app, ["run", "--workload", "io-random", "--caches", "cold", "--workdir",
+                                          str(tmp_path)])
+    assert str(cold_reads.exception) == "--caches: not a setting of the io-random workload"
+    lukewarm = CliRunner().invoke(app, ["run", "--workload", "io-scan", "--caches", "lukewarm", "--workdir",
+                                        str(tmp_path)])
+    assert str(lukewarm.exception) == "--caches: expected warm or cold, got 'lukewarm'"
     loaded = CliRunner().invoke(app, ["load", "--workload", "io-scan", "--table-mb", "1", "--workdir",
                                       str(tmp_path / "work")])
     assert loaded.exit_code == 0, loaded.output
@@ -214,3 +220,34 @@ def test_a_workload_that_writes_nothing_has_no_writer_gate_on_sqlite(built: SQLi
     settings = IoRunSettings(ROWS, Skew(), 1)
     assert Run(DriveSpec(built, IoRandom(), settings, 4, 0.0, 1.0)).channels.writer_gate is None
     assert Run(DriveSpec(built, Tpcb(), settings, 4, 0.0, 1.0)).channels.writer_gate is not None
+
+
+def test_cold_scans_read_the_table_from_the_device_and_warm_ones_from_the_cache(tmp_path: Path) -> None:
+    """With cold caches each scan starts with the OS page cache of the database's files dropped: the data device
+    reads about the table per scan, where warm scans of the same small table read next to nothing from it."""
+    read: dict[str, float] = {}
+    for caches in ("warm", "cold"):
+        options = api.BenchmarkOptions(engine="sqlite", workload="io-scan", settings={**SMALL, "table_mb": 16,
+                                       "caches": caches}, terminals=1, warmup_s=0.5, duration_s=2.0,
+                                       workdir=tmp_path / "work", results=tmp_path / "results.db", device_limit=False)
+        outcome = api.run_benchmark(options)
+        assert outcome.status is RunStatus.COMPLETE
+        store = api.open_results(tmp_path / "results.db")
+        try:
+            report, record = api.analyse_run(store, outcome.run_id), store.run(outcome.run_id)
+        finally:
+            store.close()
+        disk = report.monitoring.figures.disk
+        assert disk is not None and report.figures.headline > 0
+        scans_per_s = report.figures.headline / 60
+        read[caches] = disk.read_mb_per_s * 1e6 / (scans_per_s * record.constants["table_bytes"])  # tables per scan
+        assert f"{caches} caches" in report.presentation.scale
+    assert read["cold"] > 0.8 and read["warm"] < 0.1, read
+
+
+def test_cold_scans_need_the_database_files_on_this_machine(tmp_path: Path) -> None:
+    info = DatabaseInfo(1, 1, 0.0, True, {}, IoBuild(2, 100, ROWS, ROWS * 100), files=tmp_path / "elsewhere")
+    with pytest.raises(UserError, match="not on this machine"):
+        IoScan().run_settings(IoScan().settings({"caches": "cold"}), 1, info, False)
+    with pytest.raises(SettingError, match="expected warm or cold"):
+        IoScan().settings({"caches": "lukewarm"})

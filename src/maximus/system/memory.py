@@ -74,18 +74,24 @@ def limited(knob: str, limit: int, main_pid: int, journal: Journal, data_path: P
         yield LimitedGroup(knob, limit, group)
 
 
-def drop_cached(path: Path) -> None:
+def drop_cached(path: Path) -> list[Path]:
     """The clean pages of the files under ``path`` out of the page cache (``POSIX_FADV_DONTNEED``); dirty ones stay
-    until they are written back. No file is changed."""
+    until they are written back. No file is changed. Returns the files this process may not read, whose pages
+    stay."""
+    refused = []
     for file in [path] if path.is_file() else _files(path):
         try:
             descriptor = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except PermissionError:
+            refused.append(file)
+            continue
         except OSError:
             continue  # gone meanwhile, a socket or a link
         try:
             os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(descriptor)
+    return refused
 
 
 def _files(directory: Path) -> Iterator[Path]:

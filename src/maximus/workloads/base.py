@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 from maximus.engines.base import Dialect, Engine, Session
@@ -85,6 +86,7 @@ class DatabaseInfo:
     fresh: bool  # no run has changed it since the build
     creation_settings: dict[str, str]  # the engine's knobs fixed when it was built
     inputs: Any = None  # the workload's own: what a run's inputs depend on (TPC-C: the NURand C-Load)
+    files: Path | None = None  # where the database's files lie on this machine, once it is prepared for a run
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,16 @@ from __future__ import annotations
 from typing import Any, ClassVar, Generic, Mapping, TypeVar
 
 from maximus.engines.base import Dialect, Engine, Session
+from maximus.errors import UserError
+from maximus.system.memory import drop_cached
 from maximus.records import DeviceJob, StorageAccess
 from maximus.workloads.base import (CheckResult, DatabaseInfo, Headline, LoadResult, Presentation, Progress,
                                     Workload)
 from maximus.workloads.io import consistency, loader
 from maximus.workloads.io.emulator import IoRunSettings, RandomEmulator, ScanEmulator
 from maximus.workloads.io.loader import IoBuild
-from maximus.workloads.io.settings import (RANDOM_OPTIONS, TABLE_OPTIONS, RandomSettings, ScanSettings, Skew,
-                                           TableSettings, parse_settings)
+from maximus.workloads.io.settings import (COLD, RANDOM_OPTIONS, SCAN_OPTIONS, RandomSettings,
+                                           ScanSettings, Skew, TableSettings, parse_settings)
 from maximus.workloads.io.transactions import ReadRow, ScanTable
 
 CACHED_BELOW_MB = 64  # a table smaller than this fits in almost any cache in the way
@@ -74,7 +76,7 @@ class _IoWorkload(Workload, Generic[Chosen]):
         return consistency.no_build() if info is None else consistency.check(session, info.inputs)
 
     def warnings(self, settings: Chosen, terminals: int) -> list[str]:
-        if settings.table_mb >= CACHED_BELOW_MB:
+        if not self._cached(settings):
             return []
         return [f"a {settings.table_mb} MiB table is likely cached (below {CACHED_BELOW_MB} MiB): the run measures "
                 "memory, not storage"]
@@ -82,9 +84,16 @@ class _IoWorkload(Workload, Generic[Chosen]):
     def _table(self, settings: Chosen) -> str:
         return f"{settings.rows:,} rows of {settings.row_bytes} bytes"
 
+    def _cached(self, settings: Chosen) -> bool:
+        """Whether the table is likely served from a cache: small, and not scanned with cold caches."""
+        return settings.table_mb < CACHED_BELOW_MB and not _cold(settings)
+
     def _conformance(self, settings: Chosen, measures: str) -> str:
-        if settings.table_mb < CACHED_BELOW_MB:
+        if self._cached(settings):
             return f"{measures}; a table this small is likely cached, so the run measures memory, not storage."
+        if _cold(settings):
+            return (f"{measures}; each scan began with the OS page cache of the database's files dropped, not the "
+                    "engine's own buffer cache (keep it small for a scan the device serves).")
         return (f"{measures}; whether the device or a cache served the reads depends on the caches in the way "
                 "(the engine's buffer cache, the OS's page cache).")
 
@@ -100,7 +109,7 @@ class IoRandom(_IoWorkload[RandomSettings]):
     options = RANDOM_OPTIONS
 
     def presentation(self, settings: RandomSettings, terminals: int | None = None) -> Presentation:
-        return Presentation(self.headline, "io-random (single-row reads)", settings.table_mb >= CACHED_BELOW_MB,
+        return Presentation(self.headline, "io-random (single-row reads)", not self._cached(settings),
                             f"{settings.table_mb:,} MiB table", f"{settings.table_mb} MiB",
                             f"{self._table(settings)}, {settings.skew} reads",
                             self._conformance(settings, "Random single-row reads by primary key, one page each"),
@@ -134,18 +143,19 @@ class IoScan(_IoWorkload[ScanSettings]):
                         "Scans", per_seconds=60.0)
     reported_transactions = (ScanTable.name,)
     setting_names = tuple(ScanSettings.__dataclass_fields__)
-    options = TABLE_OPTIONS
+    options = SCAN_OPTIONS
 
     def presentation(self, settings: ScanSettings, terminals: int | None = None) -> Presentation:
-        return Presentation(self.headline, "io-scan (full table scans)", settings.table_mb >= CACHED_BELOW_MB,
-                            f"{settings.table_mb:,} MiB table", f"{settings.table_mb} MiB",
+        caches = f", {settings.caches} caches"
+        return Presentation(self.headline, "io-scan (full table scans)", not self._cached(settings),
+                            f"{settings.table_mb:,} MiB table{caches}", f"{settings.table_mb} MiB{caches}",
                             f"{self._table(settings)}, {settings.table_bytes:,} bytes of rows per scan",
                             self._conformance(settings, "Full scans of the table, every row read; MB/s is "
                                               "scans/s times the table's bytes on disk (the run's table_bytes)"),
                             {ScanTable.name: "Full scan"}, {})
 
     def run_settings(self, settings: ScanSettings, seed: int, info: DatabaseInfo, server_side: bool) -> IoRunSettings:
-        return IoRunSettings(info.inputs.rows, Skew(), seed)
+        return IoRunSettings(info.inputs.rows, Skew(), seed, cold_files=_cold_files(info) if _cold(settings) else None)
 
     def transactions(self, dialect: Dialect, run_settings: IoRunSettings | None = None) -> dict[str, Any]:
         return {ScanTable.name: ScanTable(dialect)}
@@ -165,6 +175,25 @@ class IoScan(_IoWorkload[ScanSettings]):
                          file_bytes=data_bytes, direct=access.direct, mapped=access.mapped,
                          runtime_s=fio_seconds(settings.table_mb), compared_as="bytes",
                          bytes_per_completion=table_bytes)
+
+
+def _cold(settings: TableSettings) -> bool:
+    return getattr(settings, "caches", None) == COLD
+
+
+def _cold_files(info: DatabaseInfo) -> str:
+    """The database's files whose cache each cold scan drops: only where this process may read every one of them
+    (a server's data directory another user owns may be closed to it), else one line saying so. They are dropped here
+    once: the first scan starts as cold as the others."""
+    if info.files is None or not info.files.exists():
+        raise UserError("io-scan --caches cold drops the OS page cache of the database's files, which are not on this "
+                        f"machine ({info.files or 'no path known'}): use --caches warm")
+    refused = drop_cached(info.files)
+    if refused:
+        raise UserError(f"io-scan --caches cold: this user may not read {len(refused)} of the database's files "
+                        f"(first {refused[0]}), so their cache cannot be dropped: run as their owner or root, or use "
+                        "--caches warm")
+    return str(info.files)
 
 
 __all__ = ["IoRandom", "IoScan", "RandomSettings", "ScanSettings"]

@@ -20,6 +20,7 @@ class IoRunSettings:
     seed: int
     server_side: bool = False  # single statements: nothing to put in a stored function
     pauses: bool = False
+    cold_files: str | None = None  # io-scan with cold caches: the database's files, dropped from the cache per scan
 
 
 class RowDrawer:
@@ -72,7 +73,7 @@ class ScanEmulator(_Busy):
     headline = ScanTable.name
 
     def __init__(self, settings: IoRunSettings, index: int, dialect: Dialect) -> None:
-        self.transaction = ScanTable(dialect)
+        self.transaction = ScanTable(dialect, settings.cold_files)
 
     def next(self) -> tuple[ScanTable, None]:
         return self.transaction, None

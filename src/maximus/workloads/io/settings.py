@@ -84,9 +84,13 @@ class RandomSettings(TableSettings):
         return parse_skew(self.skew)
 
 
+WARM, COLD = "warm", "cold"
+CACHES = (WARM, COLD)
+
+
 @dataclass(frozen=True)
 class ScanSettings(TableSettings):
-    pass
+    caches: str = WARM  # cold: the OS page cache of the database's files dropped before each scan
 
 
 TABLE_OPTIONS = (
@@ -94,6 +98,10 @@ TABLE_OPTIONS = (
                        chooses_database=True),
     CommandLineSetting("row_bytes", "--row-bytes", int, "io workloads: bytes of each row (an 8-byte id and a "
                        "payload of the rest)", chooses_database=True),
+)
+SCAN_OPTIONS = TABLE_OPTIONS + (
+    CommandLineSetting("caches", "--caches", str, "io-scan: warm (what the scans before left cached) or cold (the OS "
+                       "page cache of the database's files dropped before each scan)"),
 )
 RANDOM_OPTIONS = TABLE_OPTIONS + (
     CommandLineSetting("skew", "--skew", str, f"io-random: which rows are read, {SKEW_FORM}"),
@@ -117,6 +125,8 @@ def parse_settings(kind: type[Parsed], workload: str, given: Mapping[str, Any]) 
             raise SettingError(key, f"expected {limit.describe()}, got {value!r}", limit, value)
     if isinstance(settings, RandomSettings):
         _check_skew(settings.skew)
+    if isinstance(settings, ScanSettings) and settings.caches not in CACHES:
+        raise SettingError("caches", f"expected {' or '.join(CACHES)}, got {settings.caches!r}")
     return settings
 
 
