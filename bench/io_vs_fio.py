@@ -62,9 +62,10 @@ SETUPS = {
 }
 
 
-def run_one(setup: Setup, workload: str, clients: int, table_mb: int, duration: float, base: Path) -> api.RunReport:
+def run_one(setup: Setup, workload: str, clients: int, table_mb: int, duration: float, base: Path,
+            **settings: str) -> api.RunReport:
     options = api.BenchmarkOptions(engine=setup.engine, knobs=setup.knobs_for(clients), workload=workload,
-                                   settings={"table_mb": table_mb}, terminals=clients, warmup_s=2.0,
+                                   settings={"table_mb": table_mb, **settings}, terminals=clients, warmup_s=2.0,
                                    duration_s=duration, workdir=base / setup.engine, results=base / "results.db",
                                    system_changes=True)
     outcome = api.run(options)
@@ -104,9 +105,9 @@ def read_calls_per_op(report: api.RunReport) -> str:
 def line(setup: Setup, workload: str, clients: int, report: api.RunReport) -> str:
     device = report.device
     if device is None:
-        return f"  {setup.engine:<9} {workload:<10} {clients:>3}  no device limit stored"
+        return f"  {setup.engine:<9} {workload:<13} {clients:>3}  no device limit stored"
     interval = f"{device.ratio.low:.2f}-{device.ratio.high:.2f}" if device.ratio.n > 1 else "one batch"
-    return (f"  {setup.engine:<9} {workload:<10} {clients:>3}  {device.database.mean:>11,.1f} {device.device:>11,.1f} "
+    return (f"  {setup.engine:<9} {workload:<13} {clients:>3}  {device.database.mean:>11,.1f} {device.device:>11,.1f} "
             f"{device.unit:<8} ratio {device.ratio.mean:.2f} ({interval})  {device.verdict:<12} "
             f"CPU us/op: {cpu_per_read_us(report)}; read calls/op: {read_calls_per_op(report)}")
 
@@ -118,6 +119,7 @@ def main() -> None:
     parser.add_argument("--engines", default="sqlite,postgres,mariadb")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--scans-only", action="store_true", help="io-scan's runs only, cold and warm")
     args = parser.parse_args()
     table_mb, duration, engines, clients = args.table_mb, args.duration, args.engines.split(","), CLIENTS
     if args.quick:
@@ -129,16 +131,17 @@ def main() -> None:
     base.chmod(0o755)
     try:
         print(f"Storage-bound runs against fio, a {table_mb} MB table, {duration:g} s each, in {base}")
-        print(f"  {'engine':<9} {'workload':<10} {'cl':>3}  {'database':>11} {'fio':>11} unit")
+        print(f"  {'engine':<9} {'workload':<13} {'cl':>3}  {'database':>11} {'fio':>11} unit")
         for engine in engines:
             setup = SETUPS[engine]
-            for count in clients:
+            for count in () if args.scans_only else clients:
                 print(line(setup, "io-random", count, run_one(setup, "io-random", count, table_mb, duration, base)),
                       flush=True)
             scanners = 1 if args.smoke else 2
-            print(line(setup, "io-scan", scanners, run_one(setup, "io-scan", scanners, table_mb, duration, base)),
-                  flush=True)
-        print("Targets: io-random at 16 clients and io-scan at least 0.8 of fio (device-bound).")
+            for caches in ("cold", "warm"):  # the device's scans, and what the bounded cache makes of them
+                print(line(setup, f"io-scan {caches}", scanners,
+                           run_one(setup, "io-scan", scanners, table_mb, duration, base, caches=caches)), flush=True)
+        print("Targets: io-random at 16 clients and io-scan (cold) at least 0.8 of fio (device-bound).")
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -106,8 +106,9 @@ SMOKES = {
         r"Storage-bound runs against fio, a 8 MB table, 1 s each, in /var/tmp/maximus-bench-io-",
         rf"  sqlite\s+io-random\s+1\s+{N}\s+{N} reads/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound"
         rf"\s+CPU us/op: .*; read calls/op: client {N}",
-        rf"  sqlite\s+io-scan\s+1\s+{N}\s+{N} MB/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound",
-        r"Targets: io-random at 16 clients and io-scan at least 0\.8 of fio")),
+        *(rf"  sqlite\s+io-scan {caches}\s+1\s+{N}\s+{N} MB/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound"
+          for caches in ("cold", "warm")),
+        r"Targets: io-random at 16 clients and io-scan \(cold\) at least 0\.8 of fio")),
     "monitoring_overhead.py": Smoke(takes_workdir=True, lines=(
         rf"pair 1: monitored\s+{N} TPM \({N} tpmC\) · unmonitored\s+{N} TPM \({N} tpmC\) · ratio {N} "
         r"\(monitored first\)$",
