@@ -154,15 +154,18 @@ def crash_test(options: CrashTestOptions, observer: CrashObserver | None = None,
 # Experiments
 
 def run_experiment(file: Path, observer: ExperimentObserver, workdir: Path | None = None,
-                   results: Path | None = None, yes: bool = False) -> int:
-    """Validate the experiment file, then run every planned run, storing each as it ends; its number."""
-    return runner.start(file, workdir or default_workdir(), results or default_results_path(), observer, yes=yes)
+                   results: Path | None = None, yes: bool = False, ray_address: str | None = None) -> int:
+    """Validate the experiment file, then run every planned run, storing each as it ends; its number.
+    ``ray_address``: the Ray cluster whose nodes are the client hosts (the file's ``hosts``)."""
+    return runner.start(file, workdir or default_workdir(), results or default_results_path(), observer, yes=yes,
+                        ray_address=ray_address)
 
 
 def resume_experiment(experiment_id: int | None, observer: ExperimentObserver, workdir: Path | None = None,
-                      results: Path | None = None) -> int:
+                      results: Path | None = None, ray_address: str | None = None) -> int:
     """Run what is left of a stopped experiment (the newest unfinished one by default); its number."""
-    return runner.resume(experiment_id, workdir or default_workdir(), results or default_results_path(), observer)
+    return runner.resume(experiment_id, workdir or default_workdir(), results or default_results_path(), observer,
+                         ray_address)
 
 
 def run_demo(duration_s: float, observer: ExperimentObserver, workdir: Path | None = None,

@@ -189,6 +189,29 @@ def test_two_hosts_on_mariadb_run_every_terminal_on_its_own_warehouses(ray_clust
     assert {sample.terminal for sample in outcome.result.samples} == {0, 1, 2, 3}
 
 
+def test_an_experiment_with_hosts_runs_each_run_from_them(ray_cluster: str, two_warehouses: Path,
+                                                          tmp_path: Path) -> None:
+    """``hosts = 2`` in the file and the cluster on the command line: the run of the plan is a run from two hosts."""
+    from maximus.experiment import runner
+    from maximus.cli.experiments import ConsoleProgress
+    from rich.console import Console
+
+    path = tmp_path / "hosts.toml"
+    path.write_text('name = "hosts"\nengine = "postgres"\nclients = [4]\nrepeats = 1\nhosts = 2\n'
+                    '[workload]\nwarehouses = 2\nwarmup = 0.5\nduration = 2\n')
+    experiment_id = runner.start(path, two_warehouses, tmp_path / "r.db", ConsoleProgress(Console(quiet=True)),
+                                 ray_address=ray_cluster)
+    store = api.open_results(tmp_path / "r.db")
+    try:
+        [run] = store.runs(experiment_id)
+        assert run.status is RunStatus.COMPLETE
+        assert [(host.terminals, host.homes) for host in client_hosts(run.environment)] == [((0, 2), (1,)),
+                                                                                          ((1, 3), (2,))]
+    finally:
+        store.close()
+    assert api.show_experiment(experiment_id, tmp_path / "r.db").report.summary.step_names
+
+
 def test_a_host_whose_run_raised_names_what_it_raised(ray_cluster: str) -> None:
     """A host's own error (a terminal that could not connect) as a run on one machine gives it, not Ray's wrapping."""
     ray = cluster.import_ray()

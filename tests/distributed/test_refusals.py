@@ -64,3 +64,37 @@ def test_without_ray_installed_a_run_on_this_machine_runs_as_ever(tmp_path: Path
 def test_a_run_from_hosts_that_cannot_be_is_refused_in_one_line(arguments: list[str], expected: str,
                                                                 tmp_path: Path) -> None:
     assert _refused(arguments, tmp_path, ["-m", "maximus"]).startswith(expected)
+
+
+def _experiment_refused(text: str, arguments: list[str], tmp_path: Path) -> str:
+    """The one line of a refused ``maximus experiment run``, which stored nothing."""
+    path = tmp_path / "hosts.toml"
+    path.write_text(text)
+    where = ["--workdir", str(tmp_path / "work"), "--results", str(tmp_path / "r.db")]
+    done = subprocess.run([sys.executable, "-m", "maximus", "experiment", "run", str(path), *arguments, *where],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stdout + done.stderr, done.stderr
+    assert not (tmp_path / "r.db").exists()
+    return lines[0]
+
+
+HOSTED = 'name = "hosts"\nengine = "{engine}"\nclients = [{clients}]\nhosts = 2\n[workload]\nwarehouses = 2\n'
+
+
+@pytest.mark.parametrize(("text", "arguments", "expected"), [
+    (HOSTED.format(engine="postgres", clients=4), [],
+     "error: the experiment's hosts = 2 runs each run's terminals from the nodes of a Ray cluster: give its address, "
+     "--ray ADDRESS"),
+    (HOSTED.format(engine="postgres", clients="4, 1"), ["--ray", NOTHING_THERE],
+     "hosts: at 1 clients: --hosts 2 needs at least 2 terminals, one for each host: got 1"),
+    (HOSTED.format(engine="sqlite", clients=4), ["--ray", NOTHING_THERE],
+     "error: --ray: sqlite is embedded in Maximus's client processes, so its runs have one client host"),
+    (HOSTED.format(engine="postgres", clients=4), ["--ray", NOTHING_THERE],
+     f"error: --ray {NOTHING_THERE}: no Ray cluster answers there (Connection refused)"),
+])
+def test_an_experiment_from_hosts_that_cannot_be_is_refused_before_anything_is_stored(
+        text: str, arguments: list[str], expected: str, tmp_path: Path) -> None:
+    line = _experiment_refused(text, arguments, tmp_path)
+    assert line.startswith(expected) or expected in line, line

@@ -26,6 +26,9 @@ Workdir = Annotated[Optional[Path], typer.Option(
     "--workdir", help="Where databases are built \\[default: $MAXIMUS_WORKDIR or ./maximus-work].")]
 Results = Annotated[Optional[Path], typer.Option(
     "--results", help="Results database [default: $MAXIMUS_RESULTS or ~/.local/share/maximus/results.db].")]
+RayAddress = Annotated[Optional[str], typer.Option(
+    "--ray", metavar="ADDRESS", help="Run each run's terminals from client hosts, the nodes of the Ray cluster at "
+    "ADDRESS (host:port of its head): as many as the file's hosts (1 by default).")]
 
 
 class RegressionFound(MaximusError):
@@ -86,19 +89,21 @@ def finish_experiment(console: Console, experiment_id: int, results: Path | None
 def run_command(file: Annotated[Path, typer.Argument(metavar="FILE", help="Experiment file (TOML).")],
                 workdir: Workdir = None, results: Results = None,
                 yes: Annotated[bool, typer.Option("--yes", help="Run a plan estimated to take more than a day "
-                                                  "(asked for otherwise).")] = False) -> None:
+                                                  "(asked for otherwise).")] = False,
+                ray: RayAddress = None) -> None:
     """Validate FILE, then run every planned run, storing each as it ends; print the step tables."""
     progress = ConsoleProgress(out)
-    finish_experiment(out, api.run_experiment(file, progress, workdir, results, yes=yes), results, progress)
+    finish_experiment(out, api.run_experiment(file, progress, workdir, results, yes=yes, ray_address=ray), results,
+                      progress)
 
 
 @experiment_app.command("resume")
 def resume_command(experiment_id: Annotated[Optional[int], typer.Argument(
         metavar="[EXPERIMENT]", help="Experiment number [default: the newest unfinished one].")] = None,
-        workdir: Workdir = None, results: Results = None) -> None:
+        workdir: Workdir = None, results: Results = None, ray: RayAddress = None) -> None:
     """Run what is left of a stopped experiment; finished runs are never run again."""
     progress = ConsoleProgress(out)
-    finish_experiment(out, api.resume_experiment(experiment_id, progress, workdir, results), results, progress)
+    finish_experiment(out, api.resume_experiment(experiment_id, progress, workdir, results, ray), results, progress)
 
 
 @experiment_app.command("show")

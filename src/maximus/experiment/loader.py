@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from maximus import limits, system
+from maximus.driver.hosts import check_shares
 from maximus.driver.schedule import ARRIVALS
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.errors import UserError
@@ -21,9 +22,11 @@ from maximus.knobs import KnobCatalogue
 from maximus.records import MAX_FAILED_PERCENT, ExperimentRecord
 from maximus.workloads import workload as workload_named
 from maximus.workloads.base import SettingError
+from maximus.workloads.base import Workload as WorkloadType
 
 _TOP = {"name", "description", "engine", "clients", "repeats", "order", "seed", "workload", "hygiene",
-        "baseline", "steps", "system_changes", "crashtest", "rates", "arrivals"}
+        "baseline", "steps", "system_changes", "crashtest", "rates", "arrivals",
+        "hosts"}
 _WORKLOAD = {"name", "warmup", "duration", "max_failed"}  # every other key is the workload's own setting
 _HYGIENE = {"load", "restore", "drop_caches"}
 _STEP = {"name", "set", "multi"}
@@ -111,11 +114,14 @@ def parse_experiment(text: str, path: Path = Path("<experiment>")) -> Experiment
         crash_tests=_crash_tests(source, data.get("crashtest"), steps),
         rates=_rates(source, data),
         arrivals=_arrivals(source, data),
+        hosts=_integer(source, data, ("hosts",), 1, limits.HOSTS),
     )
     chosen = workload_named(experiment.workload.name)
     if experiment.rates and chosen.pauses(chosen.settings(experiment.workload.settings)):
         raise source.error(("rates",), f"a fixed rate sets when each transaction starts: the "
                            f"{experiment.workload.name} workload's keying and think times would too (leave them off)")
+    if experiment.hosts > 1:
+        _hosted(source, experiment, chosen)
     if experiment.crash_tests and not chosen.crash_testable:
         raise source.error(("crashtest",), f"the {experiment.workload.name} workload keeps no success log: it has no "
                            "crash test")
@@ -221,6 +227,16 @@ def _clients(source: _Source, data: Mapping) -> tuple[int, ...]:
     if len(set(value)) != len(value):
         raise source.error(("clients",), "a client count appears twice")
     return tuple(value)
+
+
+def _hosted(source: _Source, experiment: Experiment, chosen: WorkloadType) -> None:
+    """Several client hosts share each run's terminals by their homes: every client count must give each host one."""
+    homes = chosen.homes(chosen.settings(experiment.workload.settings))
+    for clients in experiment.clients:
+        try:
+            check_shares(clients, experiment.hosts, homes)
+        except UserError as error:
+            raise source.error(("hosts",), f"at {clients} clients: {error}") from None
 
 
 def _rates(source: _Source, data: Mapping) -> tuple[float, ...]:

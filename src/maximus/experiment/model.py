@@ -78,6 +78,9 @@ class Experiment:
     # terminals, in the file's order; empty: closed loop, every terminal as busy as the database lets it be
     rates: tuple[float, ...] = ()
     arrivals: str = "regular"  # how a fixed rate's transactions arrive: regular or poisson (driver.schedule)
+    # Client hosts: each run's terminals shared over this many nodes of a Ray cluster (driver.hosts), whose address
+    # the command gives (--ray), as it is the machine's and not the experiment's; 1: the terminals run here
+    hosts: int = 1
 
     @property
     def baseline(self) -> Step:

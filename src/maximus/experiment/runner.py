@@ -42,17 +42,20 @@ class ExperimentObserver(Protocol):
 
 
 def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver,
-          overrides: Callable[[Experiment], Experiment] | None = None, yes: bool = False) -> int:
+          overrides: Callable[[Experiment], Experiment] | None = None, yes: bool = False,
+          ray_address: str | None = None) -> int:
     """Validate the file, store the experiment and its plan, and run it. Returns the experiment's id. A plan
-    estimated to take more than a day (``limits.CONFIRM_ABOVE_S``) runs only when ``yes``."""
+    estimated to take more than a day (``limits.CONFIRM_ABOVE_S``) runs only when ``yes``. ``ray_address``: the Ray
+    cluster whose nodes are the client hosts (the file's ``hosts``)."""
     experiment = load_experiment(path)
     if overrides:
         experiment = overrides(experiment)
     _allowed(experiment)
+    runs = plan(experiment)
+    _hosts_reachable(experiment, runs, ray_address, workdir, results)
     planned = estimate(experiment, scale(experiment))
     planned.confirm(yes, f"experiment {experiment.name!r}")
     observer.note(f"estimated time: {planned.text()}")
-    runs = plan(experiment)
     with system.KeptLayouts() as layouts:  # a step's layout, and its pristine copy on it, serve all its runs
         _make_layouts(layouts, experiment, runs, workdir)  # before the experiment is stored
         store = ResultsStore(results)
@@ -65,8 +68,18 @@ def start(path: Path, workdir: Path, results: Path, observer: ExperimentObserver
         finally:
             store.close()
         with running_experiment(results, experiment_id):
-            execute(experiment_id, experiment, runs, workdir, results, observer, layouts)
+            execute(experiment_id, experiment, runs, workdir, results, observer, layouts, ray_address)
     return experiment_id
+
+
+def _hosts_reachable(experiment: Experiment, runs: list[PlannedRun], ray_address: str | None, workdir: Path,
+                     results: Path) -> None:
+    """Client hosts need the cluster's address, and the cluster there, before the first run, not at it."""
+    if experiment.hosts > 1 and ray_address is None:
+        raise UserError(f"the experiment's hosts = {experiment.hosts} runs each run's terminals from the nodes of a "
+                        "Ray cluster: give its address, --ray ADDRESS")
+    if ray_address is not None and runs:  # its engine, its client knobs, Ray and the cluster: as a run checks them
+        _options(experiment, runs[0], workdir, results, 0, ray_address).validate()
 
 
 def _make_layouts(layouts: system.KeptLayouts, experiment: Experiment, runs: list[PlannedRun], workdir: Path) -> None:
@@ -77,8 +90,10 @@ def _make_layouts(layouts: system.KeptLayouts, experiment: Experiment, runs: lis
     layouts.make_all([system.OS.resolve(system.split(experiment.steps[step].knobs)[1]) for step in steps], workdir)
 
 
-def resume(experiment_id: int | None, workdir: Path, results: Path, observer: ExperimentObserver) -> int:
-    """Run what is left of a stopped experiment (the newest unfinished one by default)."""
+def resume(experiment_id: int | None, workdir: Path, results: Path, observer: ExperimentObserver,
+           ray_address: str | None = None) -> int:
+    """Run what is left of a stopped experiment (the newest unfinished one by default); ``ray_address`` as for
+    ``start``."""
     with ExitStack() as held:
         store = ResultsStore(results)
         try:
@@ -94,10 +109,11 @@ def resume(experiment_id: int | None, workdir: Path, results: Path, observer: Ex
         _allowed(experiment)
         runs = from_data(record.plan["runs"])
         left = builds_left([run for run in runs if run.key not in _finished_keys(results, record.id)])
+        _hosts_reachable(experiment, left, ray_address, workdir, results)
         observer.note(f"estimated time of what is left: {estimate(experiment, scale(experiment), left).text()}")
         layouts = held.enter_context(system.KeptLayouts())
         _make_layouts(layouts, experiment, left, workdir)
-        execute(record.id, experiment, runs, workdir, results, observer, layouts)
+        execute(record.id, experiment, runs, workdir, results, observer, layouts, ray_address)
     return record.id
 
 
@@ -171,14 +187,15 @@ def _newest_unfinished(store: ResultsStore):
 
 
 def execute(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], workdir: Path, results: Path,
-            observer: ExperimentObserver, layouts: system.KeptLayouts) -> None:
-    """The planned ``runs`` not finished yet, in order, on the ``layouts`` kept for the experiment."""
+            observer: ExperimentObserver, layouts: system.KeptLayouts, ray_address: str | None = None) -> None:
+    """The planned ``runs`` not finished yet, in order, on the ``layouts`` kept for the experiment; their terminals
+    on the client hosts of the Ray cluster at ``ray_address``, if given."""
     done = _finished_keys(results, experiment_id)
     try:
         for position, planned in enumerate(runs, start=1):
             if planned.key not in done:
                 _execute_one(experiment_id, experiment, planned, (position, len(runs)), workdir, results, observer,
-                             layouts)
+                             layouts, ray_address)
         if experiment.crash_tests:
             _crash_tests(experiment_id, experiment, runs, workdir, results, observer, layouts)
     except (KeyboardInterrupt, *NOT_THE_RUNS):
@@ -193,10 +210,11 @@ def execute(experiment_id: int, experiment: Experiment, runs: list[PlannedRun], 
 
 
 def _execute_one(experiment_id: int, experiment: Experiment, planned: PlannedRun, position: tuple[int, int],
-                 workdir: Path, results: Path, observer: ExperimentObserver, layouts: system.KeptLayouts) -> None:
+                 workdir: Path, results: Path, observer: ExperimentObserver, layouts: system.KeptLayouts,
+                 ray_address: str | None) -> None:
     """One planned run, stored complete, failed (the experiment goes on) or interrupted (it stops)."""
     _hygiene(experiment, observer)
-    options = _options(experiment, planned, workdir, results, experiment_id)
+    options = _options(experiment, planned, workdir, results, experiment_id, ray_address)
     live = observer.run_starting(*position, planned)
     try:
         outcome = run_benchmark(options, live, layouts=layouts)
@@ -287,7 +305,7 @@ def _failed(options: BenchmarkOptions, reason: str) -> int:
 
 
 def _options(experiment: Experiment, planned: PlannedRun, workdir: Path, results: Path,
-             experiment_id: int) -> BenchmarkOptions:
+             experiment_id: int, ray_address: str | None = None) -> BenchmarkOptions:
     workload = experiment.workload
     return BenchmarkOptions(
         engine=experiment.engine, knobs=planned.knobs, workload=workload.name, settings=workload.settings,
@@ -295,7 +313,7 @@ def _options(experiment: Experiment, planned: PlannedRun, workdir: Path, results
         workdir=workdir, results=results, rebuild=planned.build, restore=experiment.hygiene.restore,
         database=planned.database, experiment_id=experiment_id, plan_key=planned.key,
         max_failed_percent=workload.max_failed_percent, system_changes=experiment.system_changes,
-        rate=planned.rate, arrivals=experiment.arrivals)
+        rate=planned.rate, arrivals=experiment.arrivals, ray_address=ray_address, hosts=experiment.hosts)
 
 
 def _hygiene(experiment: Experiment, observer: ExperimentObserver) -> None:
