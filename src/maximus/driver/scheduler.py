@@ -31,7 +31,7 @@ from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_
 from maximus.driver.retry import RetryPolicy
 from maximus.driver.schedule import RateSchedule
 from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire, record_deferred, result_from_wire,
-                                     transaction_runner, yield_to_the_server)
+                                     transaction_runner, wake_on_time, yield_to_the_server)
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import DeferredResult, Headline, Outcome, RunStatus, TxnSample, Window
@@ -117,6 +117,8 @@ def _terminal_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     # yield to: its work runs in the terminal, which would wait for the CPU after every fsync, holding the write lock
     if spec.schedule is None and spec.engine.capabilities.server_process:
         yield_to_the_server()
+    elif spec.schedule is not None:
+        wake_on_time()
     try:
         session = spec.engine.connect()
         emulator = spec.workload.emulator(spec.settings, index, spec.engine.dialect)
