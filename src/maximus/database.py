@@ -107,7 +107,7 @@ def raise_fault(engine: Engine, error: BaseException, prefix: str = "", reported
         raise EngineError(prefix + cause) from None
 
 
-def quietly(action: Callable[[], object], what: str) -> None:
+def quietly(action: Callable[[], None], what: str) -> None:
     """Clean-up while another error is on its way: a failure of its own is noted, never put in that error's place."""
     try:
         action()

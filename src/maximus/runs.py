@@ -193,9 +193,9 @@ def _run_changed(options: BenchmarkOptions, machine: system.Machine[Engine], obs
         outcome = _run(store, machine, options.build, options, observer, progress)
     except BaseException as error:
         store.close()
-        # What the changes saw first: a memory limit whose OOM kills broke the server lifts and ends it, where a
-        # stop would wait for its crash recovery under the limit
-        quietly(machine.seen, "reading what the machine's changes saw")
+        # A memory limit whose OOM kills broke the server lifts and ends it first, where a stop would wait for its
+        # crash recovery under the limit
+        quietly(machine.failed, "undoing what would keep the server from stopping")
         quietly(engine.stop, f"stopping {engine.name}")  # the error on its way is the cause
         raise_fault(engine, error)
         raise

@@ -18,6 +18,7 @@ from typing import Iterator
 import pytest
 
 from maximus import api
+from maximus.engines import _process
 from maximus.engines.postgres import PostgresEngine
 from maximus.records import RunStatus
 from maximus.system import cgroups, memory
@@ -40,10 +41,6 @@ def journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _ours() -> list[Path]:
     """The memory cgroups a Maximus of this test made, left or not."""
     return list(cgroups.own_group(memory.CONTROLLER).glob("maximus-*"))
-
-
-def _zombie(pid: int) -> bool:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def _maximus(*args: str) -> subprocess.CompletedProcess:
@@ -312,7 +309,7 @@ def test_a_limit_too_small_for_the_server_fails_the_run_naming_the_oom_killer(jo
         # ended at once, not stopped: a fast stop waited up to 120 s for the crash recovery under the limit
         assert "stopping postgres failed" not in done.stderr
         postmaster = _postmaster(work)
-        assert postmaster is None or not Path(f"/proc/{postmaster}").exists() or _zombie(postmaster)
+        assert postmaster is None or not _process.alive(postmaster)
     finally:
         postmaster = _postmaster(work)  # a server whose stop failed after the kills: ours to end
         if postmaster and Path(f"/proc/{postmaster}").exists():

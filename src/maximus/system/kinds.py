@@ -205,7 +205,6 @@ class MemoryLimit:
             except Exception as error:  # a server or terminal the OOM killer ended: the cause, named first
                 kills = self.group.oom_kills()
                 if kills:
-                    self._broken(engine)
                     what = str(error) if isinstance(error, MaximusError) else f"{type(error).__name__}: {error}"
                     raise EngineError(f"{self._killed(kills)}; then {' '.join(what.split())}") from None
                 raise
@@ -217,19 +216,20 @@ class MemoryLimit:
             return Seen()
         usage = self.group.usage()
         kills = int(usage["oom_kills"])  # type: ignore[call-overload]
-        if kills:  # the run failed with them
-            self._broken(self.engine)
+        if kills:  # the run failed with them: the limit lifted, so that the server can stop
+            self.group.lift()
         return Seen({"memory": {self.side: usage}}, [self._killed(kills)] if kills else [])
 
-    def _broken(self, engine: Database | None) -> None:
-        """After the OOM killer: no limit any more, so that what is left can end, and the server ended at once. A server
-        that lost a process to the killer recovers from a crash, and a fast stop waited for that recovery up to pg_ctl's
-        120 s (its data is rebuilt or restored before the next run anyway)."""
-        assert self.group is not None
+    def failed(self) -> None:
+        """After OOM kills, no limit any more and a server side's server ended at once: one that lost a process to the
+        killer recovers from a crash, and under the limit a fast stop waited for that recovery up to pg_ctl's 120 s
+        (its data is rebuilt or restored before the next run anyway)."""
+        if self.group is None or not self.group.oom_kills():
+            return
         self.group.lift()
-        if engine is not None and self.side == "server":
+        if self.engine is not None and self.side == "server":
             try:
-                engine.crash()
+                self.engine.crash()
             except MaximusError:  # already gone
                 pass
 

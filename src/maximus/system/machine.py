@@ -71,6 +71,12 @@ class Machine(Generic[E]):
         return Done(environment | ({"layout": placement.record} if placement.record else {})
                     | self.seen().environment, durability_warnings(self._target.knobs), list(self._warnings))
 
+    def failed(self) -> None:
+        """The run failed: each change in force that could keep its engine from stopping undoes that first."""
+        for _, change in self._changes:
+            if isinstance(change, Observed):
+                change.failed()
+
     def seen(self) -> Seen:
         """What the changes in force saw of the run's processes so far (a memory limit's peak usage and OOM kills),
         read before the run ends while they still hold."""

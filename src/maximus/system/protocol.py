@@ -115,3 +115,7 @@ class Observed(Protocol):
     before it ends, while the change is still in force."""
 
     def seen(self) -> Seen: ...
+
+    def failed(self) -> None:
+        """The run failed while the change holds, and its engine is stopped next: undo what would keep it from
+        stopping."""
