@@ -15,10 +15,10 @@ WITHOUT_RAY = "import sys; sys.modules['ray'] = None; from maximus.cli import ma
 NOTHING_THERE = "127.0.0.1:1"  # a port nothing listens on
 
 
-def _refused(arguments: list[str], tmp_path: Path, python: list[str]) -> str:
-    """The one line of a refused ``maximus run``, which wrote nothing."""
+def _refused(arguments: list[str], tmp_path: Path, python: list[str], command: tuple[str, ...] = ("run",)) -> str:
+    """The one line of a refused ``maximus run`` (or other ``command``), which wrote nothing."""
     where = ["--workdir", str(tmp_path / "work"), "--results", str(tmp_path / "r.db")]
-    done = subprocess.run([sys.executable, *python, "run", *arguments, *where], cwd=tmp_path, capture_output=True,
+    done = subprocess.run([sys.executable, *python, *command, *arguments, *where], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
@@ -66,20 +66,6 @@ def test_a_run_from_hosts_that_cannot_be_is_refused_in_one_line(arguments: list[
     assert _refused(arguments, tmp_path, ["-m", "maximus"]).startswith(expected)
 
 
-def _experiment_refused(text: str, arguments: list[str], tmp_path: Path) -> str:
-    """The one line of a refused ``maximus experiment run``, which stored nothing."""
-    path = tmp_path / "hosts.toml"
-    path.write_text(text)
-    where = ["--workdir", str(tmp_path / "work"), "--results", str(tmp_path / "r.db")]
-    done = subprocess.run([sys.executable, "-m", "maximus", "experiment", "run", str(path), *arguments, *where],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2, done.stdout + done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stdout + done.stderr, done.stderr
-    assert not (tmp_path / "r.db").exists()
-    return lines[0]
-
-
 HOSTED = 'name = "hosts"\nengine = "{engine}"\nclients = [{clients}]\nhosts = 2\n[workload]\nwarehouses = 2\n'
 
 
@@ -96,5 +82,7 @@ HOSTED = 'name = "hosts"\nengine = "{engine}"\nclients = [{clients}]\nhosts = 2\
 ])
 def test_an_experiment_from_hosts_that_cannot_be_is_refused_before_anything_is_stored(
         text: str, arguments: list[str], expected: str, tmp_path: Path) -> None:
-    line = _experiment_refused(text, arguments, tmp_path)
+    path = tmp_path / "hosts.toml"
+    path.write_text(text)
+    line = _refused([str(path), *arguments], tmp_path, ["-m", "maximus"], ("experiment", "run"))
     assert line.startswith(expected) or expected in line, line

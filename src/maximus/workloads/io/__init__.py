@@ -178,7 +178,7 @@ class IoScan(_IoWorkload[ScanSettings]):
 
 
 def _cold(settings: TableSettings) -> bool:
-    return getattr(settings, "caches", None) == COLD
+    return isinstance(settings, ScanSettings) and settings.caches == COLD
 
 
 def _cold_files(info: DatabaseInfo) -> str:
