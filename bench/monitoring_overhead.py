@@ -130,7 +130,7 @@ def summarise(ratios: list[float], monitored: list[Measured], options: Options) 
 
 def main(argv: list[str]) -> None:
     options = parse_options(argv)
-    workdir = options.workdir or Path(tempfile.mkdtemp(prefix="maximus-bench-", dir="/tmp"))
+    workdir = options.workdir or Path(tempfile.mkdtemp(prefix="maximus-bench-monitoring-", dir="/tmp"))
     if options.smoke:
         print(SMOKE_NOTICE)
     print(f"SQLite {KNOBS}, {options.terminals} terminals, {options.pairs} pairs of {options.warmup_s:g} s warm-up "

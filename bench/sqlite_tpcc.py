@@ -456,7 +456,7 @@ def main(argv: list[str]) -> int:
         options.workdir.mkdir(parents=True, exist_ok=True)
         benchmark(options.workdir, options)
         return 0
-    workdir = Path(tempfile.mkdtemp(prefix="maximus-bench-", dir="/tmp"))
+    workdir = Path(tempfile.mkdtemp(prefix="maximus-bench-sqlite-", dir="/tmp"))
     try:
         benchmark(workdir, options)
     finally:

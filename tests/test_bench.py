@@ -31,6 +31,9 @@ POSITIVE = r"[1-9][\d,]*"  # a count that cannot be 0 after a run that worked: N
 
 @dataclass(frozen=True)
 class Smoke:
+    # of the script's own directories and so of its servers' command lines: a smoke running beside another (xdist)
+    # must not count the other's directories and processes as its own leftovers
+    prefix: str
     lines: tuple[str, ...]  # regular expressions, each matching the start of a line a real run prints
     takes_workdir: bool = False  # SQLite's scripts; the servers' make theirs under /var/tmp, for the server's user
 
@@ -55,7 +58,7 @@ SQLITE_CONFIGS = ("wal\\+full", "wal\\+off", "delete\\+full")
 LAYOUTS = ("ext4 on loop, 4 GB", "xfs on loop, 4 GB", "btrfs on loop, 4 GB", "tmpfs, 4 GB", "ext4 on zram, 1 GB")
 
 SMOKES = {
-    "sqlite_tpcc.py": Smoke(takes_workdir=True, lines=(
+    "sqlite_tpcc.py": Smoke(prefix=f"{OWN_PREFIX}sqlite-", takes_workdir=True, lines=(
         r"Maximus's transactions run their statements in C \(workloads/tpcc/_sqlite_profiles\.c\)\.$",
         rf"Build of 1 warehouse: {N} s$",
         r"  config\s+ceiling\s+Maximus\s+NO/min\s+CPU/txn\s+failed\s+replay\s+CPU/txn\s+Maximus/$",
@@ -69,14 +72,14 @@ SMOKES = {
           for config in SQLITE_CONFIGS),
         rf"  delete\+full in series: 1 / \(1/{N} commits/s \+ {N} ms\) = {N} txn/s allowed; Maximus {N} txn/s = {N} "
         r"of it \(target >= 0\.9: (met|NOT met)\)$")),
-    "powercut_overhead.py": Smoke(lines=(
+    "powercut_overhead.py": Smoke(prefix=f"{OWN_PREFIX}powercut-", lines=(
         r"SQLite WAL, 50 one-row commits per measurement, 2 rounds, in /tmp/maximus-bench-powercut-",
         *(rf"  synchronous={setting}\s+round {index}: mount\s+{N} commits/s · plain\s+{N} commits/s · time ratio "
           rf"{N} \((mount|plain) first\)$" for setting in ("off", "full") for index in (1, 2)),
         *(rf"synchronous={setting}: time on the mount / without it: median {N} over 2 rounds \(range {N}-{N}\)$"
           for setting in ("off", "full")),
         rf"  pass-through cost: {N} FUSE writes per commit, {N} µs added per write \({N} µs per commit\)$")),
-    "crash_verdicts.py": Smoke(lines=(
+    "crash_verdicts.py": Smoke(prefix=f"{OWN_PREFIX}crash-", lines=(
         r"Crash verdicts at 1 warehouse, 4 terminals, in /var/tmp/maximus-bench-crash-",
         rf"  sqlite journal_mode=wal synchronous=full\s+2 cuts: {N} of {N} acknowledged lost in {N} cuts, {N} "
         rf"inconsistent; 95 % upper bound of the per-cut loss probability {N}%",
@@ -84,7 +87,7 @@ SMOKES = {
         r"  sqlite journal_mode=wal synchronous=normal\s+SIGKILL: ",
         rf"  sqlite journal_mode=wal synchronous=full\s+{N} s per power-cut cycle",
         r"4\. The layer's cost on throughput: bench/powercut_overhead.py")),
-    "rate_stall.py": Smoke(lines=(
+    "rate_stall.py": Smoke(prefix=f"{OWN_PREFIX}rate-", lines=(
         r"Fixed-rate runs on PostgreSQL, 1 warehouse, 8 terminals, 1.5-s windows, in /var/tmp/maximus-bench-rate-",
         rf"  fixed rate, undisturbed\s+{N}/s  latency p99\s+{N} ms  service p99\s+{N} ms  over 1 s: {N} latency",
         rf"  fixed rate, stalled\s+{N}/s  latency p99\s+{N} ms",
@@ -92,7 +95,7 @@ SMOKES = {
         r"\s+(rate sustained at|not sustainable at) 50/s",
         r"  target: stalled latency p99 >= -0.5 s .*: (met|missed)$",
         rf"  start-time error p99: median {N} ms of 1 runs: the target \(< 1 ms\) is (met|missed)$")),
-    "ray_hosts.py": Smoke(lines=(
+    "ray_hosts.py": Smoke(prefix=f"{OWN_PREFIX}ray-", lines=(
         r"Client hosts on a local Ray cluster \(2 nodes of 1 CPU each, \d+ cores in all\), PostgreSQL io-random on a "
         r"1 MB table, 2 terminals a host, 1.5-s windows, 1 round\(s\), in /var/tmp/maximus-bench-ray-",
         r"  round  mode   hosts  terminals       txn/s  client CPUs  machine idle$",
@@ -102,43 +105,43 @@ SMOKES = {
         rf"  ratio --hosts 1 / this machine alone: median {N} of 1 round\(s\)",
         rf"  ratio 2 hosts / \(2 x one host\): median {N} of 1 round\(s\) .*the target \(>= 0.9\) is (met|missed)$",
         r"  on this machine the 2 hosts, the coordinator and the server share its \d+ cores")),
-    "io_vs_fio.py": Smoke(lines=(
+    "io_vs_fio.py": Smoke(prefix=f"{OWN_PREFIX}io-", lines=(
         r"Storage-bound runs against fio, a 8 MB table, 1 s each, in /var/tmp/maximus-bench-io-",
         rf"  sqlite\s+io-random\s+1\s+{N}\s+{N} reads/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound"
         rf"\s+CPU us/op: .*; read calls/op: client {N}",
         *(rf"  sqlite\s+io-scan {caches}\s+1\s+{N}\s+{N} MB/s\s+ratio {N} \(one batch\)\s+(device|cache|CPU)-bound"
           for caches in ("cold", "warm")),
         r"Targets: io-random at 16 clients and io-scan \(cold\) at least 0\.8 of fio")),
-    "monitoring_overhead.py": Smoke(takes_workdir=True, lines=(
+    "monitoring_overhead.py": Smoke(prefix=f"{OWN_PREFIX}monitoring-", takes_workdir=True, lines=(
         rf"pair 1: monitored\s+{N} TPM \({N} tpmC\) · unmonitored\s+{N} TPM \({N} tpmC\) · ratio {N} "
         r"\(monitored first\)$",
         rf"pair 2: monitored\s+{N} TPM \({N} tpmC\) · unmonitored\s+{N} TPM \({N} tpmC\) · ratio {N} "
         r"\(unmonitored first\)$",
         rf"mean ratio monitored/unmonitored {N}, standard deviation {N} over 2 pairs",
         rf"the monitor's own readings: {N} ms of CPU per second of run")),
-    "os_knobs.py": Smoke(lines=(
+    "os_knobs.py": Smoke(prefix=f"{OWN_PREFIX}os-", lines=(
         rf"\d+ machine knobs, 1 repeats: journal \+ apply \+ read back median {N} ms, put back median {N} ms$",
         rf"added to a run: {N} ms, {N} of the 1 s allowed \((met|NOT met)\)$",
         *(rf"layout {layout}: make median {N} ms, remove median {N} ms$" for layout in LAYOUTS))),
-    "postgres_terminals_memory.py": Smoke(lines=(
+    "postgres_terminals_memory.py": Smoke(prefix=f"{OWN_PREFIX}memory-", lines=(
         r"10 keyed terminals \(keying \+ think times of 5\.2\.5\), 1 warehouses, 2 s measured; \d+ terminals per "
         r"worker process$",
         r"  status complete; failed transactions 0$",
         rf"  peak client RSS: {N} MiB over \d+ Maximus processes = {N} KiB per terminal$",
         rf"  tpmC {N} against the keyed ceiling of {N} ")),
-    "runs_listing.py": Smoke(lines=(
+    "runs_listing.py": Smoke(prefix=f"{OWN_PREFIX}runs-", lines=(
         rf"stored 20 runs of 200 samples in {N} s$",
         rf"`maximus runs` \(the command, start included\): {N} s$",
         rf"listed_runs \(one query\):\s+{N} s$",
         rf"analyse_run of every run \(before\):\s+{N} s$",
         rf"ratio before/now \(in-process\): {N}x; target: the command under 1 s \((met|not met)\)$")),
-    "postgres_tpcc.py": Smoke(lines=(
+    "postgres_tpcc.py": Smoke(prefix=f"{OWN_PREFIX}pg-", lines=(
         rf"PostgreSQL \S+ managed in /var/tmp/{OWN_PREFIX}pg-",
         *_builds("COPY-from-files"),
         r"2\. Runs ",
         r"  client\s+clients\s+pair\s+NO/min\s+TPS\s+client CPU s/1,000 txn\s+server CPU s/1,000 txn\s+switches/txn$",
         *_server_runs("pgbench", clients=2))),
-    "mariadb_tpcc.py": Smoke(lines=(
+    "mariadb_tpcc.py": Smoke(prefix=f"{OWN_PREFIX}mariadb-", lines=(
         rf"MariaDB \S+ managed in /var/tmp/{OWN_PREFIX}mariadb-",
         *_builds("LOAD DATA from files"),
         r"server configuration: version=",
@@ -149,19 +152,19 @@ SMOKES = {
 SMOKE_NOTICE = r"smoke mode: "  # the line that says the figures mean nothing
 
 
-def _own_directories() -> set[Path]:
-    return {path for parent in (Path("/tmp"), Path("/var/tmp")) for path in parent.glob(f"{OWN_PREFIX}*")}
+def _own_directories(prefix: str) -> set[Path]:
+    return {path for parent in (Path("/tmp"), Path("/var/tmp")) for path in parent.glob(f"{prefix}*")}
 
 
-def _own_processes() -> dict[int, str]:
-    """Processes whose command line names a bench script's directory: its managed servers."""
+def _own_processes(prefix: str) -> dict[int, str]:
+    """Processes whose command line names one of the script's directories: its managed servers."""
     found = {}
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:  # it has just exited
             continue
-        if OWN_PREFIX in text:
+        if prefix in text:
             found[int(cmdline.parent.name)] = text
     return found
 
@@ -184,10 +187,10 @@ def _run(command: list[str]) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(command, script.returncode, stdout, stderr)
 
 
-def _left_running(before: dict[int, str]) -> dict[int, str]:
+def _left_running(prefix: str, before: dict[int, str]) -> dict[int, str]:
     """The script's processes still there SETTLE_S after it ended."""
     deadline = time.monotonic() + SETTLE_S
-    while (left := {pid: text for pid, text in _own_processes().items() if pid not in before}) and \
+    while (left := {pid: text for pid, text in _own_processes(prefix).items() if pid not in before}) and \
             time.monotonic() < deadline:
         time.sleep(0.2)
     return left
@@ -211,11 +214,12 @@ def runs_in_smoke_mode(path: Path, tmp_path: Path) -> None:
     smoke = SMOKES[path.name]
     command = [sys.executable, str(path), "--smoke"] + (["--workdir", str(tmp_path / "work")]
                                                         if smoke.takes_workdir else [])
-    directories, processes = _own_directories(), _own_processes()
+    directories, processes = _own_directories(smoke.prefix), _own_processes(smoke.prefix)
     started = time.perf_counter()
     done = _run(command)
     seconds = time.perf_counter() - started
-    left_running, left_behind = _left_running(processes), _own_directories() - directories
+    left_running = _left_running(smoke.prefix, processes)
+    left_behind = _own_directories(smoke.prefix) - directories
     output = f"{done.stdout}\n--- stderr ---\n{done.stderr}\n--- {seconds:.1f} s"
     assert done.returncode == 0, output
     assert "Traceback" not in done.stderr, output  # a worker process that failed while the script went on
@@ -223,3 +227,11 @@ def runs_in_smoke_mode(path: Path, tmp_path: Path) -> None:
     assert not missing, f"lines missing: {missing}\n{output}"
     assert not left_running, f"servers left running: {left_running}"
     assert not left_behind, f"directories left behind: {left_behind}"
+
+
+def test_no_two_scripts_share_a_directory_prefix() -> None:
+    """Two smokes run side by side each count only their own leftovers, which holds only while no prefix is the start
+    of another's."""
+    prefixes = [smoke.prefix for smoke in SMOKES.values()]
+    clashes = [(one, other) for one in prefixes for other in prefixes if one != other and other.startswith(one)]
+    assert len(set(prefixes)) == len(prefixes) and not clashes, clashes
