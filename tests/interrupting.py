@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from typing import Iterator
+from pathlib import Path
+from typing import Iterable, Iterator
 
 # What the tests send: an interactive shell starts its commands with each at its default.
 SENT = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP)
@@ -29,3 +30,22 @@ def keyboard_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def worker_processes(pids: Iterable[int]) -> list[int]:
+    """Maximus's worker processes among ``pids``: the interpreters multiprocessing spawned, and the children of its
+    fork server (``maximus.workers.context``), which share the server's command line but not its parent."""
+    found = []
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+            forked = _FORK_SERVER in command and _FORK_SERVER in Path(f"/proc/{parent}/cmdline").read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        if b"spawn_main" in command or forked:
+            found.append(pid)
+    return found
+
+
+_FORK_SERVER = b"multiprocessing.forkserver"

@@ -37,7 +37,7 @@ class ClientHostRecord:
     late_start_s: float  # how long after the agreed start its terminals were released (0: in time: the release reached
     # it before the start); its warm-up was that much shorter
     niceness: int  # its terminals' (Ray starts its workers at 15; the driver puts back its node's, where it may)
-    client_cpu_s: float  # its terminal and deferred processes' CPU (RUSAGE_CHILDREN) and its driver's own, over the run
+    client_cpu_s: float  # its terminal and deferred processes' CPU (as they reported it) and its driver's own
     elapsed_s: float  # the host's run, from its workers' start to their end
     transactions: int  # its transactions in the measured window
     schedule_lag_p99_s: float | None  # a fixed-rate run's: its actual starts after the intended ones, p99

@@ -49,14 +49,17 @@ def ray_cluster() -> Iterator[str]:
 
 
 def _ray_processes() -> dict[int, str]:
-    """This process's descendants that are Ray's: its nodes' servers, agents and workers."""
+    """This process's descendants that are Ray's: its nodes' servers, agents and workers. Not this process's own
+    multiprocessing helpers (the fork server of the runs it drove itself, its resource tracker), whose command line
+    names Ray's directories only because Ray put them on ``sys.path``."""
     found = {}
     for pid in _process.descendants(os.getpid()):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            own = _process._parent(pid) == os.getpid() and "from multiprocessing." in command
         except OSError:  # it has just ended
             continue
-        if command.startswith("ray::") or "/site-packages/ray/" in command:
+        if not own and (command.startswith("ray::") or "/site-packages/ray/" in command):
             found[pid] = command[:120]
     return found
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from interrupting import worker_processes  # tests/interrupting.py
 from maximus.records import RunStatus
 
 RUN = ("run", "--warmup", "0.5", "--duration", "20")
@@ -107,15 +108,8 @@ def test_a_signal_to_the_process_group_while_terminals_start_is_one_line(harness
 
 
 def _workers(harness) -> list[int]:
-    """The run's worker processes started so far (multiprocessing's spawned interpreters)."""
-    found = []
-    for pid in harness.processes():
-        try:
-            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:  # gone meanwhile
-            pass
-    return found
+    """The run's worker processes started so far."""
+    return worker_processes(harness.processes())
 
 
 def test_a_run_orphaned_by_sigkill_measured_nothing(harness, sqlite_workdir: Path) -> None:

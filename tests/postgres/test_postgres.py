@@ -33,13 +33,14 @@ from maximus.driver.terminal import transaction_runner
 from maximus.experiment import runner
 from maximus.experiment.loader import load_experiment
 from maximus.records import Outcome, RunStatus
+from maximus.system.processes import tree
 from maximus.report.console import render_header
 from maximus.workloads.tpcc import Tpcc, schema
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
 from maximus.workloads.tpcc.server_side import Call, ServerSide
 
-from interrupting import default_dispositions, keyboard_interrupts  # tests/interrupting.py
+from interrupting import default_dispositions, keyboard_interrupts, worker_processes  # tests/interrupting.py
 from observers import Quiet, Stall  # tests/observers.py
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
@@ -707,11 +708,6 @@ def test_a_server_that_will_not_start_is_one_line_with_exit_code_3(tmp_path: Pat
         api.make_engine("postgres", server_workdir, ONE_WAREHOUSE, {}).connect()
 
 
-def _children(pid: int) -> list[int]:
-    return [int(child) for task in Path(f"/proc/{pid}/task").iterdir()
-            for child in (task / "children").read_text().split()]
-
-
 def test_ctrl_c_during_a_parallel_build_is_one_line_and_leaves_no_loader_or_server(server_workdir: Path) -> None:
     """A terminal's Ctrl-C reaches the whole process group: the loader processes printed a traceback each
     and Maximus said nothing (typer turns a KeyboardInterrupt into a silent exit code 130)."""
@@ -720,7 +716,7 @@ def test_ctrl_c_during_a_parallel_build_is_one_line_and_leaves_no_loader_or_serv
                                text=True, start_new_session=True, preexec_fn=default_dispositions)
     deadline, loaders = time.monotonic() + 60, []
     while time.monotonic() < deadline and process.poll() is None and len(loaders) < 2:
-        loaders = [pid for pid in _children(process.pid) if "spawn_main" in _process.command_line(pid)]
+        loaders = worker_processes(tree(process.pid))
         time.sleep(0.05)
     assert len(loaders) == 2, "no loader processes seen"  # one per core: warehouses go in from both
     time.sleep(1.0)  # the loaders generate and COPY

@@ -10,7 +10,6 @@ leave half written. The crash ends them all (``CrashLoad.kill``).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import queue
 import signal
@@ -23,6 +22,7 @@ from maximus.driver.retry import RetryPolicy
 from maximus.driver.terminal import Runner, transaction_runner, yield_to_the_server
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
+from maximus import workers
 from maximus.workers import ignore_interrupts, spawning
 
 READY_TIMEOUT_S = 120.0
@@ -72,7 +72,7 @@ class CrashLoad:
 
     def __init__(self, spec: CrashLoadSpec) -> None:
         self.spec = spec
-        self.context = multiprocessing.get_context("spawn")
+        self.context = workers.context()
         self.processes: list[Any] = []
         self.released_at: float | None = None
 
@@ -82,10 +82,7 @@ class CrashLoad:
         gate = self.context.Lock() if self.spec.engine.capabilities.single_writer else None
         with spawning():
             for index in range(self.spec.terminals):
-                process = self.context.Process(target=_terminal_main, args=(self.spec, index, ready, go, gate),
-                                               daemon=True)
-                process.start()
-                self.processes.append(process)
+                self.processes.append(workers.start(self.context, _terminal_main, (self.spec, index, ready, go, gate)))
         deadline, waiting = time.monotonic() + READY_TIMEOUT_S, len(self.processes)
         while waiting:
             try:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import multiprocessing
 import queue
+import resource
 import signal
 import threading
 import time
@@ -35,6 +35,7 @@ from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire,
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
 from maximus.records import DeferredResult, Headline, Outcome, RunStatus, TxnSample, Window
+from maximus import workers
 from maximus.workers import ignore_interrupts, spawning
 from maximus.workloads.base import Workload
 
@@ -81,6 +82,7 @@ class DriveResult:
     errors: list[str]
     elapsed_s: float
     deferred: list[DeferredResult] = field(default_factory=list)  # the deferred transactions' result file
+    workers_cpu_s: float = 0.0  # the CPU its worker processes reported as they ended, start-up included
 
 
 class Observer(Protocol):
@@ -131,6 +133,7 @@ def _terminal_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
                         channels.deliveries if spec.deferred_workers else None, channels.writer_gate, spec.schedule)
     _guarded(terminal.run, channels, index)
     session.close()
+    _report_cpu(channels)
 
 
 def _released(spec: DriveSpec, channels: _Channels, ready_as: int) -> tuple[float, SystemClock, Window]:
@@ -167,6 +170,7 @@ def _multiplexed_main(spec: DriveSpec, worker: int, channels: _Channels) -> None
     recorder.flush(clock.now())
     for session in sessions:
         session.close()
+    _report_cpu(channels)
 
 
 def _async_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
@@ -174,6 +178,7 @@ def _async_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     ignore_interrupts(termination=True)
     yield_to_the_server()
     asyncio.run(_async_terminals(spec, spec.shares()[worker], channels, worker))
+    _report_cpu(channels)
 
 
 async def _async_terminals(spec: DriveSpec, indices: Sequence[int], channels: _Channels, worker: int) -> None:
@@ -221,6 +226,7 @@ def _deferred_main(spec: DriveSpec, worker: int, channels: _Channels) -> None:
     _guarded(lambda: _serve_deferred(spec, session, transactions, channels, recorder), channels, -1 - worker)
     recorder.flush(time.monotonic())
     session.close()
+    _report_cpu(channels)
 
 
 def _serve_deferred(spec: DriveSpec, session: Any, transactions: Mapping[str, Any], channels: _Channels,
@@ -234,6 +240,14 @@ def _serve_deferred(spec: DriveSpec, session: Any, transactions: Mapping[str, An
         terminal, queued_at, name, inputs = request
         result = runners[name](inputs)
         record_deferred(recorder, terminal, name, queued_at, result, time.monotonic())
+
+
+def _report_cpu(channels: _Channels) -> None:
+    """The worker's CPU, start-up included, for a client host that tells what its terminals cost
+    (``driver.hosts.host``): a worker forked from the fork server (``workers.context``) is the server's child, and
+    so missing from the run process's RUSAGE_CHILDREN."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    channels.outbox.put(("cpu", usage.ru_utime + usage.ru_stime))
 
 
 def _guarded(body: Any, channels: _Channels, index: int) -> None:
@@ -262,7 +276,7 @@ class Run:
         self.fault: str | None = None  # the first cause found that the engine or its data failed
         self._causes: dict[str, str | None] = {}  # Engine.fault's answer, by error text
         self._watched_at = 0.0
-        self.context = multiprocessing.get_context("spawn")
+        self.context = workers.context()
         # A workload that writes nothing has no writer for its readers to block, nor to wait for: no gate
         gated = spec.engine.capabilities.single_writer and bool(spec.workload.write_transactions())
         self.channels = _Channels(self.context, spec.terminals, gated)
@@ -271,6 +285,7 @@ class Run:
         self.wire_runs: list[tuple] = []  # runs of committed transactions (Recorder.record_committed)
         self.wire_results: list[tuple] = []  # deferred transactions' result records (Recorder.record_result)
         self.facts: dict[str, int] = {}
+        self.workers_cpu_s = 0.0
         self.errors: list[str] = []
         self.interrupted = False
         self.stopped_at: float | None = None  # time.monotonic() of the first stop
@@ -349,9 +364,7 @@ class Run:
             self._found(self.watch())
 
     def _process(self, target: Any, index: int) -> Any:
-        process = self.context.Process(target=target, args=(self.spec, index, self.channels), daemon=True)
-        process.start()
-        return process
+        return workers.start(self.context, target, (self.spec, index, self.channels))
 
     def _start(self, processes: list) -> None:
         ready, deadline = 0, time.monotonic() + _READY_TIMEOUT_S
@@ -395,6 +408,8 @@ class Run:
             self.wire_results.extend(message[4])
             for name, value in message[2].items():
                 self.facts[name] = self.facts.get(name, 0) + value
+        elif message[0] == "cpu":
+            self.workers_cpu_s += message[1]
         elif message[0] == "fatal":
             self.errors.append(message[1])
             self._explain(message[1])
@@ -434,7 +449,7 @@ class Run:
         samples = sorted(map(from_wire, wire), key=lambda s: s.start)
         deferred = sorted(map(result_from_wire, self.wire_results), key=lambda r: r.queued)
         self.wire_samples, self.wire_runs, self.wire_results = [], [], []
-        return DriveResult(samples, self.facts, window, status, errors, elapsed, deferred)
+        return DriveResult(samples, self.facts, window, status, errors, elapsed, deferred, self.workers_cpu_s)
 
     def _measured_window(self) -> Window:
         """The planned window, cut at the stop of a run interrupted or ended by a fault: its rates are over the

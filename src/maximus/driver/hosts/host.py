@@ -86,7 +86,7 @@ class ClientHost:
             result = run.execute()
         finally:
             self._ready.set()  # a run that failed before its workers were ready: the coordinator waits no longer
-        return HostRun(result, _cpu_seconds() - before, self._lateness(), niceness)
+        return HostRun(result, result.workers_cpu_s + _cpu_seconds() - before, self._lateness(), niceness)
 
     def ready(self) -> None:
         """Returns once the host's workers are ready (or its run has ended)."""
@@ -138,6 +138,6 @@ def _as_the_node_schedules() -> int:
 
 
 def _cpu_seconds() -> float:
-    """User and system CPU of this process and of its children that have ended (the run's workers, once joined)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    """User and system CPU of this process: its workers' is the one they report (``DriveResult.workers_cpu_s``)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime

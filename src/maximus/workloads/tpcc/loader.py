@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import threading
 import time
@@ -16,6 +15,7 @@ import numpy as np
 from maximus import __version__
 from maximus.engines.base import Dialect, Engine, Session
 from maximus.errors import EngineError
+from maximus import workers as worker_processes
 from maximus.workers import ignore_interrupts, spawning
 from maximus.workloads.base import DatabaseInfo, LoadResult, Progress
 from maximus.workloads.tpcc import generate, schema
@@ -150,14 +150,12 @@ def _parallel(engine: Engine, session: Session, warehouses: int, seed: int, c_lo
               tally: Progress) -> None:
     """Warehouses dealt round-robin to worker processes; each generates and streams its own. The items
     go in from this process while the workers start."""
-    context = multiprocessing.get_context("spawn")
+    context = worker_processes.context()
     reports = context.Queue()
     shares = [list(range(first, warehouses + 1, workers)) for first in range(1, workers + 1)]
-    processes = [context.Process(target=_load_share, args=(engine, seed, c_load, since, share, reports), daemon=True)
-                 for share in shares]
     with spawning():  # a Ctrl-C to the process group while they import is theirs to drop, not to print
-        for process in processes:
-            process.start()
+        processes = [worker_processes.start(context, _load_share, (engine, seed, c_load, since, share, reports))
+                     for share in shares]
     try:
         _write(engine, session, generate.items(seed), tally)
         failures = _await(len(processes), reports, tally)
