@@ -66,9 +66,9 @@ from pathlib import Path
 from maximus import workers
 
 def report(answers):
-    answers.put({"parent": os.getppid(), "nice": os.getpriority(os.PRIO_PROCESS, 0), "cpus": sorted(os.sched_getaffinity(0)),
-                 "cgroup": Path("/proc/self/cgroup").read_text(), "environment": os.environ.get("MAXIMUS_TEST_MARK"),
-                 "directory": os.getcwd()})
+    answers.put({"parent": os.getppid(), "nice": os.getpriority(os.PRIO_PROCESS, 0),
+                 "cpus": sorted(os.sched_getaffinity(0)), "cgroup": Path("/proc/self/cgroup").read_text(),
+                 "environment": os.environ.get("MAXIMUS_TEST_MARK"), "directory": os.getcwd()})
 
 def ask():
     where = workers.context()
