@@ -82,10 +82,10 @@ def gather_run(store: ResultsStore, run_id: int, planned: PlannedRun | None = No
 
 def gather_experiment(store: ResultsStore, experiment_id: int) -> ExperimentData:
     """The experiment's summary and every run that belongs to its plan (raises UserError if unknown)."""
-    report = analyse_experiment(store, experiment_id)
-    planned = {run.key: run for run in from_data(report.record.plan["runs"])}
+    planned = {run.key: run for run in from_data(store.experiment(experiment_id).plan["runs"])}
     runs = tuple(gather_run(store, r.id, planned[r.plan_key]) for r in store.runs(experiment_id)
                  if r.plan_key in planned)
+    report = analyse_experiment(store, experiment_id, {r.id: (r.report.record.reading, r.report.figures) for r in runs})
     tps = {(c.step, c.level): estimate([r.report.figures.tpm / 60 for r in runs if r.complete and r.planned
                                         and r.planned.step == c.step and r.planned.level == c.level])
            for c in report.summary.cells}

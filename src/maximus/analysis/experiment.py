@@ -223,9 +223,14 @@ def _engine_named(record: ExperimentRecord) -> str:
         return ""
 
 
-def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentReport:
+def analyse_experiment(store: ResultsStore, experiment_id: int,
+                       analysed: Mapping[int, tuple[WorkloadReading | None, RunFigures]] | None = None
+                       ) -> ExperimentReport:
     """Per step and load level: estimates over repeats, gains, verdicts; from the stored raw samples. Per step, its
-    durability, from its crash tests."""
+    durability, from its crash tests. ``analysed``: runs whose figures the caller has computed already, with the
+    reading they were computed by (``analysis.bundle``, which analyses every run whole: reading each run's samples
+    twice took half of an export's time); they are used where that reading is the experiment's."""
+    analysed = analysed or {}
     record = store.experiment(experiment_id)
     experiment = stored_model(record)
     reading = stored_reading(record)
@@ -235,9 +240,10 @@ def analyse_experiment(store: ResultsStore, experiment_id: int) -> ExperimentRep
         if run.plan_key not in planned:
             continue
         headline = reading.headline
-        figures = (run_figures(store.samples(run.id), run.window, reading.reported_transactions, headline.transaction,
-                               headline.per_seconds, store.latency_histograms(run.id))
-                   if run.status is RunStatus.COMPLETE else None)
+        known = analysed.get(run.id)
+        figures = (None if run.status is not RunStatus.COMPLETE else known[1] if known and known[0] == reading
+                   else run_figures(store.samples(run.id), run.window, reading.reported_transactions,
+                                    headline.transaction, headline.per_seconds, store.latency_histograms(run.id)))
         key = planned[run.plan_key]
         rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures,
                            key.rate))

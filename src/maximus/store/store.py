@@ -43,6 +43,7 @@ NOT_FINITE = "stored with a warm-up or duration that is not a finite number of s
 # A run's samples are stored when it ends: one whose runner died stored none, so its window measured nothing
 # ("0 s of 60 s measured"), rather than the seconds it planned at a tpmC of 0.
 _NOTHING_MEASURED = "window_end = window_start"
+_OUTCOMES = {outcome.value: outcome for outcome in Outcome}
 
 
 def _this_runner() -> str | None:
@@ -321,7 +322,8 @@ class ResultsStore:
     def samples(self, run_id: int) -> list[TxnSample]:
         rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error, intended"
                                 " FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
-        return [TxnSample(t, name, s, lat, Outcome(o), a, e, i) for t, name, s, lat, o, a, e, i in rows]
+        outcomes = _OUTCOMES  # a dictionary's lookup: Outcome(o) took a quarter of the time of a run's samples
+        return [TxnSample(t, name, s, lat, outcomes[o], a, e, i) for t, name, s, lat, o, a, e, i in rows]
 
     @guarded
     def latency_histograms(self, run_id: int) -> list[IntervalHistogram] | None:
