@@ -34,18 +34,29 @@ def keyboard_interrupts() -> Iterator[None]:
 
 def worker_processes(pids: Iterable[int]) -> list[int]:
     """Maximus's worker processes among ``pids``: the interpreters multiprocessing spawned, and the children of its
-    fork server (``maximus.workers.context``), which share the server's command line but not its parent."""
+    fork server (``maximus.workers.context``), which share the server's command line but not its parent. A process
+    a worker forks (for a moment, before it runs a command) shares the worker's command line too: it is not one."""
     found = []
     for pid in pids:
         try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-            forked = _FORK_SERVER in command and _FORK_SERVER in Path(f"/proc/{parent}/cmdline").read_bytes()
+            command, parent = _command(pid), _parent(pid)
+            grandparent = _command(_parent(parent))
+            spawned = _SPAWNED in command and _SPAWNED not in _command(parent)
+            forked = _FORK_SERVER in command and _FORK_SERVER in _command(parent) and _FORK_SERVER not in grandparent
         except OSError:  # gone meanwhile
             continue
-        if b"spawn_main" in command or forked:
+        if spawned or forked:
             found.append(pid)
     return found
 
 
+def _command(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+_SPAWNED = b"spawn_main"
 _FORK_SERVER = b"multiprocessing.forkserver"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import multiprocessing
 import multiprocessing.forkserver
 import os
@@ -125,7 +124,8 @@ def _die_with_parent() -> None:
     with it. Whether the process that asked for the worker is still there, its ``parent_process`` says either way."""
     _let_the_fork_server_end()
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # this process's symbols, libc's among them: find_library("c")
+        # ran ldconfig in a child process of every worker
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: the workers end with their parent's work anyway
         return

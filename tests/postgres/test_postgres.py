@@ -33,7 +33,6 @@ from maximus.driver.terminal import transaction_runner
 from maximus.experiment import runner
 from maximus.experiment.loader import load_experiment
 from maximus.records import Outcome, RunStatus
-from maximus.system.processes import tree
 from maximus.report.console import render_header
 from maximus.workloads.tpcc import Tpcc, schema
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
@@ -716,9 +715,10 @@ def test_ctrl_c_during_a_parallel_build_is_one_line_and_leaves_no_loader_or_serv
                                text=True, start_new_session=True, preexec_fn=default_dispositions)
     deadline, loaders = time.monotonic() + 60, []
     while time.monotonic() < deadline and process.poll() is None and len(loaders) < 2:
-        loaders = worker_processes(tree(process.pid))
+        loaders = worker_processes(_process.descendants(process.pid))
         time.sleep(0.05)
-    assert len(loaders) == 2, "no loader processes seen"  # one per core: warehouses go in from both
+    seen = {pid: _process.command_line(pid)[:100] for pid in _process.descendants(process.pid)}
+    assert len(loaders) == 2, f"no loader processes seen: {seen}"  # one per core: warehouses go in from both
     time.sleep(1.0)  # the loaders generate and COPY
     os.killpg(process.pid, signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
