@@ -228,7 +228,8 @@ class PostgresSession(BatchedSession):
         """What psycopg raises for a failed result, from its SQLSTATE (None: the connection failed) and message."""
         from maximus.engines.postgres.pump import libpq_error
 
-        return libpq_error(*reported, self._encoding)
+        sqlstate, message = reported
+        return libpq_error(sqlstate, message, self._encoding)
 
     def pump_handle(self) -> tuple[int, dict[str, bytes], Any]:
         """What the libpq pump needs to send this session's calls: the PGconn's address, the prepared
