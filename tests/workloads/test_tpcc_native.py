@@ -1,7 +1,7 @@
-"""TPC-C's transactions in C on a SQLite connection (workloads/tpcc/native.py, _sqlite_profiles.c) held to the Python
-transactions, their reference: the same inputs, run each way from the same database, execute the same statements
-(SQLite's own trace of the connection, every parameter's value written in), return the same screens and leave the
-same database, which passes the twelve consistency conditions."""
+"""TPC-C's transactions in C on a SQLite connection (workloads/tpcc/native.py, _profiles.c over its SQLite backend)
+held to the Python transactions, their reference: the same inputs, run each way from the same database, execute the
+same statements (SQLite's own trace of the connection, every parameter's value written in), return the same screens
+and leave the same database, which passes the twelve consistency conditions."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import tpcc_modes  # tests/tpcc_modes.py
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 DIALECT = SQLiteEngine.dialect
-NOT_COMPILED = ("maximus.workloads.tpcc._sqlite_profiles was not compiled: pip install -e . needs a C compiler "
+NOT_COMPILED = ("maximus.workloads.tpcc._profiles was not compiled: pip install -e . needs a C compiler "
                 "(docs/sqlite.md)")
 DRAWN = 600  # a terminal's first transactions: every type, New-Orders rolled back by rule among them
 DATE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$")  # 'now' as SQLite's clock writes it
