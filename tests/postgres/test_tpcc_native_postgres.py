@@ -5,6 +5,7 @@ COMMIT go with the statements, as the Python session sends them; a failed statem
 
 from __future__ import annotations
 
+import gc
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -147,7 +148,8 @@ def test_a_failed_statement_raises_what_psycopg_raises_and_is_rolled_back_by_the
         holder.execute("UPDATE district SET d_ytd = d_ytd WHERE d_w_id = ? AND d_id = ?", (1, 3))
         with pytest.raises(psycopg.errors.LockNotAvailable) as raised:
             wrapped["new_order"].execute(session, tpcc_modes.cases(session)[0][1])
-        assert engine.classify(raised.value) is not Outcome.COMMITTED
+        assert engine.classify(raised.value) is Outcome.RETRY
+        assert session.connection.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
         session.rollback()
         holder.rollback()
         unknown = NewOrderInput.from_lines(1, 1, 99999, (OrderLine(12, 1, 3),))  # no such customer
@@ -171,3 +173,42 @@ def test_a_connection_in_another_encoding_runs_the_python_transactions(engine: P
         assert not wrapped["stock_level"].connections.profiles  # none made
     finally:
         session.close()
+
+
+def test_a_profile_that_fails_before_sending_leaves_the_session_nothing_to_roll_back(engine: PostgresEngine) -> None:
+    """A statement the server will not prepare fails the profile before its first batch: the BEGIN it took goes
+    back to the session, whose rollback then sends nothing (no "no transaction in progress" from the server)."""
+    assert native.available(DIALECT), NOT_COMPILED
+    engine.restore()
+    session = engine.connect()
+    notices: list[str] = []
+    session.connection.add_notice_handler(lambda notice: notices.append(notice.message_primary or ""))
+    try:
+        wrapped = native.wrapped(transactions_for(DIALECT, server_side=False))
+        wrapped["new_order"].connections.texts["new_order.customer"] = "SELECT c_nothing FROM nowhere WHERE 1 = ?"
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            wrapped["new_order"].execute(session, tpcc_modes.cases(session)[0][1])
+        session.rollback()
+        assert session.connection.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert session.fetchone("SELECT 1") == (1,) and notices == []
+    finally:
+        session.close()
+
+
+def test_a_sessions_profiles_go_with_it_and_a_closed_session_has_none(engine: PostgresEngine) -> None:
+    """The profiles are kept by session and must not keep it (and its server backend) alive; a closed connection's
+    freed PGconn is never run on: the Python transaction then raises psycopg's own error."""
+    assert native.available(DIALECT), NOT_COMPILED
+    wrapped = native.wrapped(transactions_for(DIALECT, server_side=False))
+    connections = wrapped["stock_level"].connections
+    engine.restore()
+    session = engine.connect()
+    inputs = tpcc_modes.cases(session)[-1][1]
+    assert wrapped["stock_level"].screen(session, inputs).low_stock >= 0 and len(connections.profiles) == 1
+    session.close()
+    assert connections.of(session) is None
+    with pytest.raises(psycopg.OperationalError):
+        wrapped["stock_level"].screen(session, inputs)
+    del session
+    gc.collect()
+    assert len(connections.profiles) == 0

@@ -197,6 +197,21 @@ def test_a_failed_statement_raises_what_pythons_sqlite3_raises_and_is_rolled_bac
         session.close()
 
 
+def test_a_statement_that_fails_mid_batch_raises_its_own_error_not_pythons(copies: dict[str, SQLiteEngine]) -> None:
+    """A New-Order's write refused (a read-only connection) is the error Python's sqlite3 raises: the statements
+    after it in the batch are neither prepared nor asked for, so nothing replaces it with an error of its own."""
+    assert native.available(DIALECT), NOT_COMPILED
+    session = copies["c"].connect()
+    try:
+        session.connection.execute("PRAGMA query_only = 1")
+        wrapped = native.wrapped(transactions_for(DIALECT, server_side=False))
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            wrapped["new_order"].execute(session, tpcc_modes.cases(session)[0][1])
+        session.rollback()
+    finally:
+        session.close()
+
+
 def test_the_handle_is_the_connections_own_and_a_session_closes_before_its_profiles(
         copies: dict[str, SQLiteEngine]) -> None:
     """The handle read from the sqlite3 module's connection is checked against SQLite's own account of it; a session

@@ -128,6 +128,11 @@ class BatchedSession(Session):
         begin, self._begin = self._begin, None
         return begin
 
+    def give_back_begin(self, begin: bytes | None) -> None:
+        """C code that took the BEGIN (``take_begin``) failed before it sent anything: the transaction never reached
+        the server, and ``rollback`` has nothing to send."""
+        self._begin = begin
+
     def committed_with_batch(self) -> None:
         """C code on ``library_handle`` sent the transaction's COMMIT with its last statements: ``commit`` has
         nothing left to do."""

@@ -210,8 +210,9 @@ class PostgresSession(BatchedSession):
 
     def library_handle(self) -> tuple[str, int] | None:
         """The PGconn * in the libpq psycopg loaded, for the C profiles (``workloads/tpcc/native.py``), which read
-        text as UTF-8: None for a connection in another encoding."""
-        return ("libpq", self._pgconn.pgconn_ptr) if self._encoding == "utf-8" else None
+        text as UTF-8: None for a connection in another encoding, or closed (its PGconn freed)."""
+        address = self._pgconn.pgconn_ptr
+        return ("libpq", address) if address is not None and self._encoding == "utf-8" else None
 
     def library_value(self, type_code: int, text: bytes) -> Any:
         """A value of a result's column in text form, as psycopg's loader of its type reads it (``_rows``)."""

@@ -62,6 +62,7 @@ static int prepared_text(Profiles *self, int slot, PyObject *text) {
 
 /* A fixed statement's slot, prepared at its first use; -1 with the error set. */
 static int fixed(Profiles *self, int which) {
+    if (self->failed) return -1;  /* the batch's failure stays the error: nothing more is prepared */
     if (self->prepared[which]) return which;
     PyObject *text = PyDict_GetItemString(self->texts, FIXED_NAMES[which]);
     if (text == NULL) {
@@ -72,6 +73,7 @@ static int fixed(Profiles *self, int which) {
 }
 
 static int set_wise(Profiles *self, int kind, int district, int count) {
+    if (self->failed) return -1;  /* as ``fixed``: set_text is not called with the failure's error set */
     if (district < 0 || district > DISTRICTS || count < 1 || count > MAX_LINES) {
         PyErr_Format(PyExc_ValueError, "no %s statement for district %d and %d rows", SET_NAMES[kind], district,
                      count);
@@ -658,6 +660,13 @@ static PyObject *transaction(Profiles *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* unsent(): whether the BEGIN given by ``transaction`` was never sent: the profile failed before its first batch,
+ * and the session has a transaction to begin, not one to roll back. */
+static PyObject *unsent(Profiles *self, PyObject *unused) {
+    (void)unused;
+    return PyBool_FromLong(self->begin != NULL);
+}
+
 /* committed(): whether the last profile's last batch committed its transaction. */
 static PyObject *committed(Profiles *self, PyObject *unused) {
     (void)unused;
@@ -742,6 +751,7 @@ static PyMethodDef Profiles_methods[] = {
     {"stock_level", (PyCFunction)stock_level, METH_VARARGS, "Stock-Level's statement (2.8.2.2)."},
     {"transaction", (PyCFunction)transaction, METH_VARARGS, "The next profile's BEGIN and COMMIT, where it sends them."},
     {"committed", (PyCFunction)committed, METH_NOARGS, "Whether the last profile committed its transaction."},
+    {"unsent", (PyCFunction)unsent, METH_NOARGS, "Whether the BEGIN given by transaction() was never sent."},
     {NULL, NULL, 0, NULL},
 };
 

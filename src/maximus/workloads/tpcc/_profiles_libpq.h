@@ -106,7 +106,10 @@ static int pq_prepare(void *state, int slot, const char *sql, Py_ssize_t length)
     }
     numbered[out] = '\0';
     pq_name(q, slot, name);
-    PGresult *result = q->lib.prepare(q->conn, name, numbered, 0, NULL);
+    PGresult *result;
+    Py_BEGIN_ALLOW_THREADS  /* a round trip, as psycopg's prepare: a cancel from another thread must get through */
+    result = q->lib.prepare(q->conn, name, numbered, 0, NULL);
+    Py_END_ALLOW_THREADS
     PyMem_Free(numbered);
     int failed = result == NULL || !pq_ok(q, result) ? pq_failed(q, result) : 0;
     q->lib.clear(result);
@@ -126,6 +129,10 @@ static int pq_param(Pq *q, const Param *param) {
 
 static int pq_queue(void *state, int slot, const Param *params, int count) {
     Pq *q = state;
+    if (q->count == MAX_QUEUED) {
+        PyErr_Format(PyExc_ValueError, "more than %d statements in one batch", MAX_QUEUED);
+        return -1;
+    }
     if (q->param_count + count > MAX_PARAMS) {
         PyErr_Format(PyExc_ValueError, "more than %d parameters in one batch", MAX_PARAMS);
         return -1;
@@ -144,6 +151,7 @@ static int pq_flush(Pq *q) {
     int state;
     while ((state = q->lib.flush(q->conn)) == 1) {
         struct pollfd writable = {.fd = q->lib.socket(q->conn), .events = POLLOUT};
+        if (writable.fd < 0) return -1;  /* no connection any more: poll would wait for ever */
         Py_BEGIN_ALLOW_THREADS
         poll(&writable, 1, -1);
         Py_END_ALLOW_THREADS
@@ -155,6 +163,7 @@ static int pq_flush(Pq *q) {
 static PGresult *pq_next(Pq *q) {
     while (q->lib.is_busy(q->conn)) {
         struct pollfd readable = {.fd = q->lib.socket(q->conn), .events = POLLIN};
+        if (readable.fd < 0) break;
         Py_BEGIN_ALLOW_THREADS
         poll(&readable, 1, -1);
         Py_END_ALLOW_THREADS
@@ -196,15 +205,32 @@ static int pq_read_all(Pq *q, int begin, int commit) {
     return failed;
 }
 
+/* After a failure the pipeline ended, so that the connection takes the session's ROLLBACK: a pipeline whose sending
+ * failed is closed with a sync first, then every result left is read (the end of what is pending is two ends of
+ * results in a row; a lost connection gives nothing but ends). The error raised stays the failure's. */
+static void pq_drain(Pq *q, int unsent) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (!unsent || (q->lib.pipeline_sync(q->conn) && pq_flush(q) == 0)) {
+        int ends = 0;
+        for (int n = 0; n < 4 * MAX_QUEUED + 8 && ends < 2; n++) {
+            PGresult *left = pq_next(q);
+            ends = left == NULL ? ends + 1 : 0;
+            q->lib.clear(left);
+        }
+    }
+    q->lib.exit_pipeline_mode(q->conn);
+    PyErr_Restore(type, value, traceback);
+}
+
 static int pq_send(void *state, PyObject *begin, int commit) {
     Pq *q = state;
     if (begin == NULL && q->count == 0 && !commit) return 0;
     if (!q->lib.enter_pipeline_mode(q->conn)) return pq_failed(q, NULL);
-    int failed = pq_send_all(q, begin, commit) < 0 ? pq_failed(q, NULL) : pq_read_all(q, begin != NULL, commit);
-    if (failed) {  /* a pipeline cut short (a lost connection) may have results left */
-        PGresult *left;
-        for (int n = 0; n < 64 && !q->lib.exit_pipeline_mode(q->conn) && (left = q->lib.get_result(q->conn)); n++)
-            q->lib.clear(left);
+    int unsent = pq_send_all(q, begin, commit) < 0;
+    int failed = unsent ? pq_failed(q, NULL) : pq_read_all(q, begin != NULL, commit);
+    if (failed) {
+        pq_drain(q, unsent);
         return -1;
     }
     return q->lib.exit_pipeline_mode(q->conn) ? 0 : pq_failed(q, NULL);

@@ -86,7 +86,8 @@ LIBRARIES = {
 
 
 def available(dialect: Dialect) -> bool:
-    """Whether a run in this dialect can run its transactions in C (the extension built, the dialect SQLite's)."""
+    """Whether a run in this dialect can run its transactions in C (the extension built, the dialect SQLite's or
+    PostgreSQL's)."""
     return Profiles is not None and dialect.name in DIALECTS
 
 
@@ -121,33 +122,41 @@ class Connections:
         self.set_text: Callable[[str, int, int], str] = lambda kind, district, count: str(
             placed.rows_sql(kind, district, count))
         self.functions: dict[str, tuple[int, ...] | None] = {}  # by library, once looked for
-        # By session: a connection's profiles go with its session (a SQLite connection closed while they live stays
-        # open until they go: sqlite3_close_v2 waits for their statements; a libpq one's PGconn is freed, and a new
-        # connection may have its address)
-        self.profiles: weakref.WeakKeyDictionary[Session, Any] = weakref.WeakKeyDictionary()
+        # By session, with the handle they run on: a connection's profiles go with its session (a SQLite connection
+        # closed while they live stays open until they go: sqlite3_close_v2 waits for their statements; a libpq one's
+        # PGconn is freed, and a new connection may have its address)
+        self.profiles: weakref.WeakKeyDictionary[Session, tuple[tuple[str, int], Any]] = weakref.WeakKeyDictionary()
 
     def of(self, session: Session) -> Any | None:
-        """The session's connection's profiles; None when it runs its statements in Python (no handle)."""
-        profiles = self.profiles.get(session)
-        if profiles is not None:
-            return profiles
+        """The session's connection's profiles; None when it runs its statements in Python (no handle: another
+        driver, another encoding, a closed connection, whose error is then the driver's own)."""
         handle = session.library_handle()
         if handle is None or handle[0] not in LIBRARIES or self._functions(handle[0]) is None:
             return None
-        profiles = self.profiles[session] = Profiles(handle[0], handle[1], self._functions(handle[0]), self.texts,
-                                                     self.set_text, session.library_value)
+        known = self.profiles.get(session)
+        if known is not None and known[0] == handle:
+            return known[1]
+        profiles = Profiles(handle[0], handle[1], self._functions(handle[0]), self.texts, self.set_text,
+                            _loader(session))
+        self.profiles[session] = (handle, profiles)
         return profiles
 
     def error(self, session: Session, reported: tuple) -> Exception:
         """The exception the session's driver raises for a failure the C profiles reported on its connection."""
-        handle = session.library_handle()
-        assert handle is not None  # the profiles ran on it
+        handle, _ = self.profiles[session]  # the profiles that failed ran on it
         return LIBRARIES[handle[0]].error(session, reported)
 
     def _functions(self, library: str) -> tuple[int, ...] | None:
         if library not in self.functions:
             self.functions[library] = library_functions((library,), LIBRARIES[library].functions)
         return self.functions[library]
+
+
+def _loader(session: Session) -> Callable[[int, bytes], Any]:
+    """``session.library_value``, without holding the session: the profiles, kept by session in a weak mapping, would
+    otherwise keep their own key, and with it the connection, alive."""
+    method = weakref.WeakMethod(session.library_value)
+    return lambda type_code, text: method()(type_code, text)  # type: ignore[misc]  # alive while its profiles run
 
 
 class Native:
@@ -182,13 +191,18 @@ class Native:
         else:
             # A session that sends BEGIN and COMMIT with its statements leaves them to the profile's
             batched = session if isinstance(session, BatchedSession) else None
-            profiles.transaction(None if batched is None else batched.take_begin(), batched is not None)
+            begin = None if batched is None else batched.take_begin()
+            profiles.transaction(begin, batched is not None)
             try:
                 output = self._run(profiles, self.inner, inputs, shown)
             except ProfileError as error:
                 raise self.connections.error(session, error.args) from None
-            if batched is not None and profiles.committed():
-                batched.committed_with_batch()
+            finally:  # the session's state as if it had sent the statements itself, whatever the profile raised
+                if batched is not None and profiles.committed():
+                    batched.committed_with_batch()
+                elif batched is not None and profiles.unsent():
+                    batched.give_back_begin(begin)
+                profiles.transaction(None, False)  # a profile called on its own afterwards sends neither
         session.commit()
         return output
 
