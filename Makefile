@@ -7,7 +7,9 @@ CORE := $(VENV)/.core-installed
 ALL := $(VENV)/.all-installed
 # The C extensions are compiled by pip install (where a compiler is found): a change to their source installs again.
 SOURCES := pyproject.toml setup.py src/maximus/engines/_pump_core.h src/maximus/engines/_libpq_pump.c \
-	src/maximus/engines/_mariadb_pump.c src/maximus/workloads/tpcc/_draws.c
+	src/maximus/engines/_mariadb_pump.c src/maximus/workloads/tpcc/_draws.c src/maximus/workloads/tpcc/_profiles.c \
+	src/maximus/workloads/tpcc/_profiles.h src/maximus/workloads/tpcc/_profiles_sqlite.h \
+	src/maximus/workloads/tpcc/_profiles_libpq.h
 
 .PHONY: demo test lint bytecode system-packages bench clean
 

@@ -15,7 +15,7 @@ It prints the ratios the issue sets targets for, and asserts nothing. Usage (fro
     .venv/bin/python bench/sqlite_tpcc.py [--duration S] [--warmup S] [--workdir DIR] [--python-path]
                                           [--quick | --smoke]
 
---python-path runs Maximus's transactions in Python, as where the C profiles (workloads/tpcc/_sqlite_profiles.c)
+--python-path runs Maximus's transactions in Python, as where the C profiles (workloads/tpcc/_profiles.c)
 are not built: what they buy is the difference.
 
 --smoke runs every step with the smallest sizes (1-s runs, 0.2-s ceiling probes), in seconds: it checks that the
@@ -424,7 +424,7 @@ def transactions_path(options: Options) -> str:
     if options.python_path:
         return "in Python (--python-path)"
     if native.available(SQLiteEngine.dialect):
-        return "in C (workloads/tpcc/_sqlite_profiles.c)"
+        return "in C (workloads/tpcc/_profiles.c)"
     return "in Python (the C profiles were not compiled)"
 
 

@@ -59,7 +59,7 @@ LAYOUTS = ("ext4 on loop, 4 GB", "xfs on loop, 4 GB", "btrfs on loop, 4 GB", "tm
 
 SMOKES = {
     "sqlite_tpcc.py": Smoke(prefix=f"{OWN_PREFIX}sqlite-", takes_workdir=True, lines=(
-        r"Maximus's transactions run their statements in C \(workloads/tpcc/_sqlite_profiles\.c\)\.$",
+        r"Maximus's transactions run their statements in C \(workloads/tpcc/_profiles\.c\)\.$",
         rf"Build of 1 warehouse: {N} s$",
         r"  config\s+ceiling\s+Maximus\s+NO/min\s+CPU/txn\s+failed\s+replay\s+CPU/txn\s+Maximus/$",
         *(rf"  {config}\s+{POSITIVE}\s+{POSITIVE}\s+{N}\s+{N}\s+0\s+{POSITIVE}\s+{N}\s+{N}$"

@@ -1,7 +1,7 @@
-"""TPC-C's transactions in C on a SQLite connection (workloads/tpcc/native.py, _sqlite_profiles.c) held to the Python
-transactions, their reference: the same inputs, run each way from the same database, execute the same statements
-(SQLite's own trace of the connection, every parameter's value written in), return the same screens and leave the
-same database, which passes the twelve consistency conditions."""
+"""TPC-C's transactions in C on a SQLite connection (workloads/tpcc/native.py, _profiles.c over its SQLite backend)
+held to the Python transactions, their reference: the same inputs, run each way from the same database, execute the
+same statements (SQLite's own trace of the connection, every parameter's value written in), return the same screens
+and leave the same database, which passes the twelve consistency conditions."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import tpcc_modes  # tests/tpcc_modes.py
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
 DIALECT = SQLiteEngine.dialect
-NOT_COMPILED = ("maximus.workloads.tpcc._sqlite_profiles was not compiled: pip install -e . needs a C compiler "
+NOT_COMPILED = ("maximus.workloads.tpcc._profiles was not compiled: pip install -e . needs a C compiler "
                 "(docs/sqlite.md)")
 DRAWN = 600  # a terminal's first transactions: every type, New-Orders rolled back by rule among them
 DATE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$")  # 'now' as SQLite's clock writes it
@@ -194,6 +194,21 @@ def test_a_failed_statement_raises_what_pythons_sqlite3_raises_and_is_rolled_bac
         session.rollback()
     finally:
         holder.close()
+        session.close()
+
+
+def test_a_statement_that_fails_mid_batch_raises_its_own_error_not_pythons(copies: dict[str, SQLiteEngine]) -> None:
+    """A New-Order's write refused (a read-only connection) is the error Python's sqlite3 raises: the statements
+    after it in the batch are neither prepared nor asked for, so nothing replaces it with an error of its own."""
+    assert native.available(DIALECT), NOT_COMPILED
+    session = copies["c"].connect()
+    try:
+        session.connection.execute("PRAGMA query_only = 1")
+        wrapped = native.wrapped(transactions_for(DIALECT, server_side=False))
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            wrapped["new_order"].execute(session, tpcc_modes.cases(session)[0][1])
+        session.rollback()
+    finally:
         session.close()
 
 

@@ -86,8 +86,19 @@ class Session(ABC):
         """This connection as its engine's client library knows it, for code in C that runs statements on it (in
         the caller's transaction, as ``execute`` would): the start of the library's file name, by which the
         functions to call are found (``engines.pump.library_functions``), and the handle's address. SQLite's is
-        ``("libsqlite3", its sqlite3 *)``. None where the driver does not give it."""
+        ``("libsqlite3", its sqlite3 *)``, PostgreSQL's ``("libpq", its PGconn *)``. None where the driver does not give
+        it."""
         return None
+
+    def library_value(self, type_code: int, text: bytes) -> Any:
+        """A value the client library gave as text, of a type C code that ran statements on ``library_handle`` does
+        not read itself (PostgreSQL's NUMERIC, TIMESTAMP: by its type's OID), as this session's driver reads it."""
+        raise NotImplementedError
+
+    def library_error(self, reported: tuple) -> Exception:
+        """The exception this session's driver raises for a failure of a statement that C code ran on
+        ``library_handle``, from what the library reported of it (libpq: its SQLSTATE, or None, and its message)."""
+        raise NotImplementedError
 
     def cancel(self) -> None:
         """From another thread: stop the statement this session is running, which then raises in its own
@@ -110,6 +121,22 @@ class BatchedSession(Session):
 
     def rollback(self) -> None:
         self._end(b"ROLLBACK")
+
+    def take_begin(self) -> bytes | None:
+        """The BEGIN still to be sent, for C code that sends it with its first statements on ``library_handle``
+        (and its COMMIT with its last: ``committed_with_batch``); the session no longer sends it."""
+        begin, self._begin = self._begin, None
+        return begin
+
+    def give_back_begin(self, begin: bytes | None) -> None:
+        """C code that took the BEGIN (``take_begin``) failed before it sent anything: the transaction never reached
+        the server, and ``rollback`` has nothing to send."""
+        self._begin = begin
+
+    def committed_with_batch(self) -> None:
+        """C code on ``library_handle`` sent the transaction's COMMIT with its last statements: ``commit`` has
+        nothing left to do."""
+        self._committed = True
 
     def _end(self, command: bytes) -> None:
         """COMMIT or ROLLBACK, unless the transaction never reached the server (nothing was sent since BEGIN) or

@@ -54,6 +54,7 @@ class PostgresSession(BatchedSession):
         self._value: bytes | None = None  # the first value of the last split call's result
         self._sync = pq.ExecStatus.PIPELINE_SYNC
         self._transformer = Transformer(connection)  # psycopg's loaders: a result's rows as Python values
+        self._loaders: dict[int, Any] = {}  # by type OID: library_value's
 
     def begin(self, read_only: bool = False, one_snapshot: bool = False) -> None:
         """BEGIN goes with the transaction's first statements, not in a round trip of its own."""
@@ -206,6 +207,30 @@ class PostgresSession(BatchedSession):
 
         with contextlib.suppress(psycopg.Error):  # closed in its thread meanwhile: nothing left to stop
             self.connection.cancel_safe(timeout=5)
+
+    def library_handle(self) -> tuple[str, int] | None:
+        """The PGconn * in the libpq psycopg loaded, for the C profiles (``workloads/tpcc/native.py``), which read
+        text as UTF-8: None for a connection in another encoding, or closed (its PGconn freed)."""
+        address = self._pgconn.pgconn_ptr
+        return ("libpq", address) if address is not None and self._encoding == "utf-8" else None
+
+    def library_value(self, type_code: int, text: bytes) -> Any:
+        """A value of a result's column in text form, as psycopg's loader of its type reads it (``_rows``)."""
+        loader = self._loaders.get(type_code)
+        if loader is None:
+            from psycopg import pq
+
+            adapters = self.connection.adapters  # a type without a loader of its own: text, as psycopg reads it
+            kind = adapters.get_loader(type_code, pq.Format.TEXT) or adapters.get_loader(0, pq.Format.TEXT)
+            loader = self._loaders[type_code] = kind(type_code, self.connection).load
+        return loader(text)
+
+    def library_error(self, reported: tuple) -> Exception:
+        """What psycopg raises for a failed result, from its SQLSTATE (None: the connection failed) and message."""
+        from maximus.engines.postgres.pump import libpq_error
+
+        sqlstate, message = reported
+        return libpq_error(sqlstate, message, self._encoding)
 
     def pump_handle(self) -> tuple[int, dict[str, bytes], Any]:
         """What the libpq pump needs to send this session's calls: the PGconn's address, the prepared

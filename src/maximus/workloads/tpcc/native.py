@@ -1,11 +1,14 @@
-"""TPC-C's transactions run in C on a SQLite connection (``_sqlite_profiles.c``), when the extension is built.
+"""TPC-C's transactions run in C (``_profiles.c``) on a SQLite or a PostgreSQL connection, when the extension is built.
 
-On SQLite each statement is a call into the library inside the terminal's own process, and in Python the calls,
-the binding of their parameters, the rows made into tuples and the arithmetic between them took about a third of
-the terminal's CPU. The C profiles run the statements of the Python transactions (the same texts, which they take
-from them, in the same order, with the same parameters), each prepared once per connection, on the session's own
-connection (``Session.library_handle``). The Python transactions stay the reference, and the fallback wherever the
-session gives no handle; the tests hold the two to each other: the same statements, screens and changes.
+In Python each statement's parameters, the driver's layer (the ``sqlite3`` module, psycopg), the rows made into
+Python values and the arithmetic between them cost the client more CPU than the statements themselves: a third of a
+SQLite terminal's, most of a client-side PostgreSQL terminal's. The C profiles run the statements of the Python
+transactions (the same texts, which they take from them, in the same order, with the same parameters, in the same
+batches), each prepared once per connection, on the session's own connection (``Session.library_handle``), over a
+backend per client library: SQLite's runs each statement at once, libpq's sends each batch in one pipeline, with the
+session's BEGIN and COMMIT (``BatchedSession.take_begin``), as ``PostgresSession.batch`` does. The Python transactions
+stay the reference, and the fallback wherever the session gives no handle; the tests hold the two to each other: the
+same statements, screens and changes.
 
 A run's transaction is wrapped (``Native``) as a stored-function call is (``server_side.ServerSide``): its
 ``execute`` is the whole transaction (the session's BEGIN, the statements in C, the session's COMMIT) and returns
@@ -16,10 +19,13 @@ what a call returns (a deferred transaction's result record, else None: a run re
 from __future__ import annotations
 
 import sqlite3
+import weakref
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from maximus.engines.base import Dialect, Session
 from maximus.engines.pump import library_functions
+from maximus.engines.session import BatchedSession
 from maximus.records import RollbackByRule
 from maximus.workloads.tpcc import delivery, new_order, order_status, stock_level
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
@@ -32,32 +38,61 @@ from maximus.workloads.tpcc.stock_level import StockLevel, StockLevelInput
 from maximus.workloads.tpcc.transaction import Transaction, by_name
 
 try:
-    from maximus.workloads.tpcc._sqlite_profiles import Error as ProfileError, Profiles
+    from maximus.workloads.tpcc._profiles import Error as ProfileError, Profiles
 except ImportError:  # built without a C compiler: the transactions run in Python
     Profiles = None
     ProfileError = None
 
-DIALECTS = ("sqlite",)  # whose SQL and library the C profiles speak
-_LIBRARY = "libsqlite3"
-# The libsqlite3 functions _sqlite_profiles.c calls, in the order of its Library table.
-_FUNCTIONS = ("sqlite3_prepare_v2", "sqlite3_step", "sqlite3_reset", "sqlite3_finalize", "sqlite3_bind_int64",
-              "sqlite3_bind_text", "sqlite3_bind_null", "sqlite3_column_count", "sqlite3_column_type",
-              "sqlite3_column_int64", "sqlite3_column_double", "sqlite3_column_text", "sqlite3_column_blob",
-              "sqlite3_column_bytes", "sqlite3_extended_errcode", "sqlite3_errmsg")
+DIALECTS = ("sqlite", "postgres")  # whose SQL and client library the C profiles speak
+
+
+@dataclass(frozen=True)
+class Library:
+    """A client library the C profiles run statements through: the functions they call, in the order of its
+    backend's table (``_profiles_<library>.h``), and the exception a failure they report is (``ProfileError``'s
+    arguments), as the session's driver raises it."""
+
+    functions: tuple[str, ...]
+    error: Callable[[Session, tuple], Exception]
+
+
+def sqlite_error(code: int, message: str) -> sqlite3.Error:
+    """The exception Python's sqlite3 module raises for a failed statement, as the C profiles report it: the class
+    by SQLite's result code, which ``SQLiteEngine.classify`` reads again (a busy database is retried)."""
+    error = _ERRORS.get(code & 0xFF, sqlite3.DatabaseError)(message)
+    error.sqlite_errorcode = code  # type: ignore[attr-defined]
+    return error
+
+
 # What Python's sqlite3 module raises for a primary result code (Modules/_sqlite/util.c); others: DatabaseError
 _ERRORS: dict[int, type[sqlite3.Error]] = {
     **dict.fromkeys((1, 3, 4, 5, 6, 8, 9, 10, 13, 14, 15, 16, 17), sqlite3.OperationalError),
     2: sqlite3.InternalError, 12: sqlite3.InternalError, 11: sqlite3.DatabaseError, 18: sqlite3.DataError,
     19: sqlite3.IntegrityError, 20: sqlite3.IntegrityError, 21: sqlite3.InterfaceError, 25: sqlite3.InterfaceError}
+LIBRARIES = {
+    "libsqlite3": Library(
+        ("sqlite3_prepare_v2", "sqlite3_step", "sqlite3_reset", "sqlite3_finalize", "sqlite3_bind_int64",
+         "sqlite3_bind_text", "sqlite3_bind_null", "sqlite3_column_count", "sqlite3_column_type",
+         "sqlite3_column_int64", "sqlite3_column_double", "sqlite3_column_text", "sqlite3_column_blob",
+         "sqlite3_column_bytes", "sqlite3_extended_errcode", "sqlite3_errmsg"),
+        lambda session, reported: sqlite_error(*reported)),
+    "libpq": Library(
+        ("PQprepare", "PQsendQueryPrepared", "PQsendQueryParams", "PQenterPipelineMode", "PQexitPipelineMode",
+         "PQpipelineSync", "PQflush", "PQisBusy", "PQconsumeInput", "PQgetResult", "PQresultStatus",
+         "PQresultErrorField", "PQresultErrorMessage", "PQerrorMessage", "PQclear", "PQntuples", "PQnfields",
+         "PQgetisnull", "PQgetvalue", "PQgetlength", "PQftype", "PQsocket"),
+        lambda session, reported: session.library_error(reported)),
+}
 
 
 def available(dialect: Dialect) -> bool:
-    """Whether a run in this dialect can run its transactions in C (the extension built, the dialect SQLite's)."""
+    """Whether a run in this dialect can run its transactions in C (the extension built, the dialect SQLite's or
+    PostgreSQL's)."""
     return Profiles is not None and dialect.name in DIALECTS
 
 
 def statement_texts(transactions: Mapping[str, Any]) -> dict[str, str]:
-    """The Python transactions' statements of fixed text, by the names _sqlite_profiles.c gives them."""
+    """The Python transactions' statements of fixed text, by the names _profiles.c gives them."""
     placed: NewOrder = transactions["new_order"]
     paying: Payment = transactions["payment"]
     delivering: Delivery = transactions["delivery"]
@@ -86,33 +121,42 @@ class Connections:
         placed: NewOrder = transactions["new_order"]
         self.set_text: Callable[[str, int, int], str] = lambda kind, district, count: str(
             placed.rows_sql(kind, district, count))
-        self.functions: tuple[int, ...] | None | bool = False  # False: not looked for yet
-        # By handle: a connection closed while its profiles live stays open (closed with sqlite3_close_v2, it waits
-        # for their statements), so its handle is never another connection's
-        self.profiles: dict[int, Any] = {}
+        self.functions: dict[str, tuple[int, ...] | None] = {}  # by library, once looked for
+        # By session, with the handle they run on: a connection's profiles go with its session (a SQLite connection
+        # closed while they live stays open until they go: sqlite3_close_v2 waits for their statements; a libpq one's
+        # PGconn is freed, and a new connection may have its address)
+        self.profiles: weakref.WeakKeyDictionary[Session, tuple[tuple[str, int], Any]] = weakref.WeakKeyDictionary()
 
     def of(self, session: Session) -> Any | None:
-        """The session's connection's profiles; None when it runs its statements in Python (no handle)."""
+        """The session's connection's profiles; None when it runs its statements in Python (no handle: another
+        driver, another encoding, a closed connection, whose error is then the driver's own)."""
         handle = session.library_handle()
-        if handle is None or handle[0] != _LIBRARY:
+        if handle is None or handle[0] not in LIBRARIES or self._functions(handle[0]) is None:
             return None
-        profiles = self.profiles.get(handle[1])
-        if profiles is None and self._functions() is not None:
-            profiles = self.profiles[handle[1]] = Profiles(handle[1], self._functions(), self.texts, self.set_text)
+        known = self.profiles.get(session)
+        if known is not None and known[0] == handle:
+            return known[1]
+        profiles = Profiles(handle[0], handle[1], self._functions(handle[0]), self.texts, self.set_text,
+                            _loader(session))
+        self.profiles[session] = (handle, profiles)
         return profiles
 
-    def _functions(self) -> tuple[int, ...] | None:
-        if self.functions is False:
-            self.functions = library_functions((_LIBRARY,), _FUNCTIONS)
-        return self.functions  # type: ignore[return-value]  # False no longer
+    def error(self, session: Session, reported: tuple) -> Exception:
+        """The exception the session's driver raises for a failure the C profiles reported on its connection."""
+        handle, _ = self.profiles[session]  # the profiles that failed ran on it
+        return LIBRARIES[handle[0]].error(session, reported)
+
+    def _functions(self, library: str) -> tuple[int, ...] | None:
+        if library not in self.functions:
+            self.functions[library] = library_functions((library,), LIBRARIES[library].functions)
+        return self.functions[library]
 
 
-def sqlite_error(code: int, message: str) -> sqlite3.Error:
-    """The exception Python's sqlite3 module raises for a failed statement, as the C profiles report it: the class
-    by SQLite's result code, which ``SQLiteEngine.classify`` reads again (a busy database is retried)."""
-    error = _ERRORS.get(code & 0xFF, sqlite3.DatabaseError)(message)
-    error.sqlite_errorcode = code  # type: ignore[attr-defined]
-    return error
+def _loader(session: Session) -> Callable[[int, bytes], Any]:
+    """``session.library_value``, without holding the session: the profiles, kept by session in a weak mapping, would
+    otherwise keep their own key, and with it the connection, alive."""
+    method = weakref.WeakMethod(session.library_value)
+    return lambda type_code, text: method()(type_code, text)  # type: ignore[misc]  # alive while its profiles run
 
 
 class Native:
@@ -145,10 +189,20 @@ class Native:
         if profiles is None:
             output = self.inner.execute(session, inputs)
         else:
+            # A session that sends BEGIN and COMMIT with its statements leaves them to the profile's
+            batched = session if isinstance(session, BatchedSession) else None
+            begin = None if batched is None else batched.take_begin()
+            profiles.transaction(begin, batched is not None)
             try:
                 output = self._run(profiles, self.inner, inputs, shown)
             except ProfileError as error:
-                raise sqlite_error(*error.args) from None
+                raise self.connections.error(session, error.args) from None
+            finally:  # the session's state as if it had sent the statements itself, whatever the profile raised
+                if batched is not None and profiles.committed():
+                    batched.committed_with_batch()
+                elif batched is not None and profiles.unsent():
+                    batched.give_back_begin(begin)
+                profiles.transaction(None, False)  # a profile called on its own afterwards sends neither
         session.commit()
         return output
 
@@ -177,8 +231,8 @@ def _payment(profiles: Any, transaction: Payment, inputs: PaymentInput, shown: b
 
 
 def _order_status(profiles: Any, transaction: OrderStatus, inputs: OrderStatusInput, shown: bool) -> Any:
-    customer, orders, lines = profiles.order_status(inputs.w_id, inputs.d_id, inputs.c_id, inputs.c_last)
-    return transaction.screen_of(inputs, customer, orders, lines) if shown else None
+    read = profiles.order_status(inputs.w_id, inputs.d_id, inputs.c_id, inputs.c_last, shown)
+    return transaction.screen_of(inputs, *read) if shown else None
 
 
 def _delivery(profiles: Any, transaction: Delivery, inputs: DeliveryInput, shown: bool) -> Any:

@@ -1,0 +1,214 @@
+"""TPC-C's transactions in C on a libpq connection (workloads/tpcc/native.py, _profiles.c over its libpq backend) held
+to the Python transactions, their reference, on a real server: the same inputs, run each way from the same database,
+return the same screens and leave the same database, which passes the twelve consistency conditions; the BEGIN and
+COMMIT go with the statements, as the Python session sends them; a failed statement raises what psycopg raises."""
+
+from __future__ import annotations
+
+import gc
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import psycopg
+import pytest
+
+from maximus import api
+from maximus.engines.postgres import PostgresEngine
+from maximus.engines.postgres.sessions import PostgresSession
+from maximus.records import Outcome, RollbackByRule
+from maximus.workloads.tpcc import Tpcc, native
+from maximus.workloads.tpcc.constants import UNUSED_ITEM_ID
+from maximus.workloads.tpcc.delivery import DeliveryInput
+from maximus.workloads.tpcc.kinds import TRANSACTION_TYPES, transactions_for
+from maximus.workloads.tpcc.new_order import NewOrderInput, OrderLine
+from maximus.workloads.tpcc.schema import TABLES
+
+import tpcc_modes  # tests/tpcc_modes.py
+
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+DIALECT = PostgresEngine.dialect
+NOT_COMPILED = "maximus.workloads.tpcc._profiles was not compiled: pip install -e . needs a C compiler"
+DRAWN = 600  # a terminal's first transactions: every type, New-Orders rolled back by rule among them
+
+
+@pytest.fixture(scope="module")
+def engine(loaded: Path) -> Iterator[PostgresEngine]:
+    built = api.make_engine("postgres", loaded, ONE_WAREHOUSE, {})
+    assert isinstance(built, PostgresEngine)
+    with api.running(built):
+        yield built
+
+
+def _work(session: PostgresSession) -> list[tuple[str, Any]]:
+    """The branches worth holding the two to (tests/tpcc_modes.py), an order with an unused item, then a
+    terminal's first transactions as a run draws them."""
+    cases = [(kind.name, given) for kind, given in tpcc_modes.cases(session)]
+    unused = NewOrderInput.from_lines(1, 7, 99, (OrderLine(12, 1, 3), OrderLine(UNUSED_ITEM_ID, 1, 1)))
+    info = Tpcc().database_info(session, DIALECT)
+    assert info is not None
+    emulator = Tpcc().emulator(Tpcc().run_settings(ONE_WAREHOUSE.settings, 7, info, server_side=False), 0, DIALECT)
+    drawn = [(transaction.name, inputs) for transaction, inputs in emulator.batch(DRAWN)]
+    return [*cases, ("new_order", unused), *drawn]
+
+
+def _run(session: PostgresSession, way: str, work: list[tuple[str, Any]]) -> Iterator[Any]:
+    """Each transaction's screen ("rolled back" for one rolled back by its rule), run in Python or in C."""
+    python = transactions_for(DIALECT, server_side=False)
+    wrapped = native.wrapped(python)
+    for name, inputs in work:
+        try:
+            if way == "c":
+                yield wrapped[name].screen(session, inputs)
+                continue
+            session.begin(read_only=python[name].read_only, one_snapshot=python[name].one_snapshot)
+            yield python[name].execute(session, inputs)
+            session.commit()
+        except RollbackByRule:
+            session.rollback()
+            yield "rolled back"
+
+
+def _contents(session: PostgresSession) -> dict[str, str]:
+    """Every table as a digest of its rows, dates left out: each way stamps its own time."""
+    digests = {}
+    for table in TABLES:
+        columns = [name for name, kind in table.columns if kind != "TIMESTAMP"]
+        order = ", ".join(table.primary_key or columns)
+        (digests[table.name],) = session.fetchone(
+            f"SELECT md5(string_agg(ROW({', '.join(columns)})::text, ',' ORDER BY {order})) FROM {table.name}")
+    return digests
+
+
+def _both_ways(engine: PostgresEngine) -> dict[str, tuple[list[Any], dict[str, str]]]:
+    results, work = {}, None
+    for way in ("python", "c"):
+        engine.restore()
+        since = datetime.now(timezone.utc).replace(tzinfo=None)
+        session = engine.connect()
+        try:
+            work = work or _work(session)
+            if way == "c":
+                assert native.wrapped(transactions_for(DIALECT, False))["payment"].connections.of(session) is not None
+            screens = [tpcc_modes.undated(screen, since) for screen in _run(session, way, work)]
+            results[way] = screens, _contents(session)
+            failed = [check for check in Tpcc().check(session, False, DIALECT) if check.passed is False]
+            assert not failed, (way, failed)
+        finally:
+            session.close()
+    assert {name for name, _ in work or ()} == {kind.name for kind in TRANSACTION_TYPES}
+    return results
+
+
+def test_the_c_profiles_return_the_same_screens_and_leave_the_same_database(engine: PostgresEngine) -> None:
+    assert native.available(DIALECT), NOT_COMPILED
+    results = _both_ways(engine)
+    python_screens, c_screens = results["python"][0], results["c"][0]
+    assert sum(screen == "rolled back" for screen in python_screens) >= 2  # the unused item's, and a drawn one's
+    assert len(c_screens) == len(python_screens)
+    for n, (python_screen, c_screen) in enumerate(zip(python_screens, c_screens)):
+        assert c_screen == python_screen, n
+    assert results["c"][1] == results["python"][1]
+
+
+def test_a_run_wraps_its_transactions_and_commits_with_the_last_batch(engine: PostgresEngine) -> None:
+    """A run's transactions are wrapped; each one is whole and committed with its last batch (no round trip of
+    its own for COMMIT): the session is idle after it, the change seen by another connection."""
+    assert native.available(DIALECT), NOT_COMPILED
+    engine.restore()
+    session, other = engine.connect(), engine.connect()
+    try:
+        info = Tpcc().database_info(session, DIALECT)
+        assert info is not None
+        transactions = Tpcc().transactions(DIALECT, Tpcc().run_settings(ONE_WAREHOUSE.settings, 1, info, False))
+        assert all(isinstance(transaction, native.Native) for transaction in transactions.values())
+        (before,) = other.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 3")
+        assert transactions["new_order"].execute(session, tpcc_modes.cases(session)[0][1]) is None
+        assert session.connection.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert other.fetchone("SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 3") == (before + 1,)
+        result = transactions["delivery"].execute(session, DeliveryInput(1, 4))
+        assert result.delivered and all(o_id for o_id in result.delivered)
+        assert session.connection.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    finally:
+        session.close()
+        other.close()
+
+
+def test_a_failed_statement_raises_what_psycopg_raises_and_is_rolled_back_by_the_caller(
+        engine: PostgresEngine) -> None:
+    """A lock not granted in time reaches the caller as psycopg's own error, by its SQLSTATE (classified as the
+    engine classifies it), the transaction left for the caller to roll back; the connection then goes on."""
+    assert native.available(DIALECT), NOT_COMPILED
+    engine.restore()
+    holder, session = engine.connect(), engine.connect()
+    try:
+        session.execute("SET lock_timeout = '50ms'")
+        wrapped = native.wrapped(transactions_for(DIALECT, server_side=False))
+        holder.begin()
+        holder.execute("UPDATE district SET d_ytd = d_ytd WHERE d_w_id = ? AND d_id = ?", (1, 3))
+        with pytest.raises(psycopg.errors.LockNotAvailable) as raised:
+            wrapped["new_order"].execute(session, tpcc_modes.cases(session)[0][1])
+        assert engine.classify(raised.value) is Outcome.RETRY
+        assert session.connection.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+        session.rollback()
+        holder.rollback()
+        unknown = NewOrderInput.from_lines(1, 1, 99999, (OrderLine(12, 1, 3),))  # no such customer
+        with pytest.raises(LookupError, match="no customer"):
+            wrapped["new_order"].execute(session, unknown)
+        session.rollback()
+        assert wrapped["stock_level"].screen(session, tpcc_modes.cases(session)[-1][1]).low_stock >= 0
+    finally:
+        holder.close()
+        session.close()
+
+
+def test_a_connection_in_another_encoding_runs_the_python_transactions(engine: PostgresEngine) -> None:
+    session = engine.connect()
+    try:
+        session.execute("SET client_encoding = 'LATIN1'")
+        latin = PostgresSession(session.connection)  # reads the encoding anew
+        assert latin.library_handle() is None
+        wrapped = native.wrapped(transactions_for(DIALECT, server_side=False))
+        assert wrapped["stock_level"].screen(latin, tpcc_modes.cases(latin)[-1][1]).low_stock >= 0
+        assert not wrapped["stock_level"].connections.profiles  # none made
+    finally:
+        session.close()
+
+
+def test_a_profile_that_fails_before_sending_leaves_the_session_nothing_to_roll_back(engine: PostgresEngine) -> None:
+    """A statement the server will not prepare fails the profile before its first batch: the BEGIN it took goes
+    back to the session, whose rollback then sends nothing (no "no transaction in progress" from the server)."""
+    assert native.available(DIALECT), NOT_COMPILED
+    engine.restore()
+    session = engine.connect()
+    notices: list[str] = []
+    session.connection.add_notice_handler(lambda notice: notices.append(notice.message_primary or ""))
+    try:
+        wrapped = native.wrapped(transactions_for(DIALECT, server_side=False))
+        wrapped["new_order"].connections.texts["new_order.customer"] = "SELECT c_nothing FROM nowhere WHERE 1 = ?"
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            wrapped["new_order"].execute(session, tpcc_modes.cases(session)[0][1])
+        session.rollback()
+        assert session.connection.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert session.fetchone("SELECT 1") == (1,) and notices == []
+    finally:
+        session.close()
+
+
+def test_a_sessions_profiles_go_with_it_and_a_closed_session_has_none(engine: PostgresEngine) -> None:
+    """The profiles are kept by session and must not keep it (and its server backend) alive; a closed connection's
+    freed PGconn is never run on: the Python transaction then raises psycopg's own error."""
+    assert native.available(DIALECT), NOT_COMPILED
+    wrapped = native.wrapped(transactions_for(DIALECT, server_side=False))
+    connections = wrapped["stock_level"].connections
+    engine.restore()
+    session = engine.connect()
+    inputs = tpcc_modes.cases(session)[-1][1]
+    assert wrapped["stock_level"].screen(session, inputs).low_stock >= 0 and len(connections.profiles) == 1
+    session.close()
+    assert connections.of(session) is None
+    with pytest.raises(psycopg.OperationalError):
+        wrapped["stock_level"].screen(session, inputs)
+    del session
+    gc.collect()
+    assert len(connections.profiles) == 0
