@@ -4,9 +4,15 @@ their screens in either mode, and those screens with the dates a run stamped rep
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Iterator
 
-from maximus.engines.base import Session
+from maximus import api
+from maximus.engines.base import Dialect, Session
+from maximus.records import RollbackByRule
+from maximus.workloads.tpcc import Tpcc, native
+from maximus.workloads.tpcc.constants import UNUSED_ITEM_ID
+from maximus.workloads.tpcc.kinds import transactions_for
+from maximus.workloads.tpcc.schema import TABLES
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
 from maximus.workloads.tpcc.order_status import OrderStatus, OrderStatusInput
@@ -70,3 +76,45 @@ def undated(value: Any, since: datetime) -> Any:
         parts = [undated(item, since) for item in value]
         return type(value)(*parts) if hasattr(value, "_fields") else tuple(parts)
     return value
+
+
+ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+
+
+def native_work(session: Session, dialect: Dialect, drawn: int) -> list[tuple[str, Any]]:
+    """What the C profiles are held to the Python transactions on (workloads/tpcc/native.py): the branches of
+    ``cases``, an order with an unused item, then a terminal's first ``drawn`` transactions as a run draws them."""
+    given = [(kind.name, inputs) for kind, inputs in cases(session)]
+    unused = NewOrderInput.from_lines(1, 7, 99, (OrderLine(12, 1, 3), OrderLine(UNUSED_ITEM_ID, 1, 1)))
+    info = Tpcc().database_info(session, dialect)
+    assert info is not None
+    emulator = Tpcc().emulator(Tpcc().run_settings(ONE_WAREHOUSE.settings, 7, info, server_side=False), 0, dialect)
+    return [*given, ("new_order", unused), *((t.name, inputs) for t, inputs in emulator.batch(drawn))]
+
+
+def native_screens(session: Session, dialect: Dialect, way: str, work: list[tuple[str, Any]]) -> Iterator[Any]:
+    """Each transaction's screen ("rolled back" for one rolled back by its rule), run in Python or in C."""
+    python = transactions_for(dialect, server_side=False)
+    wrapped = native.wrapped(python)
+    for name, inputs in work:
+        try:
+            if way == "c":
+                yield wrapped[name].screen(session, inputs)
+                continue
+            session.begin(read_only=python[name].read_only, one_snapshot=python[name].one_snapshot)
+            yield python[name].execute(session, inputs)
+            session.commit()
+        except RollbackByRule:
+            session.rollback()
+            yield "rolled back"
+
+
+def postgres_contents(session: Session) -> dict[str, str]:
+    """Every table of a PostgreSQL database as a digest of its rows, dates left out: each way stamps its own time."""
+    digests = {}
+    for table in TABLES:
+        columns = [name for name, kind in table.columns if kind != "TIMESTAMP"]
+        order = ", ".join(table.primary_key or columns)
+        (digests[table.name],) = session.fetchone(
+            f"SELECT md5(string_agg(ROW({', '.join(columns)})::text, ',' ORDER BY {order})) FROM {table.name}")
+    return digests

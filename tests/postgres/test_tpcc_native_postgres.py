@@ -16,13 +16,11 @@ import pytest
 from maximus import api
 from maximus.engines.postgres import PostgresEngine
 from maximus.engines.postgres.sessions import PostgresSession
-from maximus.records import Outcome, RollbackByRule
+from maximus.records import Outcome
 from maximus.workloads.tpcc import Tpcc, native
-from maximus.workloads.tpcc.constants import UNUSED_ITEM_ID
 from maximus.workloads.tpcc.delivery import DeliveryInput
 from maximus.workloads.tpcc.kinds import TRANSACTION_TYPES, transactions_for
 from maximus.workloads.tpcc.new_order import NewOrderInput, OrderLine
-from maximus.workloads.tpcc.schema import TABLES
 
 import tpcc_modes  # tests/tpcc_modes.py
 
@@ -40,46 +38,6 @@ def engine(loaded: Path) -> Iterator[PostgresEngine]:
         yield built
 
 
-def _work(session: PostgresSession) -> list[tuple[str, Any]]:
-    """The branches worth holding the two to (tests/tpcc_modes.py), an order with an unused item, then a
-    terminal's first transactions as a run draws them."""
-    cases = [(kind.name, given) for kind, given in tpcc_modes.cases(session)]
-    unused = NewOrderInput.from_lines(1, 7, 99, (OrderLine(12, 1, 3), OrderLine(UNUSED_ITEM_ID, 1, 1)))
-    info = Tpcc().database_info(session, DIALECT)
-    assert info is not None
-    emulator = Tpcc().emulator(Tpcc().run_settings(ONE_WAREHOUSE.settings, 7, info, server_side=False), 0, DIALECT)
-    drawn = [(transaction.name, inputs) for transaction, inputs in emulator.batch(DRAWN)]
-    return [*cases, ("new_order", unused), *drawn]
-
-
-def _run(session: PostgresSession, way: str, work: list[tuple[str, Any]]) -> Iterator[Any]:
-    """Each transaction's screen ("rolled back" for one rolled back by its rule), run in Python or in C."""
-    python = transactions_for(DIALECT, server_side=False)
-    wrapped = native.wrapped(python)
-    for name, inputs in work:
-        try:
-            if way == "c":
-                yield wrapped[name].screen(session, inputs)
-                continue
-            session.begin(read_only=python[name].read_only, one_snapshot=python[name].one_snapshot)
-            yield python[name].execute(session, inputs)
-            session.commit()
-        except RollbackByRule:
-            session.rollback()
-            yield "rolled back"
-
-
-def _contents(session: PostgresSession) -> dict[str, str]:
-    """Every table as a digest of its rows, dates left out: each way stamps its own time."""
-    digests = {}
-    for table in TABLES:
-        columns = [name for name, kind in table.columns if kind != "TIMESTAMP"]
-        order = ", ".join(table.primary_key or columns)
-        (digests[table.name],) = session.fetchone(
-            f"SELECT md5(string_agg(ROW({', '.join(columns)})::text, ',' ORDER BY {order})) FROM {table.name}")
-    return digests
-
-
 def _both_ways(engine: PostgresEngine) -> dict[str, tuple[list[Any], dict[str, str]]]:
     results, work = {}, None
     for way in ("python", "c"):
@@ -87,11 +45,12 @@ def _both_ways(engine: PostgresEngine) -> dict[str, tuple[list[Any], dict[str, s
         since = datetime.now(timezone.utc).replace(tzinfo=None)
         session = engine.connect()
         try:
-            work = work or _work(session)
+            work = work or tpcc_modes.native_work(session, DIALECT, DRAWN)
             if way == "c":
                 assert native.wrapped(transactions_for(DIALECT, False))["payment"].connections.of(session) is not None
-            screens = [tpcc_modes.undated(screen, since) for screen in _run(session, way, work)]
-            results[way] = screens, _contents(session)
+            shown = tpcc_modes.native_screens(session, DIALECT, way, work)
+            screens = [tpcc_modes.undated(screen, since) for screen in shown]
+            results[way] = screens, tpcc_modes.postgres_contents(session)
             failed = [check for check in Tpcc().check(session, False, DIALECT) if check.passed is False]
             assert not failed, (way, failed)
         finally:

@@ -9,7 +9,7 @@ import re
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -17,9 +17,8 @@ from maximus import api
 from maximus.driver.retry import RetryPolicy
 from maximus.driver.terminal import transaction_runner
 from maximus.engines.sqlite import SQLiteEngine, SQLiteSession, connection_handle
-from maximus.records import Outcome, RollbackByRule
+from maximus.records import Outcome
 from maximus.workloads.tpcc import Tpcc, native
-from maximus.workloads.tpcc.constants import UNUSED_ITEM_ID
 from maximus.workloads.tpcc.kinds import TRANSACTION_TYPES, transactions_for
 from maximus.workloads.tpcc.delivery import DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrderInput, OrderLine
@@ -49,35 +48,6 @@ def copies(built_workdir: Path, tmp_path: Path) -> dict[str, SQLiteEngine]:
     return engines
 
 
-def _work(session: SQLiteSession) -> list[tuple[str, Any]]:
-    """The branches worth holding the two to (tests/tpcc_modes.py), an order with an unused item, then a
-    terminal's first transactions as a run draws them."""
-    cases = [(kind.name, given) for kind, given in tpcc_modes.cases(session)]
-    unused = NewOrderInput.from_lines(1, 7, 99, (OrderLine(12, 1, 3), OrderLine(UNUSED_ITEM_ID, 1, 1)))
-    info = Tpcc().database_info(session, DIALECT)
-    assert info is not None
-    emulator = Tpcc().emulator(Tpcc().run_settings(ONE_WAREHOUSE.settings, 7, info, server_side=False), 0, DIALECT)
-    drawn = [(transaction.name, inputs) for transaction, inputs in emulator.batch(DRAWN)]
-    return [*cases, ("new_order", unused), *drawn]
-
-
-def _run(session: SQLiteSession, way: str, work: list[tuple[str, Any]]) -> Iterator[Any]:
-    """Each transaction's screen ("rolled back" for one rolled back by its rule), run in Python or in C."""
-    python = transactions_for(DIALECT, server_side=False)
-    wrapped = native.wrapped(python)
-    for name, inputs in work:
-        try:
-            if way == "c":
-                yield wrapped[name].screen(session, inputs)
-                continue
-            session.begin(read_only=python[name].read_only)
-            yield python[name].execute(session, inputs)
-            session.commit()
-        except RollbackByRule:
-            session.rollback()
-            yield "rolled back"
-
-
 def _undated(value: Any) -> Any:
     """A screen with the dates this run stamped (SQLite's clock, as text) replaced by a marker: the two ways read
     the clock at different moments."""
@@ -95,7 +65,7 @@ def _traced(engine: SQLiteEngine, way: str, work: list[tuple[str, Any]]) -> tupl
         assert session.library_handle() is not None  # looked for (one statement) before the trace starts
         statements: list[str] = []
         session.connection.set_trace_callback(statements.append)
-        screens = [_undated(screen) for screen in _run(session, way, work)]
+        screens = [_undated(screen) for screen in tpcc_modes.native_screens(session, DIALECT, way, work)]
         session.connection.set_trace_callback(None)
         return statements, screens
     finally:
@@ -125,7 +95,7 @@ def test_the_c_profiles_run_the_same_statements_return_the_same_screens_and_leav
     assert native.available(DIALECT), NOT_COMPILED
     session = copies["python"].connect()
     try:
-        work = _work(session)
+        work = tpcc_modes.native_work(session, DIALECT, DRAWN)
     finally:
         session.close()
     python_statements, python_screens = _traced(copies["python"], "python", work)
