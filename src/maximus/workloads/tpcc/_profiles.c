@@ -45,6 +45,7 @@ typedef struct {
     PyObject *texts;      /* dict: the fixed statements' texts by name */
     PyObject *set_text;   /* callable (kind, district, count) -> text */
     int failed;           /* a statement of the batch being queued failed: the error is set */
+    int queued;           /* statements in the batch being queued, at most MAX_QUEUED (_profiles.h) */
     PyObject *begin;      /* the transaction's BEGIN, to send with its first batch (bytes), or NULL */
     int commit;           /* send COMMIT with the transaction's last batch */
     int committed;        /* its last batch committed it */
@@ -91,13 +92,19 @@ static int set_wise(Profiles *self, int kind, int district, int count) {
 /* A new batch: the last one's results forgotten. */
 static void start(Profiles *self) {
     self->backend->clear(self->state);
-    self->failed = 0;
+    self->failed = self->queued = 0;
 }
 
 /* A statement queued in the batch; after a failure nothing more is (the error stays set until ``send``). */
 static void queue(Profiles *self, int slot, const Param *params, int count) {
     if (self->failed) return;
+    if (self->queued == MAX_QUEUED) {  /* the backends' results are kept in arrays of this size */
+        PyErr_Format(PyExc_ValueError, "more than %d statements in one batch", MAX_QUEUED);
+        self->failed = 1;
+        return;
+    }
     if (slot < 0 || self->backend->queue(self->state, slot, params, count) < 0) self->failed = 1;
+    else self->queued++;
 }
 
 #define PARAMS(...) (const Param[]){__VA_ARGS__}, (int)(sizeof((const Param[]){__VA_ARGS__}) / sizeof(Param))

@@ -129,10 +129,6 @@ static int pq_param(Pq *q, const Param *param) {
 
 static int pq_queue(void *state, int slot, const Param *params, int count) {
     Pq *q = state;
-    if (q->count == MAX_QUEUED) {
-        PyErr_Format(PyExc_ValueError, "more than %d statements in one batch", MAX_QUEUED);
-        return -1;
-    }
     if (q->param_count + count > MAX_PARAMS) {
         PyErr_Format(PyExc_ValueError, "more than %d parameters in one batch", MAX_PARAMS);
         return -1;

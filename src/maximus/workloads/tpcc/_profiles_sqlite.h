@@ -113,10 +113,6 @@ static int sqlite_copy_row(Sqlite *s, sqlite3_stmt *stmt, int columns) {
 /* Run the statement at once, its rows copied out. */
 static int sqlite_queue(void *state, int slot, const Param *params, int count) {
     Sqlite *s = state;
-    if (s->count == MAX_QUEUED) {
-        PyErr_Format(PyExc_ValueError, "more than %d statements in one batch", MAX_QUEUED);
-        return -1;
-    }
     sqlite3_stmt *stmt = s->statements[slot];
     if (sqlite_bind(s, stmt, params, count) < 0) return sqlite_failed(s, stmt);
     int columns = s->lib.column_count(stmt), rows = 0, first = s->cell_count, rc;
