@@ -37,6 +37,7 @@ def test_multi_terminal_run_is_stored_and_passes_every_consistency_condition(wor
     assert {s.terminal for s in samples} == {0, 1, 2}
     assert {s.transaction for s in samples} >= set(TRANSACTIONS) | {"deferred_delivery"}
     assert not [s for s in samples if s.outcome is Outcome.FAILED]
+    _assert_each_terminal_delivers_its_own(samples)
     assert report.figures.headline > 0 and report.figures.committed <= report.figures.headline
     assert record.environment["engine"]["name"] == "sqlite"
     assert record.engine_settings["journal_mode"] == "delete"
@@ -45,6 +46,24 @@ def test_multi_terminal_run_is_stored_and_passes_every_consistency_condition(wor
         stamps = [stamp for (stamp,) in database.execute("SELECT o_entry_d FROM orders WHERE o_id > 3000")]
     assert stamps and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}", stamp) for stamp in stamps)
     assert any(not stamp.endswith(".000") for stamp in stamps)
+
+
+def _assert_each_terminal_delivers_its_own(samples: list) -> None:
+    """One writer at a time (SQLite): each terminal acknowledges its Delivery at once (2.7.2.1), then executes it on
+    its own connection before its next transaction, where a deferred worker would have run it beside that."""
+    by_terminal: dict[int, list] = {}
+    for sample in sorted(samples, key=lambda s: (s.start, s.transaction != "delivery")):  # acknowledged first
+        by_terminal.setdefault(sample.terminal, []).append(sample)
+    checked = 0
+    for own in by_terminal.values():
+        for acknowledged, executed, following in zip(own, own[1:], own[2:]):
+            if acknowledged.transaction != "delivery":
+                continue
+            assert executed.transaction == "deferred_delivery" and executed.start == acknowledged.start
+            assert acknowledged.latency < executed.latency / 2  # the acknowledgement is not the Delivery
+            assert following.start >= executed.start + executed.latency
+            checked += 1
+    assert checked >= 3
 
 
 def test_wal_knob_takes_effect_and_runs_restore_pristine_data(workdir: Path, tmp_path: Path) -> None:

@@ -182,10 +182,12 @@ class Terminal:
     end: float
     retry: RetryPolicy
     counters: Any  # shared array: [new orders done, transactions done] per terminal
-    delivery_queue: Any | None  # None: the terminal runs its deferred transactions itself (one connection)
+    # None: the terminal runs its deferred transactions itself, on its own connection, once acknowledged
+    delivery_queue: Any | None
     writer_gate: Any | None
     schedule: RateSchedule | None = None  # a fixed-rate run's: when each transaction should start
     runners: dict[Any, Runner] = field(default_factory=dict)  # by transaction, built on first use
+    own_deferred: list[tuple[Any, Any, float]] = field(default_factory=list)  # (transaction, inputs, queued at)
 
     def run(self) -> None:
         if self.schedule is not None:
@@ -203,8 +205,10 @@ class Terminal:
                 break
             started = self.clock.now()
             result = self._run(transaction, inputs, started)
-            finish(self, transaction, inputs, started, self.clock.now(), result)
-            if not self._pause(self.emulator.think_time(transaction.name)):
+            finished = self.clock.now()
+            finish(self, transaction, inputs, started, finished, result)
+            self._run_own_deferred()  # in the think time, as a deferred worker would
+            if not self._pause(self.emulator.think_time(transaction.name) - (self.clock.now() - finished)):
                 break
 
     def _run_scheduled(self, schedule: RateSchedule) -> None:
@@ -231,6 +235,7 @@ class Terminal:
                 break
             result = self._run(transaction, inputs, started)
             finish(self, transaction, inputs, started, now(), result, intended)
+            self._run_own_deferred()  # its time delays the next start, which its latency then shows
             intended = next(starts)
         recorder.count_points("unstarted", schedule.skip(starts, intended, self.end, recorder.origin)[0])
 
@@ -253,21 +258,31 @@ class Terminal:
                     break
                 result = run(transaction, inputs, started)
                 done.append((transaction, inputs, started, now(), result))
+                if self.own_deferred:
+                    self._run_own_deferred()
             for transaction, inputs, begun, finished, result in done:
                 finish(self, transaction, inputs, begun, finished, result)
 
     def _pause(self, seconds: float) -> bool:
         """Keying or think time, cut short at the end of the run: False when the terminal is done."""
-        left = self.end - self.clock.now()
+        left, seconds = self.end - self.clock.now(), max(seconds, 0.0)
         return self.clock.sleep(min(seconds, left)) and seconds < left
 
     def _run(self, transaction: Any, inputs: Any, started: float) -> Result:
         if transaction.deferred and self.delivery_queue is not None:
             return queue_deferred(self, transaction, inputs, started)
-        result = (self.runners.get(transaction) or self._runner(transaction))(inputs)
-        if transaction.deferred:  # run here at once: the terminal waits for it, and its deferred time is its own
-            record_deferred(self.recorder, self.index, transaction.name, started, result, self.clock.now())
-        return result
+        if transaction.deferred:  # acknowledged at once (2.7.2.1), executed once its terminal's part is recorded
+            self.own_deferred.append((transaction, inputs, started))
+            return Result(Outcome.COMMITTED, 1)
+        return (self.runners.get(transaction) or self._runner(transaction))(inputs)
+
+    def _run_own_deferred(self) -> None:
+        """The deferred transactions this terminal acknowledged, executed on its own session, each recorded from its
+        queueing to its completion (2.7.2.2), as a deferred worker records them."""
+        while self.own_deferred:
+            transaction, inputs, queued_at = self.own_deferred.pop(0)
+            result = (self.runners.get(transaction) or self._runner(transaction))(inputs)
+            record_deferred(self.recorder, self.index, transaction.name, queued_at, result, self.clock.now())
 
     def _runner(self, transaction: Any) -> Runner:
         runner = transaction_runner(self.session, self.engine, self.retry, transaction, self.writer_gate,
