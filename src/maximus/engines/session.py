@@ -86,18 +86,20 @@ class Session(ABC):
         """This connection as its engine's client library knows it, for code in C that runs statements on it (in
         the caller's transaction, as ``execute`` would): the start of the library's file name, by which the
         functions to call are found (``engines.pump.library_functions``), and the handle's address. SQLite's is
-        ``("libsqlite3", its sqlite3 *)``, PostgreSQL's ``("libpq", its PGconn *)``. None where the driver does not give
-        it."""
+        ``("libsqlite3", its sqlite3 *)``, PostgreSQL's ``("libpq", its PGconn *)``, MariaDB's ``("libmariadb", its
+        MYSQL *)``. None where the driver does not give it."""
         return None
 
     def library_value(self, type_code: int, text: bytes) -> Any:
         """A value the client library gave as text, of a type C code that ran statements on ``library_handle`` does
-        not read itself (PostgreSQL's NUMERIC, TIMESTAMP: by its type's OID), as this session's driver reads it."""
+        not read itself (PostgreSQL's NUMERIC, TIMESTAMP: by its type's OID; MariaDB's DECIMAL, DATETIME: by its field
+        type), as this session's driver reads it."""
         raise NotImplementedError
 
     def library_error(self, reported: tuple) -> Exception:
         """The exception this session's driver raises for a failure of a statement that C code ran on
-        ``library_handle``, from what the library reported of it (libpq: its SQLSTATE, or None, and its message)."""
+        ``library_handle``, from what the library reported of it (libpq: its SQLSTATE, or None, and its message;
+        libmariadb: its error number, SQLSTATE and message)."""
         raise NotImplementedError
 
     def cancel(self) -> None:

@@ -21,6 +21,8 @@ JSON_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with se
 ARRAYS = (list, tuple)
 PER_STATEMENT_SNAPSHOTS = {"READ-COMMITTED", "READ-UNCOMMITTED"}
 _LOST = {2006, 2013, 2055}  # server has gone away, lost connection during query, lost connection at ...
+# The field types whose converters MySQLdb gives str, not bytes: DECIMAL, NEWDECIMAL, TIMESTAMP, DATETIME, TIME, DATE
+_CONVERTED_FROM_STR = {0, 246, 7, 12, 11, 10}
 # Standard SQL's "||" concatenates, as in PostgreSQL and SQLite: a workload's SQL may use it (TPC-C's Payment).
 # MariaDB's own stored functions are created in this mode too, and keep it. A call's literals are written with
 # backslash escapes (sql_literal), which NO_BACKSLASH_ESCAPES would read otherwise: a server's mode that has it
@@ -51,6 +53,7 @@ class MariaDBSession(BatchedSession):
         self._snapshot_begin: bytes | None = None
         self._value: Any = None  # the last call's
         self._lost = False
+        self._handle: int | None = None  # the MYSQL's address, once asked for (library_handle)
         self.thread_id = connection.thread_id()
 
     # -- transactions -----------------------------------------------------------------------------
@@ -133,8 +136,39 @@ class MariaDBSession(BatchedSession):
         return pieces
 
     def failed(self, error: BaseException) -> None:
-        """A call of this session failed outside it (in the C pump): noted as its own failures are."""
+        """A call of this session failed outside it (in the C pump, the C profiles): noted as its own failures are."""
         self._explain(error)
+
+    # -- C code running statements on this connection (workloads/tpcc/native.py) -----------------------------
+
+    def library_handle(self) -> tuple[str, int] | None:
+        """The MYSQL * in the libmariadb MySQLdb loaded, for the C profiles, which read text as UTF-8: None for a
+        connection closed (its handle is no longer one) or in another character set."""
+        connection = self.connection
+        if not connection.open or not connection.character_set_name().startswith("utf8"):
+            return None
+        if self._handle is None:  # the MYSQL is part of the connection object: its address is the object's for life
+            self._handle = _handle_address(connection)
+        return "libmariadb", self._handle
+
+    def library_value(self, type_code: int, text: bytes) -> Any:
+        """A column's value, of a type given by its field type, from its text, as MySQLdb's converters make it
+        (``_mysql_field_to_python``): a decimal, a date or a time from str, anything else from bytes."""
+        convert = self.connection.converter.get(type_code)
+        if convert is None or convert is bytes:
+            return text
+        if convert is str:
+            return text.decode()
+        return convert(text.decode() if type_code in _CONVERTED_FROM_STR else text)
+
+    def library_error(self, reported: tuple) -> Exception:
+        """What MySQLdb raises for a failure the C profiles reported, ``(error number, SQLSTATE, message)``, noted as
+        the session's own failures are (a lost connection makes it broken)."""
+        from maximus.engines.mariadb.pump import mysql_error
+
+        error = mysql_error(*reported)
+        self._explain(error)
+        return error
 
     def _statements(self, statements: Sequence[tuple[str, Sequence[Any]]], last: bool = False
                     ) -> list[tuple[list[tuple], int]]:

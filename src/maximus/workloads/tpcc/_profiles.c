@@ -1,5 +1,5 @@
 /* TPC-C's transaction profiles (clause 2) in C, over a statement backend (_profiles.h): SQLite's connection
- * (_profiles_sqlite.h) or libpq's (_profiles_libpq.h). The statements are those of the Python reference
+ * (_profiles_sqlite.h), libpq's (_profiles_libpq.h) or libmariadb's (_profiles_mariadb.h). The statements are those of the Python reference
  * (new_order.py, payment.py, order_status.py, delivery.py, stock_level.py), their texts given by it, run in the
  * same order with the same parameters, in the same batches (``Session.batch``), in the caller's transaction. Python
  * stays the reference and the fallback; native.py builds the screens from what these functions return, and the
@@ -10,8 +10,9 @@
  * statement is prepared once per connection, and nothing becomes a Python object unless a screen is asked for. */
 #include "_profiles_sqlite.h"
 #include "_profiles_libpq.h"
+#include "_profiles_mariadb.h"
 
-static const Backend *BACKENDS[] = {&SQLITE_BACKEND, &LIBPQ_BACKEND};
+static const Backend *BACKENDS[] = {&SQLITE_BACKEND, &LIBPQ_BACKEND, &MARIADB_BACKEND};
 
 /* The statements of fixed text, by the names native.py gives them. */
 enum {
@@ -42,8 +43,8 @@ typedef struct {
     const Backend *backend;
     void *state;
     char prepared[STATEMENTS];
-    PyObject *texts;      /* dict: the fixed statements' texts by name */
-    PyObject *set_text;   /* callable (kind, district, count) -> text */
+    PyObject *texts;      /* dict: the fixed statements' texts (or Splits' parts: prepared_text) by name */
+    PyObject *set_text;   /* callable (kind, district, count) -> text, or a Split's parts */
     int failed;           /* a statement of the batch being queued failed: the error is set */
     int queued;           /* statements in the batch being queued, at most MAX_QUEUED (_profiles.h) */
     PyObject *begin;      /* the transaction's BEGIN, to send with its first batch (bytes), or NULL */
@@ -53,10 +54,67 @@ typedef struct {
 
 /* -- statements and batches -- */
 
-static int prepared_text(Profiles *self, int slot, PyObject *text) {
+/* A Split's parts as native.py hands them over, (sql, takes, returns) each, read into ``parts`` and ``taken`` (the
+ * parts' takes, one after another, sized by the caller). */
+static int read_parts(PyObject *form, SplitPart *parts, int *taken) {
+    for (Py_ssize_t n = 0; n < PyTuple_GET_SIZE(form); n++) {
+        PyObject *part = PyTuple_GET_ITEM(form, n), *takes = PyTuple_GET_ITEM(part, 1);
+        parts[n].sql = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(part, 0), &parts[n].length);
+        parts[n].returns = PyObject_IsTrue(PyTuple_GET_ITEM(part, 2));
+        if (parts[n].sql == NULL || parts[n].returns < 0) return -1;
+        parts[n].takes = taken;
+        parts[n].take_count = (int)PyTuple_GET_SIZE(takes);
+        for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(takes); t++) {
+            long position = PyLong_AsLong(PyTuple_GET_ITEM(takes, t));
+            if (position < 0 || position > INT_MAX) {  /* the backend checks it against each call's parameters */
+                if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "a part takes parameter %ld", position);
+                return -1;
+            }
+            *taken++ = (int)position;
+        }
+    }
+    return 0;
+}
+
+/* The number of parameters a Split's parts take in all, -1 (TypeError) when it is not a tuple of (sql, takes,
+ * returns) parts. */
+static Py_ssize_t split_takes(PyObject *form) {
+    Py_ssize_t takes = 0;
+    for (Py_ssize_t n = 0; n < PyTuple_GET_SIZE(form); n++) {
+        PyObject *part = PyTuple_GET_ITEM(form, n);
+        if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(part, 0)) ||
+            !PyTuple_Check(PyTuple_GET_ITEM(part, 1))) {
+            PyErr_SetString(PyExc_TypeError, "a split statement is a tuple of (sql, takes, returns) parts");
+            return -1;
+        }
+        takes += PyTuple_GET_SIZE(PyTuple_GET_ITEM(part, 1));
+    }
+    return PyTuple_GET_SIZE(form) ? takes : (PyErr_SetString(PyExc_ValueError, "a split without parts"), -1);
+}
+
+static int prepared_split(Profiles *self, int slot, PyObject *form) {
+    if (self->backend->prepare_split == NULL) {  /* its dialect writes every statement as one */
+        PyErr_Format(PyExc_TypeError, "the %s backend takes no split statements", self->backend->library);
+        return -1;
+    }
+    Py_ssize_t takes = split_takes(form);
+    if (takes < 0) return -1;
+    SplitPart *parts = PyMem_Calloc((size_t)PyTuple_GET_SIZE(form), sizeof(SplitPart));
+    int *taken = PyMem_Calloc((size_t)takes + 1, sizeof(int));
+    int failed = parts == NULL || taken == NULL ? (PyErr_NoMemory(), -1) : read_parts(form, parts, taken);
+    if (!failed) failed = self->backend->prepare_split(self->state, slot, parts, (int)PyTuple_GET_SIZE(form));
+    PyMem_Free(parts);
+    PyMem_Free(taken);
+    return failed;
+}
+
+/* A statement prepared in its slot: its text (str), or a Split's parts (a tuple: native.py's form). */
+static int prepared_text(Profiles *self, int slot, PyObject *form) {
     Py_ssize_t length;
-    const char *sql = PyUnicode_AsUTF8AndSize(text, &length);
-    if (sql == NULL || self->backend->prepare(self->state, slot, sql, length) < 0) return -1;
+    const char *sql = PyTuple_Check(form) ? NULL : PyUnicode_AsUTF8AndSize(form, &length);
+    int failed = PyTuple_Check(form) ? prepared_split(self, slot, form)
+                 : sql == NULL ? -1 : self->backend->prepare(self->state, slot, sql, length);
+    if (failed) return -1;
     self->prepared[slot] = 1;
     return slot;
 }
@@ -775,7 +833,7 @@ static PyTypeObject ProfilesType = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_profiles", "TPC-C's transaction profiles in C, on a SQLite or a libpq connection.", -1,
+    PyModuleDef_HEAD_INIT, "_profiles", "TPC-C's transaction profiles in C, on a SQLite, a libpq or a libmariadb connection.", -1,
     NULL, NULL, NULL, NULL, NULL,
 };
 
@@ -785,8 +843,9 @@ PyMODINIT_FUNC PyInit__profiles(void) {
     if (self == NULL) return NULL;
     Error = PyErr_NewExceptionWithDoc("maximus.workloads.tpcc._profiles.Error",
                                       "A statement failed: (the library's code for it, its message).", NULL, NULL);
-    PyObject *functions = Py_BuildValue("{s:n,s:n}", SQLITE_BACKEND.library, SQLITE_BACKEND.functions,
-                                        LIBPQ_BACKEND.library, LIBPQ_BACKEND.functions);
+    PyObject *functions = Py_BuildValue("{s:n,s:n,s:n}", SQLITE_BACKEND.library, SQLITE_BACKEND.functions,
+                                        LIBPQ_BACKEND.library, LIBPQ_BACKEND.functions, MARIADB_BACKEND.library,
+                                        MARIADB_BACKEND.functions);
     if (Error == NULL || functions == NULL || PyModule_AddObjectRef(self, "Error", Error) < 0 ||
         PyModule_AddObjectRef(self, "Profiles", (PyObject *)&ProfilesType) < 0 ||
         PyModule_AddObject(self, "FUNCTIONS", functions) < 0) {

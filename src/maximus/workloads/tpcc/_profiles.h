@@ -1,16 +1,16 @@
 /* What the transaction profiles (_profiles.c) ask of a statement backend, and what every backend shares.
  *
  * A backend runs the statements of one connection of a client library (_profiles_sqlite.h: SQLite's,
- * _profiles_libpq.h: libpq's): it prepares a statement once by its slot, queues statements with their
- * parameters, and gives the results of what was queued, each statement's rows, once ``send`` returns. SQLite's
- * runs each statement as it is queued; libpq's sends the queued statements in one pipeline (one round trip) and
- * reads their results. A profile queues a batch (the statements the Python transaction gives ``Session.batch``
- * at once), sends it, reads its results, then starts the next: so a profile costs the round trips of its Python
- * reference, no more.
+ * _profiles_libpq.h: libpq's, _profiles_mariadb.h: libmariadb's): it prepares a statement once by its slot, queues
+ * statements with their parameters, and gives the results of what was queued, each statement's rows, once ``send``
+ * returns. SQLite's runs each statement as it is queued; libpq's sends the queued statements in one pipeline (one
+ * round trip) and reads their results; libmariadb's sends them as one multi-statement query. A profile queues a
+ * batch (the statements the Python transaction gives ``Session.batch`` at once), sends it, reads its results, then
+ * starts the next: so a profile costs the round trips of its Python reference, no more.
  *
- * Money is as the dialect keeps it (schema.money_in_cents): SQLite integer cents, PostgreSQL NUMERIC, given and
- * read here in integer cents. The library's functions are those of the library the Python driver loaded, their
- * addresses given by Python (native.py), so no library headers are needed to build this. */
+ * Money is as the dialect keeps it (schema.money_in_cents): SQLite integer cents, PostgreSQL NUMERIC, MariaDB
+ * DECIMAL, given and read here in integer cents. The library's functions are those of the library the Python driver
+ * loaded, their addresses given by Python (native.py), so no library headers are needed to build this. */
 #ifndef MAXIMUS_PROFILES_H
 #define MAXIMUS_PROFILES_H
 
@@ -36,6 +36,17 @@ typedef struct {
     const char *text;      /* PARAM_TEXT, copied or bound at once: the caller's buffer may go */
 } Param;
 
+/* A part of a statement a dialect writes as several (a Split: workloads/statements.py, native.py's form of it): its
+ * text, for each of its placeholders the logical statement's parameter it takes, and whether its rows are (some of)
+ * the logical statement's. */
+typedef struct {
+    const char *sql;
+    Py_ssize_t length;
+    const int *takes;
+    int take_count;
+    int returns;
+} SplitPart;
+
 /* A backend: functions over its own state (``size`` bytes, zeroed, made by ``init``). ``k`` is a statement's place
  * in the last batch sent; every function that fails returns -1 (NULL) with a Python exception set. */
 typedef struct {
@@ -57,6 +68,9 @@ typedef struct {
     const char *(*text)(void *state, int k, int row, int column, int *length);
     PyObject *(*value)(void *state, int k, int row, int column);  /* as the Python driver reads it */
     void (*release)(void *state);
+    /* A Split prepared in a slot (NULL: the backend's dialect writes none); queued and read as one statement, its
+     * rows those of its returning parts. */
+    int (*prepare_split)(void *state, int slot, const SplitPart *parts, int count);
 } Backend;
 
 /* A statement failed: (the library's code for it, its message), which native.py makes the driver's exception. */

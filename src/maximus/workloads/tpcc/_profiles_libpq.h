@@ -301,5 +301,5 @@ static void pq_release(void *state) {
 
 static const Backend LIBPQ_BACKEND = {
     "libpq", sizeof(PqLibrary) / sizeof(void (*)(void)), sizeof(Pq), pq_init, pq_prepare, pq_queue, pq_send,
-    pq_clear, pq_rows, pq_columns, pq_is_null, pq_integer, pq_cents, pq_text, pq_value, pq_release,
+    pq_clear, pq_rows, pq_columns, pq_is_null, pq_integer, pq_cents, pq_text, pq_value, pq_release, NULL,
 };

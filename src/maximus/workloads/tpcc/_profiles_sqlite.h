@@ -202,5 +202,5 @@ static void sqlite_release(void *state) {
 static const Backend SQLITE_BACKEND = {
     "libsqlite3", sizeof(SqliteLibrary) / sizeof(void (*)(void)), sizeof(Sqlite), sqlite_init, sqlite_prepare,
     sqlite_queue, sqlite_send, sqlite_clear, sqlite_rows, sqlite_columns, sqlite_is_null, sqlite_integer,
-    sqlite_integer, sqlite_text, sqlite_value, sqlite_release,
+    sqlite_integer, sqlite_text, sqlite_value, sqlite_release, NULL,
 };

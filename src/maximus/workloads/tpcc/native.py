@@ -1,12 +1,15 @@
-"""TPC-C's transactions run in C (``_profiles.c``) on a SQLite or a PostgreSQL connection, when the extension is built.
+"""TPC-C's transactions run in C (``_profiles.c``) on a SQLite, PostgreSQL or MariaDB connection, when the extension
+is built.
 
 In Python each statement's parameters, the driver's layer (the ``sqlite3`` module, psycopg), the rows made into
 Python values and the arithmetic between them cost the client more CPU than the statements themselves: a third of a
 SQLite terminal's, most of a client-side PostgreSQL terminal's. The C profiles run the statements of the Python
 transactions (the same texts, which they take from them, in the same order, with the same parameters, in the same
 batches), each prepared once per connection, on the session's own connection (``Session.library_handle``), over a
-backend per client library: SQLite's runs each statement at once, libpq's sends each batch in one pipeline, with the
-session's BEGIN and COMMIT (``BatchedSession.take_begin``), as ``PostgresSession.batch`` does. The Python transactions
+backend per client library: SQLite's runs each statement at once, libpq's sends each batch in one pipeline and
+libmariadb's as one multi-statement query, with the session's BEGIN and COMMIT (``BatchedSession.take_begin``), as
+``PostgresSession.batch`` and ``MariaDBSession.batch`` do. A statement a dialect writes as several (a ``Split``:
+MariaDB's ``UPDATE ... RETURNING``) is handed over as its parts (``statement_form``). The Python transactions
 stay the reference, and the fallback wherever the session gives no handle; the tests hold the two to each other: the
 same statements, screens and changes.
 
@@ -21,12 +24,13 @@ from __future__ import annotations
 import sqlite3
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Union
 
 from maximus.engines.base import Dialect, Session
 from maximus.engines.pump import library_functions
 from maximus.engines.session import BatchedSession
 from maximus.records import RollbackByRule
+from maximus.workloads.statements import Statement
 from maximus.workloads.tpcc import delivery, new_order, order_status, stock_level
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput
@@ -43,7 +47,10 @@ except ImportError:  # built without a C compiler: the transactions run in Pytho
     Profiles = None
     ProfileError = None
 
-DIALECTS = ("sqlite", "postgres")  # whose SQL and client library the C profiles speak
+DIALECTS = ("sqlite", "postgres", "mariadb")  # whose SQL and client library the C profiles speak
+# A statement as the C profiles take it: its text, or a Split's parts, each (text, the logical statement's parameters
+# its placeholders take, whether its rows are the logical statement's)
+Form = Union[str, tuple[tuple[str, tuple[int, ...], bool], ...]]
 
 
 @dataclass(frozen=True)
@@ -82,20 +89,39 @@ LIBRARIES = {
          "PQresultErrorField", "PQresultErrorMessage", "PQerrorMessage", "PQclear", "PQntuples", "PQnfields",
          "PQgetisnull", "PQgetvalue", "PQgetlength", "PQftype", "PQsocket"),
         lambda session, reported: session.library_error(reported)),
+    "libmariadb": Library(
+        ("mysql_send_query", "mysql_read_query_result", "mysql_store_result", "mysql_fetch_row", "mysql_fetch_lengths",
+         "mysql_free_result", "mysql_next_result", "mysql_more_results", "mysql_errno", "mysql_error",
+         "mysql_sqlstate", "mysql_field_count", "mysql_num_fields", "mysql_fetch_fields",
+         "mysql_real_escape_string"),
+        lambda session, reported: session.library_error(reported)),
 }
 
 
 def available(dialect: Dialect) -> bool:
-    """Whether a run in this dialect can run its transactions in C (the extension built, the dialect SQLite's or
-    PostgreSQL's)."""
+    """Whether a run in this dialect can run its transactions in C (the extension built, the dialect SQLite's,
+    PostgreSQL's or MariaDB's)."""
     return Profiles is not None and dialect.name in DIALECTS
 
 
-def statement_texts(transactions: Mapping[str, Any]) -> dict[str, str]:
-    """The Python transactions' statements of fixed text, by the names _profiles.c gives them."""
+def statement_form(statement: Statement) -> Form:
+    """A statement as the C profiles prepare it: a text as it is, a Split as its parts (``Form``), which a backend
+    sends as that many statements in the same batch, the rows of the returning ones making the statement's."""
+    if isinstance(statement, str):
+        return statement
+    return tuple((part.sql, part.takes, part.returns) for part in statement.parts)
+
+
+def statement_texts(transactions: Mapping[str, Any]) -> dict[str, Form]:
+    """The Python transactions' statements of fixed text, by the names _profiles.c gives them, each in its form."""
     placed: NewOrder = transactions["new_order"]
     paying: Payment = transactions["payment"]
     delivering: Delivery = transactions["delivery"]
+    return {name: statement_form(statement) for name, statement in _fixed(placed, paying, delivering).items()}
+
+
+def _fixed(placed: NewOrder, paying: Payment, delivering: Delivery) -> dict[str, Statement]:
+    """The statements of fixed text, as the transactions' dialect writes them."""
     return {
         "new_order.customer": placed.customer_sql, "new_order.district": placed.district_sql,
         "new_order.next_order": new_order.NEXT_ORDER, "new_order.order": placed.order_sql,
@@ -119,7 +145,7 @@ class Connections:
     def __init__(self, transactions: Mapping[str, Any]) -> None:
         self.texts = statement_texts(transactions)
         placed: NewOrder = transactions["new_order"]
-        self.set_text: Callable[[str, int, int], str] = lambda kind, district, count: str(
+        self.set_text: Callable[[str, int, int], Form] = lambda kind, district, count: statement_form(
             placed.rows_sql(kind, district, count))
         self.functions: dict[str, tuple[int, ...] | None] = {}  # by library, once looked for
         # By session, with the handle they run on: a connection's profiles go with its session (a SQLite connection
