@@ -5,7 +5,8 @@ synchronous=full), in this order and each within the same minute:
 
 1. the disk's commit ceiling now: one-row UPDATE transactions committed back to back, same pragmas;
 2. Maximus: transactions per second at 1 terminal, and the CPU per transaction of its processes (the
-   terminal's and the deferred worker's, read from /proc over the measured window);
+   terminal's, which executes its own Deliveries as `maximus run`'s does on SQLite, read from /proc over the
+   measured window);
 3. SQLite without Maximus: a second Maximus run records every statement its sessions executed (SQL and
    parameters), then bench/sqlite_replay.c, a C client linked against the system's libsqlite3, replays them
    from the same pristine copy with the same pragmas, in one process, each distinct statement prepared once.
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from maximus import api
+from maximus import api, runs
 from maximus.analysis.metrics import run_figures
 from maximus.driver.scheduler import DriveSpec, drive
 from maximus.engines import Engine
@@ -49,7 +50,6 @@ from maximus.workloads.tpcc import Tpcc, native
 WAREHOUSES = 1
 SEED = 1
 TERMINALS = 1
-DEFERRED_WORKERS = 1  # what `maximus run` starts for 1 terminal (runs.deferred_workers)
 CONFIGS: dict[str, dict[str, str]] = {
     "wal+full": {"journal_mode": "wal", "synchronous": "full"},
     "wal+off": {"journal_mode": "wal", "synchronous": "off"},
@@ -176,8 +176,8 @@ def cpu_seconds(pids: Iterable[int]) -> float:
 
 class WindowCpu:
     """A run monitor (``driver.scheduler.RunMonitor``) that reads the CPU of the run's worker processes at the
-    measured window's start and end: the terminal's and the deferred worker's, SQLite's work included, since
-    SQLite runs inside them. It also keeps the run's time origin, which the recording needs."""
+    measured window's start and end (the terminal's, and a deferred worker's if the run has one), SQLite's work
+    included, since SQLite runs inside them. It also keeps the run's time origin, which the recording needs."""
 
     def __init__(self, warmup_s: float, duration_s: float) -> None:
         self.warmup_s, self.duration_s = warmup_s, duration_s
@@ -210,11 +210,16 @@ def run_settings(engine: Engine) -> Any:
     return Tpcc().run_settings(build.settings, SEED, prepared.info, server_side=False)  # type: ignore[arg-type]
 
 
+def deferred_workers(engine: Engine) -> int:
+    """The deferred workers `maximus run` starts for ``TERMINALS`` busy terminals of ``engine``: none on SQLite."""
+    return 0 if runs.own_deferred(engine, "process") else runs.deferred_workers(TERMINALS)
+
+
 def drive_one(engine: Engine, options: Options, driven: Engine | None = None) -> tuple[Any, WindowCpu]:
     """One run of ``TERMINALS`` terminal(s) from ``engine``'s pristine copy, as `maximus run` drives it; on
     ``driven`` when given (the same database, sessions that record)."""
     spec = DriveSpec(driven or engine, Tpcc(), run_settings(engine), TERMINALS, options.warmup_s, options.duration_s,
-                     deferred_workers=DEFERRED_WORKERS)
+                     deferred_workers=deferred_workers(engine))
     cpu = WindowCpu(options.warmup_s, options.duration_s)
     return drive(spec, monitor=cpu), cpu
 
@@ -431,8 +436,8 @@ def transactions_path(options: Options) -> str:
 def benchmark(workdir: Path, options: Options) -> None:
     if options.smoke:
         print(SMOKE_NOTICE)
-    print(f"SQLite {sqlite3.sqlite_version}, workdir {workdir}, {WAREHOUSES} warehouse, {TERMINALS} terminal + "
-          f"{DEFERRED_WORKERS} deferred worker, seed {SEED}, runs {options.warmup_s:g} s warm-up + "
+    print(f"SQLite {sqlite3.sqlite_version}, workdir {workdir}, {WAREHOUSES} warehouse, {TERMINALS} terminal "
+          f"executing its own Deliveries, seed {SEED}, runs {options.warmup_s:g} s warm-up + "
           f"{options.duration_s:g} s measured, keying/think times off (TPC-C-like); commit ceilings "
           f"{options.ceiling_s:g} s each. Figures are this machine's now: on a busy machine, noise.")
     print(f"Maximus's transactions run their statements {transactions_path(options)}.\n")
