@@ -164,7 +164,7 @@ class MariaDBSession(BatchedSession):
     def library_error(self, reported: tuple) -> Exception:
         """What MySQLdb raises for a failure the C profiles reported, ``(error number, SQLSTATE, message)``, noted as
         the session's own failures are (a lost connection makes it broken)."""
-        from maximus.engines.mariadb.pump import mysql_error
+        from maximus.engines.mariadb.errors import mysql_error
 
         error = mysql_error(*reported)
         self._explain(error)
