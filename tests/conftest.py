@@ -4,15 +4,18 @@ pumps of an engine with split calls."""
 from __future__ import annotations
 
 import fcntl
-
+import os
 import shutil
+import signal
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
 
 from maximus import api, system
+from maximus.engines import _process
 from maximus.engines.base import Engine
 from maximus.engines.pump import Pump, PythonPump
 
@@ -107,3 +110,23 @@ def machine_knobs() -> Iterator[None]:
     with open(_KNOBS_LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+@pytest.fixture
+def kill_server() -> Iterator[Callable[[int], None]]:
+    """SIGKILL of a server's main process, as the OOM killer sends it; at the test's end, once the processes under
+    it have ended too, the shared memory they had mapped is removed, as the server's next start would have done
+    (PostgreSQL's System V and /dev/shm segments): the test's server is never started again."""
+    killed: list[tuple[list[int], tuple[set[Path], set[int]]]] = []
+
+    def kill(pid: int) -> None:
+        family = [pid, *_process.descendants(pid)]
+        killed.append((family, _process.shared_memory(family)))
+        os.kill(pid, signal.SIGKILL)
+
+    yield kill
+    for family, mapped in killed:
+        deadline = time.monotonic() + 30  # a backend ends when it sees its postmaster gone
+        while any(_process.alive(pid) for pid in family) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _process.remove_shared_memory(*mapped)

@@ -7,9 +7,13 @@ sent to Maximus would then do nothing, and the test would measure how its caller
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import time
 from pathlib import Path
 from typing import Iterable, Iterator
+
+from maximus.engines import _process
 
 # What the tests send: an interactive shell starts its commands with each at its default.
 SENT = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP)
@@ -60,3 +64,26 @@ def _parent(pid: int) -> int:
 
 _SPAWNED = b"spawn_main"
 _FORK_SERVER = b"multiprocessing.forkserver"
+
+
+def kill_group(group: int) -> None:
+    """SIGKILL of a process group (a Maximus command started in a session of its own), and what it leaves behind
+    removed once it has ended: the named semaphores of its multiprocessing queues and events, which multiprocessing's
+    resource tracker, killed in the same group, would have removed, and the shared memory of a server it ran there."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGSTOP)  # held where they are: none makes a semaphore between the look and the kill
+    members = [int(stat.parent.name) for stat in Path("/proc").glob("[0-9]*/stat") if _group_of(stat) == group]
+    mapped = _process.shared_memory(members)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while any(_process.alive(pid) for pid in members) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _process.remove_shared_memory(*mapped)
+
+
+def _group_of(stat: Path) -> int | None:
+    try:
+        return int(stat.read_text().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):  # gone meanwhile
+        return None

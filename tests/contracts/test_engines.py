@@ -7,9 +7,7 @@ PostgreSQL runs as a managed server started by the tests (initdb once, then a se
 from __future__ import annotations
 
 import importlib
-import os
 import shutil
-import signal
 import tempfile
 import time
 import tomllib
@@ -308,7 +306,8 @@ def _lost_under(session: object, driver_error: type[Exception]) -> Exception:
 
 
 def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_engine_class: type[ServerEngine],
-                                                               own_server_workdir: Path) -> None:
+                                                               own_server_workdir: Path,
+                                                               kill_server: Callable[[int], None]) -> None:
     """What makes a run failed rather than measured: the watch probe and the session's error both name the cause."""
     engine = server_engine_class(own_server_workdir, "killed", {})
     engine.start()
@@ -318,7 +317,7 @@ def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_engine_cl
         session = engine.connect()
         assert watch() is None
         pid = engine.server_pid()
-        os.kill(pid, signal.SIGKILL)
+        kill_server(pid)
         _gone(pid)  # its sessions can see it die a moment before /proc does: the kill is done, not on its way
         error = _lost_under(session, engine.driver_error())
         assert isinstance(error, importlib.import_module(engine.driver.module).OperationalError)  # PEP 249's
@@ -334,8 +333,9 @@ def test_a_server_killed_under_a_session_is_a_fault_in_one_line(server_engine_cl
 
 def test_a_crash_kills_every_server_process_and_the_server_recovers(server_engine_class: type[ServerEngine],
                                                                      own_server_workdir: Path) -> None:
-    """A crash test's crash: the main process and every process under it gone at once, a committed row kept (the
-    page cache outlives them), and the next start recovers; a crash with no server running is one line."""
+    """A crash test's crash: the main process and every process under it gone at once, with the shared memory they
+    had mapped (a server never started again would leave it on the machine), a committed row kept (the page cache
+    outlives them), and the next start recovers; a crash with no server running is one line."""
     engine = server_engine_class(own_server_workdir, "crashed", {})
     engine.start()
     try:
@@ -343,8 +343,11 @@ def test_a_crash_kills_every_server_process_and_the_server_recovers(server_engin
         pid = engine.server_pid()
         assert pid is not None
         family = [pid, *_process.descendants(pid)]
+        files, segments = _process.shared_memory(family)
         engine.crash()
         assert not [member for member in family if _process.alive(member)]
+        assert not _process.shared_memory_files(files)
+        assert not segments & _system_v_segments()
         engine.start()
         session = engine.connect()
         assert session.fetchone("SELECT b FROM t") == ("kept",)
@@ -354,6 +357,12 @@ def test_a_crash_kills_every_server_process_and_the_server_recovers(server_engin
     with pytest.raises(EngineError, match=r"is not running: nothing to crash$"):
         engine.crash()
     assert isinstance(engine.loss_window("power"), str)
+
+
+def _system_v_segments() -> set[int]:
+    """The ids of the machine's System V shared memory segments."""
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {int(line.split()[1]) for line in lines}
 
 
 def _gone(pid: int, timeout: float = 10.0) -> None:

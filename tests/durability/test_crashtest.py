@@ -18,7 +18,7 @@ from maximus.durability.mount import FSNAME, mounted
 from maximus.records import CrashMode, Verdict
 from maximus.system.journal import JOURNAL_VARIABLE
 
-from interrupting import default_dispositions  # tests/interrupting.py
+from interrupting import default_dispositions, kill_group  # tests/interrupting.py
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_after_a_sigkill_the_next_command_unmounts_the_power_cut_layer(tmp_path:
                                                    and (work / "power-cut" / "mounted" / "tpcc-1wh.sqlite").exists()):
             time.sleep(0.2)
     finally:
-        os.killpg(process.pid, signal.SIGKILL)  # whatever happened: the restore below cleans up after it
+        kill_group(process.pid)  # whatever happened: the restore below cleans up after it
         process.wait()
     entries = json.loads(journal.read_text())["changes"]
     [daemon] = [entry["pid"] for entry in entries if entry["kind"] == "process"]
@@ -132,7 +132,7 @@ def test_ctrl_c_during_a_power_crash_test_unmounts_the_layer_and_leaves_nothing(
         _, stderr = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+            kill_group(process.pid)
             process.wait()
     assert process.returncode == 130 and stderr.strip().splitlines()[-1] == "error: interrupted"
     assert not _ours(tmp_path) and not journal.exists()

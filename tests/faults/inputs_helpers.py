@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from typing import Callable
 from maximus.records import RunStatus
 from maximus.store import ResultsStore
 
-from interrupting import default_dispositions  # tests/interrupting.py
+from interrupting import default_dispositions, kill_group  # tests/interrupting.py
 
 
 def maximus(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
@@ -48,7 +47,7 @@ def start(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 def stop(process: subprocess.Popen) -> None:
     """A command a failed test left running: its whole session, ours alone, by its id."""
     if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process.pid)
         process.communicate(timeout=30)
 
 

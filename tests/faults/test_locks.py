@@ -10,6 +10,8 @@ from pathlib import Path
 
 from maximus.records import RunStatus
 
+from interrupting import kill_group  # tests/interrupting.py
+
 from .inputs_helpers import (COMPLETE, assert_left_nothing_running, experiment_file, failed_transactions, locks_in,
                              maximus, one_line_error, servers_in, start, statuses, stop, stored, wait_for)
 
@@ -45,7 +47,7 @@ def test_a_lock_left_by_a_killed_maximus_blocks_nobody(workdir: Path, tmp_path: 
         wait_for(lambda: statuses(results) == ["running"], what="the first run to measure")
         lock = workdir / "tpcc-1wh.lock"
         assert lock.read_text() == f"{first.pid}\n"  # the holder's pid, for the second one's message
-        os.killpg(first.pid, signal.SIGKILL)  # no handler runs: the file stays, the kernel drops the lock
+        kill_group(first.pid)  # no handler runs: the file stays, the kernel drops the lock
         first.communicate(timeout=30)
     finally:
         stop(first)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -104,12 +104,12 @@ def test_the_failure_threshold_is_the_users_to_set(harness, sqlite_workdir: Path
 
 
 @pytest.mark.parametrize("mode", ["server", "client"])
-def test_a_postgres_server_killed_mid_window_fails_the_run(harness, postgres_build: Path, postmaster,
+def test_a_postgres_server_killed_mid_window_fails_the_run(harness, postgres_build: Path, postmaster, kill_server,
                                                            mode: str) -> None:
     process = harness.spawn(*RUN, "-e", "postgres", "--transactions", mode, "--workdir", str(postgres_build),
                             "--results", str(harness.results))
     harness.into_window(process, 1.0)
-    os.kill(postmaster(postgres_build), signal.SIGKILL)
+    kill_server(postmaster(postgres_build))
     returncode, _, stderr = harness.finish(process)
     run = _failed_run(harness, stderr, returncode, "the PostgreSQL server stopped during the run")
     assert "stopping PostgreSQL failed" not in stderr  # a stop that fails after the fault never replaces it
@@ -180,14 +180,15 @@ def test_a_run_whose_server_stops_mid_experiment_counts_in_no_figure(harness, tm
 
 
 def test_a_server_that_dies_as_the_terminals_start_is_the_runs_cause(postgres_build: Path, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     kill_server: Callable[[int], None]) -> None:
     """The server killed after the run was stored and before its terminals connected: the run fails with the
     server's death as its cause (the watch's words), not "terminal process 0 could not start", and is stored as
     measuring nothing, not as the seconds it planned."""
     real_drive = runs.drive
 
     def drive_on_a_dead_server(spec, *args, **kwargs):
-        os.kill(spec.engine.server_pid(), signal.SIGKILL)
+        kill_server(spec.engine.server_pid())
         return real_drive(spec, *args, **kwargs)
 
     monkeypatch.setattr(runs, "drive", drive_on_a_dead_server)

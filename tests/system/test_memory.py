@@ -24,6 +24,8 @@ from maximus.records import RunStatus
 from maximus.system import cgroups, memory
 from maximus.system.journal import JOURNAL_VARIABLE, Hold
 
+from interrupting import kill_group  # tests/interrupting.py
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not memory.has_memory(),
                                 reason="memory cgroups are made as root (CI is root), on cgroup v1's memory controller")
 MB = 2**20
@@ -242,7 +244,7 @@ def test_after_a_sigkill_maximus_system_restore_removes_the_group(journal: Path,
                                                    and postmaster in cgroups.members(_ours()[0])):
             time.sleep(0.2)
     finally:
-        os.killpg(process.pid, signal.SIGKILL)  # whatever happened: the restore below cleans up after it
+        kill_group(process.pid)  # whatever happened: the restore below cleans up after it
         process.wait()
     try:
         (group,) = _ours()

@@ -6,7 +6,6 @@ command puts everything back. The suite itself checks at its end that no knob di
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from maximus.cli.app import app
 from maximus.errors import UserError
 from maximus.records import RunStatus
 from maximus.system.journal import JOURNAL_VARIABLE
+
+from interrupting import kill_group  # tests/interrupting.py
 
 from test_bench import BENCH, runs_in_smoke_mode  # tests/test_bench.py
 
@@ -193,7 +194,7 @@ def test_after_a_sigkill_the_next_command_puts_everything_back(journal: Path, wo
         while not _in_force(asked, workdir) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _in_force(asked, workdir)
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process.pid)
         process.wait()
         assert _in_force(asked, workdir) and journal.exists()
         after = _maximus(*putting_back)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from maximus.errors import UserError
 from maximus.records import RunStatus
 from maximus.system.journal import JOURNAL_VARIABLE, mounted_source
 from maximus.system.storage import FILE_SYSTEMS, Layout
+
+from interrupting import kill_group  # tests/interrupting.py
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="layouts are made as root (CI is root)")
 
@@ -271,7 +272,7 @@ def test_after_a_sigkill_the_next_command_stops_the_server_and_removes_the_layou
         while time.monotonic() < deadline and not (journal.exists() and '"process"' in journal.read_text()):
             time.sleep(0.2)
     finally:
-        os.killpg(process.pid, signal.SIGKILL)  # whatever happened: the restore below cleans up after it
+        kill_group(process.pid)  # whatever happened: the restore below cleans up after it
         process.wait()
     started = [entry for entry in json.loads(journal.read_text())["changes"] if entry["kind"] == "process"]
     assert started, journal.read_text()

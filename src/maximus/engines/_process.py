@@ -86,18 +86,79 @@ def alive(pid: int) -> bool:
 
 def kill_tree(pid: int, timeout_s: float = 10.0) -> None:
     """SIGKILL ``pid`` and every process under it at once, as a crash ends them, and wait until none runs: the main
-    process first, so it starts no other, then the rest, found before it died (they are init's after)."""
+    process first, so it starts no other, then the rest, found before it died (they are init's after).
+
+    The shared memory they had mapped goes too (PostgreSQL's System V segment and its dynamic segments in /dev/shm):
+    a crashed server's next start would remove it, but a server that is never started again would leave it on the
+    machine for good."""
+    _signal(pid, signal.SIGSTOP)  # held: it starts no other process, and maps no other memory, before the kill
     family = [pid, *descendants(pid)]
+    for member in family[1:]:
+        _signal(member, signal.SIGSTOP)
+    files, segments = shared_memory(family)
     for member in family:
-        try:
-            os.kill(member, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _signal(member, signal.SIGKILL)
     deadline = time.monotonic() + timeout_s
     while any(alive(member) for member in family) and time.monotonic() < deadline:
         time.sleep(0.01)
     _reap_ours(family)
     await_reaped(pid, timeout_s)
+    remove_shared_memory(files, segments)
+
+
+def shared_memory(pids: Sequence[int]) -> tuple[set[int], set[int]]:
+    """The shared memory the processes map, from /proc/PID/maps: the inodes of its files under /dev/shm, and the ids
+    of its System V segments (shown as ``/SYSV<key>``, the id in the inode column). Inodes, not paths: a named
+    semaphore is made under a temporary name and then linked to its own, so a mapping shows a path that is gone."""
+    files: set[int] = set()
+    segments: set[int] = set()
+    for pid in pids:
+        try:
+            lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        except OSError:  # gone, or not ours to read
+            continue
+        for fields in (line.split(maxsplit=5) for line in lines):
+            if len(fields) == 6 and fields[5].startswith("/dev/shm/"):
+                files.add(int(fields[4]))
+            elif len(fields) == 6 and fields[5].startswith("/SYSV"):
+                segments.add(int(fields[4]))
+    return files, segments
+
+
+def shared_memory_files(inodes: set[int]) -> list[Path]:
+    """The files under /dev/shm with these inodes."""
+    found = []
+    with os.scandir(SHARED_MEMORY) as entries:
+        for entry in entries:
+            try:
+                if entry.inode() in inodes and entry.is_file(follow_symlinks=False):
+                    found.append(Path(entry.path))
+            except OSError:  # gone meanwhile
+                continue
+    return found
+
+
+def remove_shared_memory(files: set[int], segments: set[int]) -> None:
+    """Remove what ``shared_memory`` found, once its processes are gone; what is gone already is left alone."""
+    for file in shared_memory_files(files) if files else ():
+        file.unlink(missing_ok=True)
+    if segments:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        for segment in segments:
+            libc.shmctl(segment, IPC_RMID, None)  # an id already removed fails with EINVAL: nothing to do
+
+
+SHARED_MEMORY = "/dev/shm"
+IPC_RMID = 0  # <sys/ipc.h>
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:  # ended meanwhile
+        pass
 
 
 def _reap_ours(pids: Sequence[int]) -> None:
