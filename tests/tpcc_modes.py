@@ -4,14 +4,14 @@ their screens in either mode, and those screens with the dates a run stamped rep
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from maximus import api
 from maximus.engines.base import Dialect, Session
 from maximus.records import RollbackByRule
 from maximus.workloads.tpcc import Tpcc, native
 from maximus.workloads.tpcc.constants import UNUSED_ITEM_ID
-from maximus.workloads.tpcc.kinds import transactions_for
+from maximus.workloads.tpcc.kinds import TRANSACTION_TYPES, transactions_for
 from maximus.workloads.tpcc.schema import TABLES
 from maximus.workloads.tpcc.delivery import Delivery, DeliveryInput
 from maximus.workloads.tpcc.new_order import NewOrder, NewOrderInput, OrderLine
@@ -129,3 +129,32 @@ def mariadb_contents(session: Session) -> dict[str, tuple]:
         digests[table.name] = session.fetchone(
             f"SELECT COUNT(*), SUM(CONV(SUBSTR(MD5(CONCAT_WS('|', {columns})), 1, 15), 16, 10)) FROM {table.name}")
     return digests
+
+
+def assert_c_equals_python(engine: Any, dialect: Dialect, drawn: int, contents: Callable[[Session], Any]) -> None:
+    """The C profiles (``native``) and the Python transactions, each run from the same restored build on the same
+    inputs (the branches of ``cases`` and a terminal's first ``drawn`` transactions): the same screens, the same
+    database (``contents``), which passes the consistency conditions both ways."""
+    assert native.available(dialect), "maximus.workloads.tpcc._profiles was not compiled: it needs a C compiler"
+    results, work = {}, None
+    for way in ("python", "c"):
+        engine.restore()
+        since = datetime.now(timezone.utc).replace(tzinfo=None)
+        session = engine.connect()
+        try:
+            work = work or native_work(session, dialect, drawn)
+            if way == "c":
+                assert native.wrapped(transactions_for(dialect, False))["payment"].connections.of(session) is not None
+            results[way] = [undated(screen, since) for screen in native_screens(session, dialect, way, work)], \
+                contents(session)
+            failed = [check for check in Tpcc().check(session, False, dialect) if check.passed is False]
+            assert not failed, (way, failed)
+        finally:
+            session.close()
+    assert {name for name, _ in work or ()} == {kind.name for kind in TRANSACTION_TYPES}
+    python_screens, c_screens = results["python"][0], results["c"][0]
+    assert sum(screen == "rolled back" for screen in python_screens) >= 2  # the unused item's, and a drawn one's
+    assert len(c_screens) == len(python_screens)
+    for n, (python_screen, c_screen) in enumerate(zip(python_screens, c_screens)):
+        assert c_screen == python_screen, n
+    assert results["c"][1] == results["python"][1]

@@ -8,9 +8,8 @@ raises, and the connection goes on."""
 from __future__ import annotations
 
 import gc
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import MySQLdb
 import pytest
@@ -21,7 +20,7 @@ from maximus.engines.mariadb.sessions import MariaDBSession
 from maximus.records import Outcome
 from maximus.workloads.tpcc import Tpcc, native
 from maximus.workloads.tpcc.delivery import DeliveryInput
-from maximus.workloads.tpcc.kinds import TRANSACTION_TYPES, transactions_for
+from maximus.workloads.tpcc.kinds import transactions_for
 from maximus.workloads.tpcc.order_status import OrderStatusInput
 
 import tpcc_modes  # tests/tpcc_modes.py
@@ -42,36 +41,8 @@ def engine(mariadb_loaded: Path) -> Iterator[MariaDBEngine]:
         built.restore()  # the module's tests leave the build as they found it
 
 
-def _both_ways(engine: MariaDBEngine) -> dict[str, tuple[list[Any], dict[str, tuple]]]:
-    results, work = {}, None
-    for way in ("python", "c"):
-        engine.restore()
-        since = datetime.now(timezone.utc).replace(tzinfo=None)
-        session = engine.connect()
-        try:
-            work = work or tpcc_modes.native_work(session, DIALECT, DRAWN)
-            if way == "c":
-                assert native.wrapped(transactions_for(DIALECT, False))["payment"].connections.of(session) is not None
-            shown = tpcc_modes.native_screens(session, DIALECT, way, work)
-            screens = [tpcc_modes.undated(screen, since) for screen in shown]
-            results[way] = screens, tpcc_modes.mariadb_contents(session)
-            failed = [check for check in Tpcc().check(session, False, DIALECT) if check.passed is False]
-            assert not failed, (way, failed)
-        finally:
-            session.close()
-    assert {name for name, _ in work or ()} == {kind.name for kind in TRANSACTION_TYPES}
-    return results
-
-
 def test_the_c_profiles_return_the_same_screens_and_leave_the_same_database(engine: MariaDBEngine) -> None:
-    assert native.available(DIALECT), NOT_COMPILED
-    results = _both_ways(engine)
-    python_screens, c_screens = results["python"][0], results["c"][0]
-    assert sum(screen == "rolled back" for screen in python_screens) >= 2  # the unused item's, and a drawn one's
-    assert len(c_screens) == len(python_screens)
-    for n, (python_screen, c_screen) in enumerate(zip(python_screens, c_screens)):
-        assert c_screen == python_screen, n
-    assert results["c"][1] == results["python"][1]
+    tpcc_modes.assert_c_equals_python(engine, DIALECT, DRAWN, tpcc_modes.mariadb_contents)
 
 
 def test_a_run_wraps_its_transactions_and_commits_with_the_last_batch(engine: MariaDBEngine,
