@@ -6,7 +6,7 @@ import re
 import sqlite3
 from pathlib import Path
 
-from maximus import api
+from maximus import api, runs
 from maximus.analysis.metrics import run_figures
 from maximus.workloads.tpcc import Tpcc
 from maximus.records import Outcome, RunStatus
@@ -64,6 +64,14 @@ def _assert_each_terminal_delivers_its_own(samples: list) -> None:
             assert following.start >= executed.start + executed.latency
             checked += 1
     assert checked >= 3
+
+
+def test_only_a_fixed_rate_run_on_sqlite_has_a_deferred_worker(tmp_path: Path) -> None:
+    """A fixed-rate terminal that executed its own Deliveries would start its next transactions late."""
+    sqlite = api.make_engine("sqlite", tmp_path, api.Build.of("tpcc", {"warehouses": 1}), {})
+    postgres = api.make_engine("postgres", tmp_path, api.Build.of("tpcc", {"warehouses": 1}), {})
+    assert runs.own_deferred(sqlite, "process") and not runs.own_deferred(sqlite, "process", scheduled=True)
+    assert not runs.own_deferred(postgres, "process") and runs.own_deferred(postgres, "multiplexed")
 
 
 def test_wal_knob_takes_effect_and_runs_restore_pristine_data(workdir: Path, tmp_path: Path) -> None:

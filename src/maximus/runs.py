@@ -301,15 +301,17 @@ def deferred_workers(terminals: int) -> int:
     return max(1, min(terminals // 10, 2 * (os.cpu_count() or 1)))
 
 
-def own_deferred(engine: Engine, hosting: str) -> bool:
+def own_deferred(engine: Engine, hosting: str, scheduled: bool = False) -> bool:
     """Whether the terminal processes execute the deferred transactions they queue, with no deferred worker.
 
     Busy terminals sharing a process do, on a session of the process's. So does every terminal of an engine with one
     writer at a time (SQLite), on its own connection: a deferred worker's Delivery would wait for the terminals'
     writes anyway, and in WAL mode each connection's commit empties the other connections' page caches, so a second
-    connection reads again what the first had cached, and the two processes hand the write lock to each other. An
-    engine whose settings allow one connection only has no choice."""
-    return hosting == "multiplexed" or engine.capabilities.single_writer or engine.one_connection()
+    connection reads again what the first had cached, and the two processes hand the write lock to each other. A
+    fixed-rate run's terminals keep their deferred workers: a Delivery a terminal executed itself would hold back its
+    next intended starts. An engine whose settings allow one connection only has no choice."""
+    return (hosting == "multiplexed" or (engine.capabilities.single_writer and not scheduled)
+            or engine.one_connection())
 
 
 def terminal_hosting(engine: Engine, run_settings: Any, terminals: int, scheduled: bool = False) -> tuple[str, int]:
@@ -340,7 +342,8 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
     schedule = RateSchedule(options.rate, options.arrivals, options.terminals, options.seed) if options.rate else None
     spec = DriveSpec(engine, build.workload, begun.run_settings, options.terminals, options.warmup_s,
                      options.duration_s,
-                     deferred_workers=0 if own_deferred(engine, hosting) else deferred_workers(options.terminals),
+                     deferred_workers=0 if own_deferred(engine, hosting, schedule is not None)
+                     else deferred_workers(options.terminals),
                      hosting=hosting, terminals_per_process=per_process, schedule=schedule)
     monitor = Monitor(run_samplers(engine), Window(options.warmup_s, options.warmup_s + options.duration_s)) \
         if options.monitor else None
