@@ -140,7 +140,10 @@ SMOKES = {
         *_builds("COPY-from-files"),
         r"2\. Runs ",
         r"  client\s+clients\s+pair\s+NO/min\s+TPS\s+client CPU s/1,000 txn\s+server CPU s/1,000 txn\s+switches/txn$",
-        *_server_runs("pgbench", clients=2))),
+        *_server_runs("pgbench", clients=2),
+        rf"  pgbench client-side\s+2\s+1\s+{POSITIVE}\s+{N}\s+{N}\s+{N}\s+{N}$",
+        rf"  ratio Maximus client-side / pgbench client-side New-Orders/min at 2 clients: median {N} of {N}  "
+        r"\(target >= 0\.9\); geometric mean \S+ of one round: no interval$")),
     "mariadb_tpcc.py": Smoke(prefix=f"{OWN_PREFIX}mariadb-", lines=(
         rf"MariaDB \S+ managed in /var/tmp/{OWN_PREFIX}mariadb-",
         *_builds("LOAD DATA from files"),
