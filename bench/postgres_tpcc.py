@@ -15,7 +15,7 @@
 Server configuration (the issue's): shared_buffers=2GB, max_wal_size=8GB, checkpoint_timeout=15min,
 synchronous_commit=on, read committed; no keying or think times. Usage:
 
-    .venv/bin/python bench/postgres_tpcc.py [--warehouses 4] [--duration 60] [--warmup 10] [--clients 4,8] [--pairs 3]
+    .venv/bin/python bench/postgres_tpcc.py [--warehouses 4] [--duration 60] [--warmup 10] [--clients 4,8] [--pairs 4]
                                             [--build-repeats 3] [--build-only] [--quick | --smoke]
 
 --smoke runs every step with the smallest sizes (1 warehouse, 2 builds so that each side goes first once, one round
@@ -93,7 +93,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument("--clients", default="4,8")
-    parser.add_argument("--pairs", type=int, default=3,
+    parser.add_argument("--pairs", type=int, default=4,
                         help="rounds per client count (Maximus server-side, pgbench, Maximus client-side, pgbench "
                              "client-side; the order rotated: a multiple of 4 puts each first equally often)")
     parser.add_argument("--build-only", action="store_true", help="measure the build, skip the runs")
