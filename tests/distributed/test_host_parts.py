@@ -1,27 +1,38 @@
 """The parts of a run from several client hosts that need no Ray cluster: the terminals' split by home, the clock's
-offset from pings, the merge of the hosts' runs, the per-host record, its warnings and its table."""
+offset from pings, the merge of the hosts' runs, the per-host record, its warnings and its table, and a host's run
+letting go of its shared memory."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
+import threading
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from maximus import api
 from maximus.analysis.hosts import host_warnings
 from maximus.analysis.metrics import run_figures
 from maximus.client_hosts import CLIENT_HOSTS, ClientHostRecord, ClockReading, client_hosts
 from maximus.driver.hosts.clock import synchronise
+from maximus.driver.hosts.host import ClientHost
 from maximus.driver.hosts.merge import merged
 from maximus.driver.hosts.shares import check_shares, host_homes, host_terminals
-from maximus.driver.scheduler import DriveResult
+from maximus.driver.scheduler import DriveResult, DriveSpec
+from maximus.engines import _process
 from maximus.errors import UserError
 from maximus.records import Outcome, RunStatus, TxnSample, Window
 from maximus.report.hosts import render_client_hosts
 from maximus.workloads.base import Homes
+from maximus.workloads.tpcc import Tpcc
+from maximus.workloads.tpcc.emulator import TpccRunSettings
+from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.transaction import home_of
 
 WAREHOUSES = Homes(5, "warehouses")
@@ -165,3 +176,21 @@ def test_show_prints_a_row_per_host_and_nothing_for_a_run_on_one_machine() -> No
     console = Console(width=200, record=True)
     render_client_hosts(console, {"engine": {"name": "postgres"}})
     assert console.export_text() == ""
+
+
+def test_a_host_lets_go_of_its_runs_shared_memory_once_the_run_is_done(workdir: Path) -> None:
+    """The named semaphores of a run's queues and events are unlinked as the run goes: a host that kept its run
+    (for a stop) kept them, and Ray's kill of the actor at the end left them in /dev/shm for good."""
+    engine = api.make_engine("sqlite", workdir, api.Build.of("tpcc", {"warehouses": 1}), {})
+    engine.restore()
+    settings = TpccRunSettings(1, 1, NURandConstants.for_run(0, 1))
+    host, before = ClientHost(), _process.shared_memory([os.getpid()])[0]
+
+    def release() -> None:
+        host.ready()
+        host.release(time.monotonic())
+
+    threading.Thread(target=release, daemon=True).start()
+    done = host.drive(DriveSpec(engine, Tpcc(), settings, 1, 0.1, 0.3))
+    assert done.result.status is RunStatus.COMPLETE and done.result.samples
+    assert not _process.shared_memory_files(_process.shared_memory([os.getpid()])[0] - before)  # none named

@@ -86,6 +86,10 @@ class ClientHost:
             result = run.execute()
         finally:
             self._ready.set()  # a run that failed before its workers were ready: the coordinator waits no longer
+            with self._lock:
+                # Let the run go: its queues' and events' named semaphores are unlinked as they go, where the
+                # actor, killed at the end (``placed_hosts``), would leave them in /dev/shm for good
+                self._run = None
         return HostRun(result, result.workers_cpu_s + _cpu_seconds() - before, self._lateness(), niceness)
 
     def ready(self) -> None:
