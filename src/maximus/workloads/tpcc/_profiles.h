@@ -76,6 +76,21 @@ typedef struct {
 /* A statement failed: (the library's code for it, its message), which native.py makes the driver's exception. */
 static PyObject *Error;
 
+/* The array at ``*items_at`` (of ``size`` bytes an item) with room for ``needed`` items, doubled as it grows: 0, or -1
+ * with the error set. */
+static int grow(void *items_at, Py_ssize_t *capacity, Py_ssize_t needed, size_t size) {
+    if (needed <= *capacity) return 0;
+    Py_ssize_t room = *capacity ? *capacity : 64;
+    while (room < needed) room *= 2;
+    void *items;
+    memcpy(&items, items_at, sizeof items);
+    void *moved = PyMem_Realloc(items, (size_t)room * size);
+    if (moved == NULL) return PyErr_NoMemory(), -1;
+    memcpy(items_at, &moved, sizeof moved);
+    *capacity = room;
+    return 0;
+}
+
 /* Text kept by a backend as it goes: grown as needed, offsets (not pointers) kept, since it moves when it grows. */
 typedef struct {
     char *data;
@@ -83,14 +98,7 @@ typedef struct {
 } Arena;
 
 static Py_ssize_t arena_add(Arena *arena, const char *text, Py_ssize_t length) {
-    if (arena->size + length + 1 > arena->capacity) {
-        Py_ssize_t capacity = arena->capacity ? arena->capacity : 4096;
-        while (capacity < arena->size + length + 1) capacity *= 2;
-        char *grown = PyMem_Realloc(arena->data, (size_t)capacity);
-        if (grown == NULL) return PyErr_NoMemory(), -1;
-        arena->data = grown;
-        arena->capacity = capacity;
-    }
+    if (grow(&arena->data, &arena->capacity, arena->size + length + 1, 1) < 0) return -1;
     Py_ssize_t at = arena->size;
     if (length) memcpy(arena->data + at, text, (size_t)length);
     arena->data[at + length] = '\0';

@@ -77,17 +77,12 @@ typedef struct {
 } Value;
 
 typedef struct {
-    char *data;
-    Py_ssize_t size, capacity;
-} Buffer;
-
-typedef struct {
     MariadbLibrary lib;
     MYSQL *conn;
     PyObject *load;        /* load(field type, bytes): a value of another type, as MySQLdb converts it */
     Prepared statements[STATEMENTS];
-    Buffer body;           /* the queued statements, ';' between them */
-    Buffer query;          /* what goes: BEGIN, the body, COMMIT */
+    Arena body;            /* a growing text (no terminators): the queued statements, ';' between them */
+    Arena query;           /* what goes: BEGIN, the body, COMMIT */
     Sent *sent;            /* a batch has more engine statements than MAX_QUEUED logical ones: grown */
     Py_ssize_t sent_count, sent_capacity;
     Gathered gathered[MAX_QUEUED];
@@ -97,21 +92,7 @@ typedef struct {
     Arena arena;
 } Mariadb;
 
-/* ``*items`` (of ``size`` bytes each) with room for ``needed``, doubled as it grows. */
-static int grow(void *items_at, Py_ssize_t *capacity, Py_ssize_t needed, size_t size) {
-    if (needed <= *capacity) return 0;
-    Py_ssize_t room = *capacity ? *capacity : 64;
-    while (room < needed) room *= 2;
-    void *items;
-    memcpy(&items, items_at, sizeof items);
-    void *moved = PyMem_Realloc(items, (size_t)room * size);
-    if (moved == NULL) return PyErr_NoMemory(), -1;
-    memcpy(items_at, &moved, sizeof moved);
-    *capacity = room;
-    return 0;
-}
-
-static int buffer_add(Buffer *buffer, const char *text, Py_ssize_t length) {
+static int buffer_add(Arena *buffer, const char *text, Py_ssize_t length) {
     if (grow(&buffer->data, &buffer->capacity, buffer->size + length, 1) < 0) return -1;
     memcpy(buffer->data + buffer->size, text, (size_t)length);
     buffer->size += length;
@@ -203,7 +184,7 @@ static int mariadb_prepare(void *state, int slot, const char *sql, Py_ssize_t le
 /* A parameter as the SQL literal MySQLdb writes for it: an integer's digits, money as a decimal ("17.05", as it
  * writes a Decimal), a text quoted and escaped by libmariadb for the connection's character set, NULL. */
 static int mariadb_literal(Mariadb *m, const Param *param) {
-    Buffer *body = &m->body;
+    Arena *body = &m->body;
     char text[32];
     if (param->kind == PARAM_INT) return buffer_add(body, text, int_text(param->value, text));
     if (param->kind == PARAM_MONEY) return buffer_add(body, text, money_text(param->value, text));
@@ -258,7 +239,7 @@ static int mariadb_queue(void *state, int slot, const Param *params, int count) 
 
 /* The query: BEGIN (one statement, or two: SET TRANSACTION;START TRANSACTION), the body, COMMIT. */
 static int assemble(Mariadb *m, PyObject *begin, int commit) {
-    Buffer *query = &m->query;
+    Arena *query = &m->query;
     query->size = 0;
     if (begin != NULL && buffer_add(query, PyBytes_AS_STRING(begin), PyBytes_GET_SIZE(begin)) < 0) return -1;
     if (m->body.size && ((query->size && buffer_add(query, ";", 1) < 0) ||

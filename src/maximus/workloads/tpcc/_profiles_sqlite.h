@@ -45,7 +45,8 @@ typedef struct {
     struct { int first, rows, columns; } results[MAX_QUEUED];
     int count;
     Cell *cells;
-    int cell_count, cell_capacity;
+    int cell_count;
+    Py_ssize_t cell_capacity;
     Arena arena;
 } Sqlite;
 
@@ -86,14 +87,7 @@ static int sqlite_bind(Sqlite *s, sqlite3_stmt *stmt, const Param *params, int c
 }
 
 static int sqlite_copy_row(Sqlite *s, sqlite3_stmt *stmt, int columns) {
-    if (s->cell_count + columns > s->cell_capacity) {
-        int capacity = s->cell_capacity ? s->cell_capacity * 2 : 256;
-        while (capacity < s->cell_count + columns) capacity *= 2;
-        Cell *grown = PyMem_Realloc(s->cells, (size_t)capacity * sizeof(Cell));
-        if (grown == NULL) return PyErr_NoMemory(), -1;
-        s->cells = grown;
-        s->cell_capacity = capacity;
-    }
+    if (grow(&s->cells, &s->cell_capacity, s->cell_count + columns, sizeof(Cell)) < 0) return -1;
     for (int n = 0; n < columns; n++) {
         Cell *cell = &s->cells[s->cell_count++];
         cell->type = s->lib.column_type(stmt, n);
