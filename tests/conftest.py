@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -117,7 +116,7 @@ def kill_server() -> Iterator[Callable[[int], None]]:
     """SIGKILL of a server's main process, as the OOM killer sends it; at the test's end, once the processes under
     it have ended too, the shared memory they had mapped is removed, as the server's next start would have done
     (PostgreSQL's System V and /dev/shm segments): the test's server is never started again."""
-    killed: list[tuple[list[int], tuple[set[Path], set[int]]]] = []
+    killed: list[tuple[list[int], tuple[set[int], set[int]]]] = []
 
     def kill(pid: int) -> None:
         family = [pid, *_process.descendants(pid)]
@@ -126,7 +125,5 @@ def kill_server() -> Iterator[Callable[[int], None]]:
 
     yield kill
     for family, mapped in killed:
-        deadline = time.monotonic() + 30  # a backend ends when it sees its postmaster gone
-        while any(_process.alive(pid) for pid in family) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _process.await_ended(family, 30)  # a backend ends when it sees its postmaster gone
         _process.remove_shared_memory(*mapped)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -59,7 +58,15 @@ def _command(pid: int) -> bytes:
 
 
 def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return _stat_field(pid, PARENT)
+
+
+def _stat_field(pid: int, field: int) -> int:
+    """A number of ``/proc/PID/stat``, counted from the state after the command's ')' (which may hold spaces)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[field])
+
+
+PARENT, GROUP = 1, 2  # /proc/PID/stat's fields after the state
 
 
 _SPAWNED = b"spawn_main"
@@ -72,18 +79,13 @@ def kill_group(group: int) -> None:
     resource tracker, killed in the same group, would have removed, and the shared memory of a server it ran there."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGSTOP)  # held where they are: none makes a semaphore between the look and the kill
-    members = [int(stat.parent.name) for stat in Path("/proc").glob("[0-9]*/stat") if _group_of(stat) == group]
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if _stat_field(int(stat.parent.name), GROUP) == group:
+                members.append(int(stat.parent.name))
     mapped = _process.shared_memory(members)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while any(_process.alive(pid) for pid in members) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _process.await_ended(members, 30)
     _process.remove_shared_memory(*mapped)
-
-
-def _group_of(stat: Path) -> int | None:
-    try:
-        return int(stat.read_text().rsplit(")", 1)[1].split()[2])
-    except (OSError, IndexError, ValueError):  # gone meanwhile
-        return None

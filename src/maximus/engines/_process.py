@@ -98,12 +98,17 @@ def kill_tree(pid: int, timeout_s: float = 10.0) -> None:
     files, segments = shared_memory(family)
     for member in family:
         _signal(member, signal.SIGKILL)
-    deadline = time.monotonic() + timeout_s
-    while any(alive(member) for member in family) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    await_ended(family, timeout_s)
     _reap_ours(family)
     await_reaped(pid, timeout_s)
     remove_shared_memory(files, segments)
+
+
+def await_ended(pids: Sequence[int], timeout_s: float) -> None:
+    """Wait a while until none of ``pids`` runs (a zombie has ended)."""
+    deadline = time.monotonic() + timeout_s
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def shared_memory(pids: Sequence[int]) -> tuple[set[int], set[int]]:
