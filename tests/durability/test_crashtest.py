@@ -87,6 +87,8 @@ def test_after_a_sigkill_the_next_command_unmounts_the_power_cut_layer(tmp_path:
         process.wait()
     entries = json.loads(journal.read_text())["changes"]
     [daemon] = [entry["pid"] for entry in entries if entry["kind"] == "process"]
+    [private] = [Path(entry["path"]) for entry in entries if entry.get("contents")]
+    assert (private / "control").exists()  # the layer's control socket and log, outside the work directory
     assert _ours(tmp_path) == [str(work / "power-cut" / "mounted")]
     assert Path(f"/proc/{daemon}").exists()  # the layer's file system runs on, in a session of its own
     after = _maximus("system", "restore")
@@ -100,6 +102,7 @@ def test_after_a_sigkill_the_next_command_unmounts_the_power_cut_layer(tmp_path:
         time.sleep(0.1)
     assert not Path(f"/proc/{daemon}").exists() or "Z" in Path(f"/proc/{daemon}/stat").read_text().split()[2]
     assert (work / "power-cut" / "disk" / "tpcc-1wh.sqlite").exists()  # the disk stays, with its database
+    assert not private.exists()
 
 
 def test_the_layers_journal_entries_are_gone_after_a_crash_test_in_power_mode(tmp_path: Path, journal: Path) -> None:

@@ -76,10 +76,12 @@ class PowerCutMount:
     """``backing`` mounted at ``mountpoint`` through the power-cut file system, while inside the ``with``."""
 
     def __init__(self, backing: Path, mountpoint: Path, weights: tuple[float, ...] = (1.0, 1.0, 1.0),
-                 on_mount: Callable[[int], None] | None = None) -> None:
+                 on_mount: Callable[[int, Path], None] | None = None) -> None:
         self.backing, self.mountpoint = Path(backing).resolve(), Path(mountpoint).resolve()
         self.weights = weights
-        self.on_mount = on_mount  # told the file system's pid at each mount: a journal records what to end
+        # told at each mount the file system's pid and its private directory (control socket, log): what a journal
+        # must end and remove after a SIGKILL of Maximus, which leaves both behind
+        self.on_mount = on_mount
         self._process: subprocess.Popen[bytes] | None = None
         self._private: Path | None = None
 
@@ -102,7 +104,7 @@ class PowerCutMount:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                 start_new_session=True)  # the terminal's Ctrl-C reaches Maximus, which unmounts in order
         if self.on_mount is not None:
-            self.on_mount(self._process.pid)
+            self.on_mount(self._process.pid, self._private)
         try:
             self._wait_until_serving()
         except BaseException:

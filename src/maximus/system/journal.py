@@ -19,6 +19,7 @@ import errno
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -73,16 +74,22 @@ class Written(Entry):
 
 @dataclass(frozen=True)
 class Created(Entry):
-    """A file (a loop device's backing file) or a directory (a mount point) Maximus made: removed."""
+    """A file (a loop device's backing file) or a directory (a mount point) Maximus made: removed. A directory with
+    ``contents`` is Maximus's private one (the power-cut layer's control socket and log) and goes with what is in it;
+    any other goes only when empty."""
 
     path: str
     directory: bool = False
+    contents: bool = False
     kind: ClassVar[str] = "created"
     survives_reboot: ClassVar[bool] = True
 
     def undo(self) -> None:
         try:
-            os.rmdir(self.path) if self.directory else os.unlink(self.path)
+            if self.contents:
+                shutil.rmtree(self.path)
+            else:
+                os.rmdir(self.path) if self.directory else os.unlink(self.path)
         except (FileNotFoundError, NotADirectoryError):
             pass  # never made (the making failed after it was journaled), or not Maximus's
         except OSError as error:

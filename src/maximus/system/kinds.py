@@ -7,13 +7,14 @@ import importlib.util
 import os
 import shutil
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Iterator, Mapping
 
 from maximus.errors import EngineError, MaximusError, UserError
 from maximus.pids import start_time
 from maximus.system import changes, memory, processes, throttle
 from maximus.durability.mount import FSNAME, PowerCutMount
-from maximus.system.journal import Mounted, Started
+from maximus.system.journal import Created, Mounted, Started
 from maximus.system.knobs import machine
 from maximus.system.protocol import Database, Seen, Target
 from maximus.system.storage import STORAGE, THROTTLES, Layout, Placement, placed
@@ -272,10 +273,11 @@ class PowerCutLayer:
         mounted.mkdir(exist_ok=True)
         with target.journal() as journal, journal.scope() as scope:
             scope.record(Mounted(str(mounted), FSNAME))  # before the mount: its undo is nothing until there is one
-            def journal_pid(pid: int) -> None:  # at each mount, the cut's included
+            def journal_layer(pid: int, private: Path) -> None:  # at each mount, the cut's included
+                scope.record(Created(str(private), directory=True, contents=True))
                 scope.record(Started(pid, start_time(pid) or 0, "the power-cut file system's process"))
 
-            with PowerCutMount(disk, mounted, self.weights, journal_pid) as self.mount:
+            with PowerCutMount(disk, mounted, self.weights, journal_layer) as self.mount:
                 target.placement = Placement(mounted, record={"power_cut": str(disk)})
                 try:
                     yield []
