@@ -18,7 +18,7 @@ from maximus import api
 from maximus.engines import _process
 
 TWO_WAREHOUSES = api.Build.of("tpcc", {"warehouses": 2})
-# The least object store Ray takes: the hosts hand back their samples through it, a few MB a run
+# The least object store Ray takes: the hosts stream their samples through it, under a MB a take
 OBJECT_STORE_BYTES = 80 << 20
 STOPPED_WITHIN_S = 15.0
 

@@ -1,6 +1,6 @@
 """The parts of a run from several client hosts that need no Ray cluster: the terminals' split by home, the clock's
-offset from pings, the merge of the hosts' runs, the per-host record, its warnings and its table, and a host's run
-letting go of its shared memory."""
+offset from pings, the merge of the hosts' runs, the per-host record, its warnings and its table, a host's records
+streamed as its run goes, and a host's run letting go of its shared memory."""
 
 from __future__ import annotations
 
@@ -192,5 +192,45 @@ def test_a_host_lets_go_of_its_runs_shared_memory_once_the_run_is_done(workdir: 
 
     threading.Thread(target=release, daemon=True).start()
     done = host.drive(DriveSpec(engine, Tpcc(), settings, 1, 0.1, 0.3))
-    assert done.result.status is RunStatus.COMPLETE and done.result.samples
-    assert not _process.shared_memory_files(_process.shared_memory([os.getpid()])[0] - before)  # none named
+    assert done.result.status is RunStatus.COMPLETE and host.take().samples
+    deadline = time.monotonic() + 5  # a queue's feeder thread, ending, holds its lock and semaphore a moment longer
+    while (named := _process.shared_memory_files(_process.shared_memory([os.getpid()])[0] - before)) \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not named
+
+
+def test_a_host_streams_what_its_terminals_record_while_they_run_each_transaction_once(workdir: Path) -> None:
+    """What the coordinator takes while the host drives is there before the run ends; the takes together, the last
+    one after the run, hold every transaction once, the host's facts and its deferred results, and the run's own
+    result none of them."""
+    engine = api.make_engine("sqlite", workdir, api.Build.of("tpcc", {"warehouses": 1}), {})
+    engine.restore()
+    settings = TpccRunSettings(1, 1, NURandConstants.for_run(0, 1))
+    host, taken, during, sent = ClientHost(), [], threading.Event(), []
+    put = host._outbox.put
+
+    def counted(samples: list, runs: list, results: list, facts: dict) -> None:  # what the run hands over
+        sent.append(len(samples) + sum(len(names) for _, names, _ in runs))
+        put(samples, runs, results, facts)
+
+    host._outbox.put = counted  # type: ignore[method-assign]
+
+    def release_and_take() -> None:
+        host.ready()
+        host.release(time.monotonic())
+        time.sleep(1.5)  # about three of the terminals' half-second flushes
+        taken.append(host.take())
+        during.set()
+
+    threading.Thread(target=release_and_take, daemon=True).start()
+    done = host.drive(DriveSpec(engine, Tpcc(), settings, 2, 0.2, 2.5))
+    assert during.is_set() and taken[0].samples  # taken while the run went on
+    taken.append(host.take())
+    assert not host.take().samples  # each record is taken once
+    assert not done.result.samples and not done.result.facts and not done.result.deferred
+    samples = [sample for streamed in taken for sample in streamed.samples]
+    assert len(samples) == sum(sent) >= taken[-1].all_done > 0  # every transaction, once
+    assert len({sample[:3] for sample in samples}) == len(samples)  # terminal, transaction, start
+    assert sum(value for streamed in taken for key, value in streamed.facts.items() if key.endswith(".order_lines"))
+    assert [streamed.results for streamed in taken if streamed.results]  # Delivery's result records

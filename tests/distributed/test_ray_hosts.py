@@ -1,7 +1,8 @@
 """Runs from several client hosts, the nodes of a Ray cluster on this machine, against a managed PostgreSQL server
 (issue #45): each host runs the terminals of its own warehouses, the merged run is the union of theirs, the breakdown
-is stored and shown, the clocks agree within their bounds, one host gives the record of a run on one machine, and
-Ctrl-C stops every host. Short runs: a 0.5-s warm-up and windows of 2-3 s."""
+is stored and shown, the clocks agree within their bounds, one host gives the record of a run on one machine,
+Ctrl-C stops every host, and a lost host fails the run, which keeps what the host streamed before. Short runs: a
+0.5-s warm-up and windows of 2-3 s."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from maximus.analysis.metrics import run_figures
 from maximus.client_hosts import CLIENT_HOSTS, client_hosts
 from maximus.driver import hosts
 from maximus.driver.hosts import cluster
+from maximus.engines import _process
 from maximus.errors import EngineError, UserError
 from maximus.records import RunStatus
 from maximus.workloads.tpcc.transaction import home_of
@@ -262,3 +264,36 @@ def test_ctrl_c_stops_every_host_and_keeps_what_they_measured(ray_cluster: str, 
 def _maximus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "maximus", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=240)
+
+
+class _HostLost:
+    """A run ``Observer`` that SIGKILLs one host's actor (its Ray worker process) once the run is ``at`` seconds from
+    its origin: the host is lost as with its node."""
+
+    def __init__(self, at: float) -> None:
+        self.at, self.killed = at, 0
+
+    def started(self, warmup_s: float, duration_s: float, headline: Any) -> None:
+        return None
+
+    def tick(self, elapsed_s: float, headline_done: int, all_done: int) -> None:
+        if not self.killed and elapsed_s >= self.at:
+            actors = [pid for pid in _process.descendants(os.getpid())
+                      if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::ClientHost")]
+            self.killed = max(actors)
+            os.kill(self.killed, signal.SIGKILL)
+
+
+def test_a_lost_host_fails_the_run_naming_it_and_what_it_streamed_before_is_kept(ray_cluster: str,
+                                                                                 two_warehouses: Path,
+                                                                                 tmp_path: Path) -> None:
+    results, lost = tmp_path / "r.db", _HostLost(at=2.0)
+    outcome = api.run_benchmark(_options(ray_cluster, two_warehouses, results, terminals=4, duration_s=30.0,
+                                         hosts=2, check=False), observer=lost)
+    assert lost.killed and outcome.status is RunStatus.FAILED
+    assert outcome.result.elapsed_s < 20.0  # the other host was stopped
+    store = api.open_results(results)
+    record = store.run(outcome.run_id)
+    assert any("lost" in error for error in record.errors), record.errors
+    [gone] = [host for host in client_hosts(record.environment) if host.status == "failed"]
+    assert {sample.terminal for sample in store.samples(outcome.run_id)} >= set(gone.terminals)  # streamed first

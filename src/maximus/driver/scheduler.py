@@ -102,6 +102,12 @@ class RunMonitor(Protocol):
     def stop(self) -> None: ...
 
 
+# Where a run's workers' records go as they arrive, instead of being kept for its result: a client host streams them
+# to the coordinator (``hosts.host.Outbox``). Arguments: samples, runs of committed transactions, deferred results (as
+# they travel, ``terminal.Recorder``) and in-window facts.
+Sink = Callable[[list[tuple], list[tuple], list[tuple], dict[str, int]], None]
+
+
 class _Channels:
     def __init__(self, context: Any, terminals: int, single_writer: bool) -> None:
         self.outbox = context.Queue()
@@ -268,9 +274,11 @@ class Run:
     """
 
     def __init__(self, spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor | None = None,
-                 watch: Callable[[], str | None] | None = None, release: Callable[[], float] | None = None) -> None:
+                 watch: Callable[[], str | None] | None = None, release: Callable[[], float] | None = None,
+                 sink: Sink | None = None) -> None:
         self.spec = spec
         self.release = release
+        self.sink = sink  # given: the records go there, and the result holds none of them
         self.observer = observer
         self.monitor = monitor
         self.watch = watch or (lambda: None)
@@ -411,6 +419,9 @@ class Run:
             return None
         if message[0] == "samples":
             self._look_at(message[1])
+            if self.sink is not None:
+                self.sink(message[1], message[3], message[4], message[2])
+                return message
             self.wire_samples.extend(message[1])
             self.wire_runs.extend(message[3])
             self.wire_results.extend(message[4])
@@ -483,4 +494,4 @@ def drive(spec: DriveSpec, observer: Observer | None = None, monitor: RunMonitor
     return Run(spec, observer, monitor, watch).execute()
 
 
-__all__ = ["DriveResult", "DriveSpec", "Observer", "Outcome", "Run", "RunMonitor", "drive"]
+__all__ = ["DriveResult", "DriveSpec", "Observer", "Outcome", "Run", "RunMonitor", "Sink", "drive"]

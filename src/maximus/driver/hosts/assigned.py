@@ -55,7 +55,7 @@ class AssignedHost:
 
 def lost(spec: DriveSpec, why: str) -> DriveResult:
     """The run of a host that handed back none (its run raised, or its actor was lost): it measured nothing, and the
-    run failed."""
+    run failed. What it streamed before is kept with it (``streams``), outside its empty window."""
     nothing = Window(spec.warmup_s, spec.warmup_s)
     return DriveResult([], {}, nothing, RunStatus.FAILED, [why], 0.0)
 

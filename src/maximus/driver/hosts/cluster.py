@@ -19,7 +19,7 @@ RAY_MISSING = "--ray needs Ray, an extra of Maximus: pip install 'maximus[ray]'"
 REACHED_WITHIN_S = 5.0  # a head that does not accept a connection in this is not there: ray.init would wait for it
 # for many minutes
 PLACEMENT_TIMEOUT_S = 60.0  # nodes that are there take a second or two to take their bundles
-# Calls a host answers at once: drive, and progress and stop while it drives, and a ping of its clock
+# Calls a host answers at once: drive, and take and stop while it drives, and a ping of its clock
 ACTOR_CONCURRENCY = 4
 
 

@@ -6,9 +6,11 @@
    a start ``START_LEAD_S`` ahead on its wall clock, and each host starts its terminals at that moment on its own
    monotonic clock (``host.ClientHost.release``), so every sample of every host is in seconds from one origin, within
    the host's offset bound.
-4. While they run: the hosts' live counts about twice a second, the engine's watch about once a second (a fault
-   stops every host), and Ctrl-C stops every host as it stops the terminals of one machine.
-5. Their runs merged (``merge``), and a record of each host (``maximus.client_hosts``).
+4. While they run: the hosts' records and live counts stream back about twice a second (``streams``), the engine's
+   watch is looked at about once a second (a fault stops every host), and Ctrl-C stops every host as it stops the
+   terminals of one machine.
+5. Their runs, with the records they streamed, merged (``merge``), and a record of each host
+   (``maximus.client_hosts``).
 
 The database's server runs where the coordinator does, and the hosts connect to it as the terminals of one machine
 would; the coordinator's own monitor samples its machine, the server's.
@@ -29,14 +31,15 @@ from maximus.driver.hosts.clock import ClockSync, synchronise
 from maximus.driver.hosts.host import HostRun, Place
 from maximus.driver.hosts.merge import merged
 from maximus.driver.hosts.shares import host_homes, host_terminals
+from maximus.driver.hosts.streams import Streams
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, RunMonitor
 from maximus.records import RunStatus
 from maximus.workloads.base import Homes
 
 START_LEAD_S = 0.25  # from the coordinator's pick of the start to the start: its release reaches every host meanwhile
-TICK_S = 0.5  # the live counts' period
+TICK_S = 0.5  # the period of the streamed records and live counts
 WATCH_EVERY_S = 1.0  # the engine's watch's period, as on one machine
-PROGRESS_TIMEOUT_S = 1.0  # a host too busy to tell its counts is left out of one tick
+TAKE_TIMEOUT_S = 1.0  # a host too busy to answer a tick is heard at a later one
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class _Coordinator:
                  observer: Observer | None, monitor: RunMonitor | None, watch: Callable[[], str | None]) -> None:
         self.ray, self.spec, self.hosts, self.actors = ray, spec, hosts, list(actors)
         self.observer, self.monitor, self.watch = observer, monitor, watch
+        self.streams = Streams(ray, actors)
         self.fault: str | None = None
         self.interrupted = False  # Ctrl-C: every host was asked to stop
         self.ctrl_c = False  # a Ctrl-C the loop has not passed on yet
@@ -82,7 +86,8 @@ class _Coordinator:
         runs = self._driven(hosts)
         elapsed = time.monotonic() - began
         self._found(self.watch())  # a fault since the last look
-        results = [run.result if isinstance(run, HostRun) else lost(self.spec, run) for run in runs]
+        results = [stream.result(run.result if isinstance(run, HostRun) else lost(self.spec, run))
+                   for stream, run in zip(self.streams.hosts, runs)]
         result = merged([(host.name, own) for host, own in zip(hosts, results)], elapsed, self.fault, self.interrupted)
         records = tuple(host.record(run if isinstance(run, HostRun) else None, own,
                                     self._synchronised_if_there(host.actor), result.window)
@@ -117,7 +122,9 @@ class _Coordinator:
             start = self._barrier(hosts)
             if self.observer:
                 self.observer.started(self.spec.warmup_s, self.spec.duration_s, self.spec.workload.headline)
-            return self._wait_for(drives, start)
+            runs = self._wait_for(drives, start)
+            self.streams.finish()
+            return runs
         finally:
             _on_ctrl_c(previous)
             if self.monitor:
@@ -169,14 +176,10 @@ class _Coordinator:
             self.monitor.start(start - (time.time() - time.monotonic()), [])  # no client process is on this machine
 
     def _tick(self, start: float) -> None:
+        self.streams.poll(TAKE_TIMEOUT_S)
         elapsed = time.time() - start
-        if not self.observer or elapsed < 0:
-            return
-        try:
-            counts = self.ray.get([actor.progress.remote() for actor in self.actors], timeout=PROGRESS_TIMEOUT_S)
-        except self.ray.exceptions.RayError:  # a host busy or gone: the next tick counts it
-            return
-        self.observer.tick(elapsed, sum(headline for headline, _ in counts), sum(all_ for _, all_ in counts))
+        if self.observer and elapsed >= 0:
+            self.observer.tick(elapsed, *self.streams.counts())
 
     def _found(self, cause: str | None) -> None:
         if cause and self.fault is None:

@@ -3,8 +3,12 @@ run on one machine (``driver.scheduler.Run``), from the time origin the coordina
 
 The start barrier: ``drive`` starts the host's workers and, once they are ready, waits; ``ready`` answers the
 coordinator then, and ``release`` gives the origin the coordinator picked once every host was ready. The actor is
-threaded (``cluster`` makes it with several calls at once), so that these, ``progress`` and ``stop`` are answered while
+threaded (``cluster`` makes it with several calls at once), so that these, ``take`` and ``stop`` are answered while
 ``drive`` runs. This module imports Ray only in the actor, where it is there.
+
+What the terminals record streams back: the run hands each batch its workers send to the host's ``Outbox`` rather than
+keeping it, and the coordinator's ``take``, about twice a second and once after the run, empties it. So the host
+holds no more than half a second of samples, and the coordinator has what a lost host measured until it was lost.
 """
 
 from __future__ import annotations
@@ -13,16 +17,19 @@ import os
 import resource
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from maximus.driver.hosts.clock import HostClocks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Run
+from maximus.driver.terminal import expand_runs
 from maximus.records import Headline
 
 
 @dataclass(frozen=True)
 class HostRun:
-    """What a host hands back: its run, and what its client cost."""
+    """What a host hands back at the end: its run (whose samples, deferred results and facts it streamed instead:
+    ``Streamed``), and what its client cost."""
 
     result: DriveResult
     client_cpu_s: float  # its terminal and deferred processes' CPU, and its own, over ``result.elapsed_s``
@@ -36,6 +43,45 @@ class Place:
 
     node: str
     address: str
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """What a host's terminals recorded since the last ``take``, as it travels (``terminal.from_wire`` and
+    ``result_from_wire`` read it), and the host's live counts."""
+
+    samples: list[tuple]  # the runs of committed transactions among them expanded
+    results: list[tuple]  # deferred transactions' result records
+    facts: dict[str, int]  # in-window facts, summed
+    headline_done: int
+    all_done: int
+
+
+class Outbox:
+    """The run's records between two ``take``s: filled by the run's thread (a ``scheduler.Sink``), emptied by the
+    coordinator's calls on another."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._samples: list[tuple] = []
+        self._runs: list[tuple] = []
+        self._results: list[tuple] = []
+        self._facts: Counter[str] = Counter()
+        self.origin = 0.0  # the run's time origin on this host's monotonic clock: committed runs are timed from it
+
+    def put(self, samples: list[tuple], runs: list[tuple], results: list[tuple], facts: dict[str, int]) -> None:
+        with self._lock:
+            self._samples += samples
+            self._runs += runs
+            self._results += results
+            self._facts.update(facts)
+
+    def take(self, counts: tuple[int, int]) -> Streamed:
+        with self._lock:
+            samples, runs, results, facts = self._samples, self._runs, self._results, self._facts
+            self._samples, self._runs, self._results, self._facts = [], [], [], Counter()
+        samples += expand_runs(runs, self.origin)  # outside the lock: the run's thread goes on meanwhile
+        return Streamed(samples, results, dict(facts), *counts)
 
 
 class _Counts:
@@ -61,6 +107,7 @@ class ClientHost:
         self._stopped = False  # a stop that came before the run
         self._lock = threading.Lock()
         self._counts = _Counts()
+        self._outbox = Outbox()
         self._ready = threading.Event()  # its workers are ready, or its run ended before they were
         self._go = threading.Event()  # released, or stopped
         self._origin: float | None = None
@@ -74,9 +121,10 @@ class ClientHost:
         return time.time(), time.monotonic()
 
     def drive(self, spec: DriveSpec) -> HostRun:
-        """Run ``spec``'s terminals (``spec.indices``) from the origin ``release`` gives, and what they cost."""
+        """Run ``spec``'s terminals (``spec.indices``) from the origin ``release`` gives, and what they cost; what
+        they record is ``take``n meanwhile and after."""
         niceness = _as_the_node_schedules()
-        run = Run(spec, self._counts, release=self._released)
+        run = Run(spec, self._counts, release=self._released, sink=self._outbox.put)
         with self._lock:
             self._run = run
             if self._stopped:
@@ -104,16 +152,18 @@ class ClientHost:
     def _released(self) -> float:
         self._ready.set()
         self._go.wait()
-        return self._origin if self._origin is not None else time.monotonic()  # stopped before the release
+        self._outbox.origin = self._origin if self._origin is not None else time.monotonic()  # stopped before it
+        return self._outbox.origin
 
     def _lateness(self) -> float:
         """How long after the agreed origin its workers were released: the release came late."""
         released, origin = self._counts.released_at, self._origin
         return max(0.0, released - origin) if released is not None and origin is not None else 0.0
 
-    def progress(self) -> tuple[int, int]:
-        """The headline's transactions and all transactions done so far, as the terminals count them live."""
-        return self._counts.headline_done, self._counts.all_done
+    def take(self) -> Streamed:
+        """What the terminals recorded since the last take, and the headline's transactions and all transactions done
+        so far, as the terminals count them live. After ``drive`` has returned, the last of its records."""
+        return self._outbox.take((self._counts.headline_done, self._counts.all_done))
 
     def stop(self) -> None:
         """End the run early, as a Ctrl-C does on one machine: its terminals finish their transaction and stop."""
