@@ -1,7 +1,7 @@
-"""A run's database build split over its client hosts (issue #45), against a managed PostgreSQL server: each host
-loads its own warehouses, the coordinator the rest, and the build holds what a build on one machine holds, row for
-row; each host's load time is stored and shown with the run; a host that fails ends the build in one line naming it,
-and leaves nothing of the build behind."""
+"""A run's database build split over its client hosts (issue #45), against managed PostgreSQL and MariaDB servers:
+each host loads its own warehouses, the coordinator the rest, and the build holds what a build on one machine holds,
+row for row; each host's load time is stored and shown with the run; a host that fails ends the build in one line
+naming it, and leaves nothing of the build behind."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ import pytest
 from maximus import api
 from maximus.client_hosts import client_hosts
 from maximus.database import check_running
+from maximus.driver import hosts
 from maximus.errors import EngineError
 from maximus.records import RunStatus
 from maximus.workloads.base import Homes, LoadResult, Progress, SplitLoad
 from maximus.workloads.tpcc import Tpcc
 from maximus.workloads.tpcc.loader import WarehouseLoad
 
-from tpcc_modes import postgres_contents  # tests/tpcc_modes.py
+from tpcc_modes import mariadb_contents, postgres_contents  # tests/tpcc_modes.py
 
 WAREHOUSES = 2
 TWO_WAREHOUSES = api.Build.of("tpcc", {"warehouses": WAREHOUSES})
@@ -92,6 +93,30 @@ def test_the_build_time_and_each_host_load_time_are_stored_and_shown(hosts_build
     rows = [" ".join(line.replace("│", " ").split()) for line in table.splitlines() if "│" in line][:2]
     assert rows[0].startswith(f"1 {first.address} 1 0 1 {first.load_s:.1f} ")
     assert rows[1].startswith(f"2 {second.address} 1 1 2 {second.load_s:.1f} ")
+
+
+def test_a_mariadb_build_on_two_hosts_holds_what_a_build_on_one_machine_holds(ray_cluster: str,
+                                                                              server_workdir: Path) -> None:
+    contents = {}
+    for database in (None, "tpcc-2wh-on-hosts"):
+        engine = api.make_engine("mariadb", server_workdir, TWO_WAREHOUSES, {}, database)
+        with api.running(engine):
+            if database is None:
+                api.load_database(engine, TWO_WAREHOUSES, seed=1)
+            else:
+                with hosts.placed(ray_cluster, 2) as placed:
+                    api.load_database(engine, TWO_WAREHOUSES, seed=1, homes_loader=lambda split, progress:
+                                      hosts.load_on_hosts(split, placed, progress))
+                assert placed.load_s is not None and len(placed.load_s) == 2
+            engine.restore()
+            session = engine.connect()
+            try:
+                contents[database] = mariadb_contents(session)
+            finally:
+                session.close()
+            checks = check_running(engine, TWO_WAREHOUSES.workload, True)
+            assert {r.condition: r.passed for r in checks} == ALL_PASS_FRESH
+    assert contents["tpcc-2wh-on-hosts"] == contents[None]  # every table's row count and the sum of its rows' hashes
 
 
 @dataclass(frozen=True)
