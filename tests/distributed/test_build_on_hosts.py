@@ -50,11 +50,29 @@ def _pristine_contents(workdir: Path, database: str | None = None) -> tuple[dict
         return contents, check_running(engine, TWO_WAREHOUSES.workload, True)
 
 
+class _Rows:
+    """A build's progress as told: the rows per table."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, int] = {}
+        self.finished = False
+
+    def start(self, expected_rows: Any) -> None:
+        self.rows = {}
+
+    def advance(self, table: str, rows: int) -> None:
+        self.rows[table] = self.rows.get(table, 0) + rows
+
+    def finish(self) -> None:
+        self.finished = True
+
+
 @dataclass(frozen=True)
 class HostsBuild:
     outcome: api.RunOutcome
     results: Path
     database: str
+    progress: _Rows
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +81,9 @@ def hosts_build(ray_cluster: str, two_warehouses: Path, tmp_path_factory: pytest
     cluster) first."""
     results = tmp_path_factory.mktemp("hosts-build") / "r.db"
     database = "tpcc-2wh-on-hosts"
-    outcome = api.run_benchmark(_options(ray_cluster, two_warehouses, results, database))
-    return HostsBuild(outcome, results, database)
+    progress = _Rows()
+    outcome = api.run_benchmark(_options(ray_cluster, two_warehouses, results, database), progress=progress)
+    return HostsBuild(outcome, results, database, progress)
 
 
 def test_a_build_on_two_hosts_holds_what_a_build_on_one_machine_holds(hosts_build: HostsBuild,
@@ -75,6 +94,20 @@ def test_a_build_on_two_hosts_holds_what_a_build_on_one_machine_holds(hosts_buil
     assert on_hosts == local  # every table's digest (its rows but the build's dates), row counts in them
     assert {r.condition: r.passed for r in hosts_checks} == {r.condition: r.passed for r in local_checks} \
         == ALL_PASS_FRESH
+
+
+def test_the_build_progress_counts_every_row_the_hosts_wrote(hosts_build: HostsBuild, two_warehouses: Path) -> None:
+    engine = api.make_engine("postgres", two_warehouses, TWO_WAREHOUSES, {}, hosts_build.database)
+    with api.running(engine):
+        engine.restore()
+        session = engine.connect()
+        try:
+            built = {table: session.fetchone(f"SELECT count(*) FROM {table}")[0] for table in hosts_build.progress.rows}
+        finally:
+            session.close()
+    assert hosts_build.progress.finished
+    assert set(built) == set(TWO_WAREHOUSES.workload.expected_rows(TWO_WAREHOUSES.settings))
+    assert hosts_build.progress.rows == built
 
 
 def test_the_build_time_and_each_host_load_time_are_stored_and_shown(hosts_build: HostsBuild, tmp_path: Path) -> None:
