@@ -42,6 +42,8 @@ class ClientHostRecord:
     transactions: int  # its transactions in the measured window
     schedule_lag_p99_s: float | None  # a fixed-rate run's: its actual starts after the intended ones, p99
     status: str  # its own run's (``RunStatus``)
+    load_s: float | None = None  # its load of its homes' rows when the run built its database on the hosts; None:
+    # the run started from a built database (or one built before builds were split)
 
     @property
     def cpu_share(self) -> float:

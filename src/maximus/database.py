@@ -15,9 +15,12 @@ from maximus.engines import Engine, check_connection, runnable_engine
 from maximus.errors import EngineError, MaximusError, UserError, describe
 from maximus.records import CheckResult
 from maximus.workloads import workload as workload_named
-from maximus.workloads.base import DatabaseInfo, LoadResult, Settings, Workload
+from maximus.workloads.base import DatabaseInfo, LoadResult, Progress, Settings, SplitLoad, Workload
 
 _log = logging.getLogger(__name__)  # what the user should know besides the error (the CLI prints it as a note)
+
+# Who loads a build's per-home rows, when not this process: a run's client hosts (``driver.hosts.load_on_hosts``)
+HomesLoader = Callable[[SplitLoad, Progress], None]
 
 
 def default_workdir() -> Path:
@@ -74,17 +77,19 @@ def make_engine(name: str, workdir: Path, build: Build, knobs: Mapping[str, str]
     return cls(Path(workdir), database or f"{build.database}{suffix}", settings, connection)
 
 
-def load_database(engine: Engine, build: Build, seed: int, progress: LoadProgress | None = None) -> LoadResult:
+def load_database(engine: Engine, build: Build, seed: int, progress: LoadProgress | None = None,
+                  homes_loader: HomesLoader | None = None) -> LoadResult:
     """Build the database from scratch, time it, and keep it as the pristine copy for later runs: the
-    working copy may then be missing until ``engine.restore()``, which every run begins with."""
+    working copy may then be missing until ``engine.restore()``, which every run begins with. ``homes_loader``:
+    who loads the per-home rows of a workload that splits its build (``Workload.split_load``)."""
     # A build starts from nothing. On PostgreSQL, dropping the old pristine copy after the load instead
     # would cost a checkpoint of the new data: dropping a database that exists forces one.
     engine.destroy()
     if progress:
         progress.start(build.workload.expected_rows(build.settings))
     try:
-        result = build.workload.load(engine, build.settings, seed,
-                                     progress.advance if progress else lambda table, rows: None)
+        result = _built(engine, build, seed, progress.advance if progress else lambda table, rows: None,
+                        homes_loader)
         engine.keep_as_pristine()
     except BaseException as error:  # a build cut short leaves nothing: no half of it filling the disk
         quietly(engine.discard_build, f"removing the unfinished build of {engine.database}")
@@ -94,6 +99,23 @@ def load_database(engine: Engine, build: Build, seed: int, progress: LoadProgres
         if progress:
             progress.finish()
     return result
+
+
+def _built(engine: Engine, build: Build, seed: int, progress: Progress,
+           homes_loader: HomesLoader | None) -> LoadResult:
+    """The workload's build; its per-home rows by ``homes_loader`` where the workload offers its build in parts."""
+    split = build.workload.split_load(engine, build.settings, seed) if homes_loader else None
+    if split is None or homes_loader is None:
+        return build.workload.load(engine, build.settings, seed, progress)
+    rows: dict[str, int] = {}
+
+    def tally(table: str, written: int) -> None:
+        rows[table] = rows.get(table, 0) + written
+        progress(table, written)
+
+    split.begin()
+    homes_loader(split, tally)
+    return split.finish(rows)
 
 
 def raise_fault(engine: Engine, error: BaseException, prefix: str = "", reported: bool = False) -> None:
@@ -116,17 +138,20 @@ def quietly(action: Callable[[], None], what: str) -> None:
 
 
 def prepare_database(engine: Engine, build: Build, seed: int, progress: LoadProgress | None = None,
-                     rebuild: bool = False, restore: bool = True) -> PreparedDatabase:
-    """Start from the pristine copy when there is one (same scale and build knobs), else load first."""
+                     rebuild: bool = False, restore: bool = True,
+                     homes_loader: HomesLoader | None = None) -> PreparedDatabase:
+    """Start from the pristine copy when there is one (same scale and build knobs), else load first
+    (``homes_loader``: as ``load_database``'s)."""
     loaded_now = rebuild or not engine.has_snapshot()
     if loaded_now:
-        load_database(engine, build, seed, progress)
+        load_database(engine, build, seed, progress, homes_loader)
     if restore or loaded_now or not engine.exists():
         restored(engine)
     info = _database_info(engine, build.workload)
     if info is None or not _built_as_asked(info, engine, build):
         if not loaded_now:
-            return prepare_database(engine, build, seed, progress, rebuild=True)  # an unfinished or foreign copy
+            return prepare_database(engine, build, seed, progress, rebuild=True,  # an unfinished or foreign copy
+                                    homes_loader=homes_loader)
         raise EngineError(f"the database just built in {engine.workdir} does not read back as built "
                           f"({build.workload.name}, {build.settings.to_mapping()})")
     with _session(engine) as session:

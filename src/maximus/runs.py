@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from maximus import device, environment, limits, system
 from maximus.client_hosts import CLIENT_HOSTS
-from maximus.database import (Build, LoadProgress, PreparedDatabase, check_running, default_workdir, locked,
-                              make_engine, prepare_database, quietly, raise_fault)
+from maximus.database import (Build, HomesLoader, LoadProgress, PreparedDatabase, check_running, default_workdir,
+                              locked, make_engine, prepare_database, quietly, raise_fault)
 from maximus.driver import hosts
 from maximus.driver.schedule import ARRIVALS, RateSchedule
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, RunMonitor, drive
@@ -213,15 +213,34 @@ def _run(store: ResultsStore, machine: system.Machine[Engine], build: Build, opt
     store.check_writable()  # before a build that may take an hour
     engine.start()  # a fresh server for every run: restarted between runs, as the tuning articles rebooted
     machine.server_started()
-    with machine.working():
-        prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore)
+    with machine.working(), _client_hosts(options) as placed:
+        prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore,
+                                    _homes_loader(placed))
         begun = _begin(store, engine, build, options, prepared, machine.done())
         if options.device_limit:
             _measure_device(store, begun.run_id, engine, build, options.terminals, prepared.info)
         watch = engine.watch()
-        result = _drive_and_store(store, begun, engine, build, options, observer, watch, machine.seen)
+        result = _drive_and_store(store, begun, engine, build, options, observer, watch, machine.seen, placed)
         consistency = _check_after(store, begun.run_id, engine, build, result, options.check, watch)
     return RunOutcome(begun.run_id, result.status, result, consistency)
+
+
+@contextmanager
+def _client_hosts(options: BenchmarkOptions) -> Iterator[hosts.PlacedHosts | None]:
+    """The run's client hosts (``--ray``), placed once for its build and its terminals; None: it runs here."""
+    if options.ray_address is None:
+        yield None
+        return
+    with hosts.placed(options.ray_address, options.hosts) as placed:
+        yield placed
+
+
+def _homes_loader(placed: hosts.PlacedHosts | None) -> HomesLoader | None:
+    """Who loads a build's per-home rows: the client hosts, each its own homes, as they then run their terminals;
+    without hosts, this machine."""
+    if placed is None:
+        return None
+    return lambda split, progress: hosts.load_on_hosts(split, placed, progress)
 
 
 def _measure_device(store: ResultsStore, run_id: int, engine: Engine, build: Build, terminals: int,
@@ -335,7 +354,7 @@ def terminal_hosting(engine: Engine, run_settings: Any, terminals: int, schedule
 
 def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: Build, options: BenchmarkOptions,
                      observer: Observer | None, watch: Callable[[], str | None],
-                     seen: Callable[[], system.Seen]) -> DriveResult:
+                     seen: Callable[[], system.Seen], placed: hosts.PlacedHosts | None = None) -> DriveResult:
     """Drive the terminals and store what they did, with what the machine's changes saw by the end (``seen``: a
     memory limit's peak usage; its OOM kills, the cause of a run that failed)."""
     hosting, per_process = terminal_hosting(engine, begun.run_settings, options.terminals, options.rate is not None)
@@ -348,7 +367,7 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
     monitor = Monitor(run_samplers(engine), Window(options.warmup_s, options.warmup_s + options.duration_s)) \
         if options.monitor else None
     try:
-        driven, on_hosts = _driven(spec, options, build, observer, monitor, watch)
+        driven, on_hosts = _driven(spec, options, build, observer, monitor, watch, placed)
         result = _judged(driven, options.max_failed_percent)
     except BaseException as error:  # the run row must not stay "running": record why it ended
         status = RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED
@@ -372,13 +391,14 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
 
 
 def _driven(spec: DriveSpec, options: BenchmarkOptions, build: Build, observer: Observer | None,
-            monitor: RunMonitor | None, watch: Callable[[], str | None]) -> tuple[DriveResult, dict[str, Any]]:
+            monitor: RunMonitor | None, watch: Callable[[], str | None],
+            placed: hosts.PlacedHosts | None = None) -> tuple[DriveResult, dict[str, Any]]:
     """The terminals driven on this machine, or from the client hosts of a Ray cluster (``--ray``): the one place
     where that is chosen. With hosts, what each did is kept in the run's environment (``CLIENT_HOSTS``)."""
     if options.ray_address is None:
         return drive(spec, observer, monitor, watch), {}
     cluster = hosts.ClientHosts(options.ray_address, options.hosts, build.workload.homes(build.settings))
-    on_hosts = hosts.drive_on_hosts(spec, cluster, observer, monitor, watch)
+    on_hosts = hosts.drive_on_hosts(spec, cluster, observer, monitor, watch, placed)
     return on_hosts.result, {CLIENT_HOSTS: [host.to_json() for host in on_hosts.hosts]}
 
 

@@ -144,7 +144,8 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None
                                               "(exponential gaps, seeded) arrivals.")] = "regular",
         ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the terminals from client "
                                                    "hosts, the nodes of the Ray cluster at ADDRESS (host:port of its "
-                                                   "head), each with the terminals of its own warehouses.")] = None,
+                                                   "head), each with the terminals of its own warehouses; a build the "
+                                                   "run makes, each loading its own warehouses.")] = None,
         hosts: Annotated[int, typer.Option("--hosts", metavar="N", help="With --ray: client hosts, one Ray node "
                                            "each.")] = 1,
         workdir: Workdir = None, results: Results = None, connection: Connection = None, yes: Yes = False,

@@ -16,10 +16,12 @@ LISTED_WHOLE = 4  # terminals or homes of a host listed one by one; more are sho
 
 
 def host_columns(hosts: Sequence[ClientHostRecord]) -> tuple[str, ...]:
-    """The table's headings: the homes' under their own name (TPC-C: Warehouses), a fixed-rate run's schedule lag,
-    and the hosts' status when one did not complete."""
+    """The table's headings: the homes' under their own name (TPC-C: Warehouses), each host's load of them when the
+    run built its database on the hosts, a fixed-rate run's schedule lag, and the hosts' status when one did not
+    complete."""
     unit = next((host.home_unit for host in hosts if host.home_unit), "")
-    return ("Host", "Address", "CPUs", "Terminals", *([unit.capitalize()] if unit else []), "Clock offset ms",
+    return ("Host", "Address", "CPUs", "Terminals", *([unit.capitalize()] if unit else []),
+            *(["Load s"] if _loaded(hosts) else []), "Clock offset ms",
             "Drift ms", "Client CPU", "Transactions", *(["Lag p99 ms"] if _scheduled(hosts) else []),
             *(["Status"] if _unfinished(hosts) else []))
 
@@ -27,7 +29,11 @@ def host_columns(hosts: Sequence[ClientHostRecord]) -> tuple[str, ...]:
 def host_rows(hosts: Sequence[ClientHostRecord]) -> list[tuple[str, ...]]:
     """A row per host, in the order of ``host_columns``."""
     homes, scheduled, unfinished = any(host.home_unit for host in hosts), _scheduled(hosts), _unfinished(hosts)
-    return [_row(host, homes, scheduled, unfinished) for host in hosts]
+    return [_row(host, homes, _loaded(hosts), scheduled, unfinished) for host in hosts]
+
+
+def _loaded(hosts: Sequence[ClientHostRecord]) -> bool:
+    return any(host.load_s is not None for host in hosts)
 
 
 def _scheduled(hosts: Sequence[ClientHostRecord]) -> bool:
@@ -38,10 +44,12 @@ def _unfinished(hosts: Sequence[ClientHostRecord]) -> bool:
     return any(host.status != "complete" for host in hosts)
 
 
-def _row(host: ClientHostRecord, homes: bool, scheduled: bool, unfinished: bool) -> tuple[str, ...]:
+def _row(host: ClientHostRecord, homes: bool, loaded: bool, scheduled: bool, unfinished: bool) -> tuple[str, ...]:
     clock, drift, lag = host.clock_before, host.drift_s, host.schedule_lag_p99_s
     return (str(host.host), host.address, f"{host.cpus:g}", _listed(host.terminals),
-            *([_listed(host.homes)] if homes else []), f"{clock.offset_s * 1000:+.3f} ± {clock.bound_s * 1000:.3f}",
+            *([_listed(host.homes)] if homes else []),
+            *(["-" if host.load_s is None else f"{host.load_s:.1f}"] if loaded else []),
+            f"{clock.offset_s * 1000:+.3f} ± {clock.bound_s * 1000:.3f}",
             "-" if drift is None else f"{drift * 1000:+.3f}", f"{host.cpu_share:.0%}", f"{host.transactions:,}",
             *(["-" if lag is None else f"{lag * 1000:.2f}"] if scheduled else []),
             *([host.status] if unfinished else []))

@@ -10,7 +10,9 @@ Contract (checked for every registered workload by ``tests/contracts/test_worklo
   or the experiment file) into a frozen settings object, or raises ``SettingError`` naming the key;
   ``settings.to_mapping()`` gives them back as stored with every run.
 - ``load()`` builds the database in an empty engine database and records what it built, so that
-  ``database_info()`` can later tell a finished build of this version from anything else.
+  ``database_info()`` can later tell a finished build of this version from anything else. A workload whose rows
+  are mostly per home may also offer its build in parts (``split_load()``, a ``SplitLoad``), so that client hosts
+  load their own homes' rows.
 - ``transactions()`` and ``emulator()`` are what the driver runs; ``check()`` gives the database's
   consistency conditions, each a ``CheckResult``.
 - ``headline`` names the figure of merit: completions of one transaction per minute of the measured window, or per
@@ -99,6 +101,35 @@ class Homes:
     unit: str  # what one is, in the plural: "warehouses"
 
 
+class SplitLoad(ABC):
+    """A build in parts, so that its bulk, the rows of each home (TPC-C: each warehouse's), can be loaded from other
+    machines, each its own homes over its own connections to the server (``driver.hosts``): ``begin``, the shared
+    rows and ``finish`` run where the build is run from; ``load_homes`` runs anywhere the object is sent (it is
+    pickled there). The parts together write what ``Workload.load`` writes, row for row."""
+
+    @property
+    @abstractmethod
+    def homes(self) -> Homes:
+        """What the per-home rows are split by: the same homes the terminals are dealt over."""
+
+    @abstractmethod
+    def begin(self) -> None:
+        """The empty database and its schema, before any row."""
+
+    @abstractmethod
+    def load_shared(self, progress: Progress) -> None:
+        """The rows no home owns (TPC-C: the items); written while the homes are loaded."""
+
+    @abstractmethod
+    def load_homes(self, homes: Sequence[int], processes: int, progress: Progress) -> None:
+        """The rows of ``homes`` (1-based), by up to ``processes`` processes of this machine."""
+
+    @abstractmethod
+    def finish(self, rows: Mapping[str, int]) -> LoadResult:
+        """Once every row is in (``rows``: written per table): keys, indexes, statistics and the build's record,
+        timed from the ``begin``."""
+
+
 @dataclass(frozen=True)
 class CommandLineSetting:
     """One of the workload's settings as an option of ``maximus run`` (and of ``load`` and ``check`` when it
@@ -147,6 +178,11 @@ class Workload(ABC):
 
     @abstractmethod
     def load(self, engine: Engine, settings: Any, seed: int, progress: Progress) -> LoadResult: ...
+
+    def split_load(self, engine: Engine, settings: Any, seed: int) -> SplitLoad | None:
+        """The build of ``load`` in parts, its per-home rows loadable by client hosts; None: it is built in one
+        piece, where the run is started from."""
+        return None
 
     @abstractmethod
     def database_info(self, session: Session, dialect: Dialect) -> DatabaseInfo | None:

@@ -24,6 +24,7 @@ class AssignedHost:
     homes: tuple[int, ...]
     home_unit: str
     clock: ClockSync  # before the run
+    load_s: float | None = None  # its load of its homes, when the run built its database on the hosts
 
     @property
     def name(self) -> str:
@@ -50,7 +51,7 @@ class AssignedHost:
             niceness=run.niceness if run else 0, client_cpu_s=run.client_cpu_s if run else 0.0,
             elapsed_s=result.elapsed_s, transactions=len(in_window),
             schedule_lag_p99_s=_p99([s.start - s.intended for s in in_window if s.intended is not None]),
-            status=result.status.value)
+            status=result.status.value, load_s=self.load_s)
 
 
 def lost(spec: DriveSpec, why: str) -> DriveResult:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import socket
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from maximus.driver.hosts.host import ClientHost
@@ -43,6 +44,26 @@ def check_reachable(address: str) -> None:
     except OSError as error:
         raise UserError(f"--ray {address}: no Ray cluster answers there ({error.strerror or error}); start its head "
                         "with `ray start --head` and give the address it prints") from None
+
+
+@dataclass
+class PlacedHosts:
+    """The client actors of one run, one per node, for its build and its terminals alike (so that a host runs the
+    terminals of the homes it loaded); and what the build measured of them."""
+
+    ray: Any
+    address: str
+    actors: list[Any]
+    load_s: list[float] | None = None  # each host's load of its homes, in host order; None: it loaded none
+
+
+@contextmanager
+def placed(address: str, count: int) -> Iterator[PlacedHosts]:
+    """This process connected to the cluster at ``address``, and ``count`` client actors placed on its nodes, for
+    the block."""
+    ray = import_ray()
+    with connected(ray, address), placed_hosts(ray, address, count) as actors:
+        yield PlacedHosts(ray, address, actors)
 
 
 @contextmanager

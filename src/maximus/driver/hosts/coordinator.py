@@ -28,6 +28,7 @@ from maximus.client_hosts import ClientHostRecord
 from maximus.driver.hosts import cluster
 from maximus.driver.hosts.assigned import AssignedHost, lost
 from maximus.driver.hosts.clock import ClockSync, synchronise
+from maximus.driver.hosts.cluster import PlacedHosts
 from maximus.driver.hosts.host import HostRun, Place
 from maximus.driver.hosts.merge import merged
 from maximus.driver.hosts.shares import host_homes, host_terminals
@@ -60,20 +61,23 @@ class HostsResult:
 
 
 def drive_on_hosts(spec: DriveSpec, hosts: ClientHosts, observer: Observer | None = None,
-                   monitor: RunMonitor | None = None,
-                   watch: Callable[[], str | None] | None = None) -> HostsResult:
-    """Drive ``spec``'s terminals from ``hosts``; what ``scheduler.drive`` gives on one machine, and each host."""
-    ray = cluster.import_ray()
-    with cluster.connected(ray, hosts.address), cluster.placed_hosts(ray, hosts.address, hosts.count) as actors:
-        return _Coordinator(ray, spec, hosts, actors, observer, monitor, watch or (lambda: None)).execute()
+                   monitor: RunMonitor | None = None, watch: Callable[[], str | None] | None = None,
+                   placed: PlacedHosts | None = None) -> HostsResult:
+    """Drive ``spec``'s terminals from ``hosts``; what ``scheduler.drive`` gives on one machine, and each host.
+    ``placed``: the run's actors, placed for its build already; else they are placed for the drive alone."""
+    if placed is not None:
+        return _Coordinator(placed, spec, hosts, observer, monitor, watch or (lambda: None)).execute()
+    with cluster.placed(hosts.address, hosts.count) as placed_now:
+        return drive_on_hosts(spec, hosts, observer, monitor, watch, placed_now)
 
 
 class _Coordinator:
-    def __init__(self, ray: Any, spec: DriveSpec, hosts: ClientHosts, actors: Sequence[Any],
-                 observer: Observer | None, monitor: RunMonitor | None, watch: Callable[[], str | None]) -> None:
-        self.ray, self.spec, self.hosts, self.actors = ray, spec, hosts, list(actors)
+    def __init__(self, placed: PlacedHosts, spec: DriveSpec, hosts: ClientHosts, observer: Observer | None,
+                 monitor: RunMonitor | None, watch: Callable[[], str | None]) -> None:
+        self.ray, self.spec, self.hosts, self.actors = placed.ray, spec, hosts, list(placed.actors)
+        self.load_s = placed.load_s
         self.observer, self.monitor, self.watch = observer, monitor, watch
-        self.streams = Streams(ray, actors)
+        self.streams = Streams(self.ray, self.actors)
         self.fault: str | None = None
         self.interrupted = False  # Ctrl-C: every host was asked to stop
         self.ctrl_c = False  # a Ctrl-C the loop has not passed on yet
@@ -101,7 +105,8 @@ class _Coordinator:
         count, homes = self.hosts.count, self.hosts.homes
         shares, dealt = host_terminals(self.spec.terminals, count, homes), host_homes(count, homes)
         return [AssignedHost(k + 1, actor, place, cpus.get(place.node, 0.0), shares[k], dealt[k],
-                             homes.unit if homes else "", self._synchronised(actor))
+                             homes.unit if homes else "", self._synchronised(actor),
+                             self.load_s[k] if self.load_s else None)
                 for k, (actor, place) in enumerate(zip(self.actors, places))]
 
     def _synchronised(self, actor: Any) -> ClockSync:

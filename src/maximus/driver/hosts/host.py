@@ -1,5 +1,6 @@
 """One client host: a Ray actor on one node of the cluster that runs its share of the terminals with the driver of a
-run on one machine (``driver.scheduler.Run``), from the time origin the coordinator agreed with every host.
+run on one machine (``driver.scheduler.Run``), from the time origin the coordinator agreed with every host; and, when
+the run builds its database first, loads its own homes' rows with the loader of a build on one machine (``load``).
 
 The start barrier: ``drive`` starts the host's workers and, once they are ready, waits; ``ready`` answers the
 coordinator then, and ``release`` gives the origin the coordinator picked once every host was ready. The actor is
@@ -19,11 +20,13 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import Sequence
 
 from maximus.driver.hosts.clock import HostClocks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Run
 from maximus.driver.terminal import expand_runs
 from maximus.records import Headline
+from maximus.workloads.base import SplitLoad
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,14 @@ class HostRun:
     client_cpu_s: float  # its terminal and deferred processes' CPU, and its own, over ``result.elapsed_s``
     late_start_s: float  # its workers were released this long after the agreed origin (0: in time)
     niceness: int  # its workers'
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    """What a host hands back of its share of a build: the rows it wrote, per table, and how long it took."""
+
+    rows: dict[str, int]
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,7 @@ class ClientHost:
         self._ready = threading.Event()  # its workers are ready, or its run ended before they were
         self._go = threading.Event()  # released, or stopped
         self._origin: float | None = None
+        self._loaded: dict[str, int] = {}  # rows written so far by ``load``, per table
 
     def place(self) -> Place:
         import ray  # in the actor only: the coordinator's machine may be the one without a node
@@ -139,6 +151,23 @@ class ClientHost:
                 # actor, killed at the end (``placed_hosts``), would leave them in /dev/shm for good
                 self._run = None
         return HostRun(result, result.workers_cpu_s + _cpu_seconds() - before, self._lateness(), niceness)
+
+    def load(self, build: SplitLoad, homes: Sequence[int], processes: int) -> HostLoad:
+        """Write the rows of ``homes`` of ``build``, by up to ``processes`` loader processes of this host, at the
+        node's niceness as its terminals run."""
+        _as_the_node_schedules()
+        began = time.monotonic()
+        build.load_homes(homes, processes, self._count)
+        return HostLoad(self.loaded(), time.monotonic() - began)
+
+    def loaded(self) -> dict[str, int]:
+        """The rows ``load`` has written so far, per table."""
+        with self._lock:
+            return dict(self._loaded)
+
+    def _count(self, table: str, rows: int) -> None:
+        with self._lock:
+            self._loaded[table] = self._loaded.get(table, 0) + rows
 
     def ready(self) -> None:
         """Returns once the host's workers are ready (or its run has ended)."""

@@ -66,6 +66,10 @@ class Tpcc(Workload):
     def load(self, engine: Engine, settings: TpccSettings, seed: int, progress: Progress) -> LoadResult:
         return loader.load(engine, settings.warehouses, seed, progress)
 
+    def split_load(self, engine: Engine, settings: TpccSettings, seed: int) -> loader.WarehouseLoad:
+        """Every table but the items has a warehouse column: the warehouses are the build's bulk, split by home."""
+        return loader.WarehouseLoad.of(engine, settings.warehouses, seed)
+
     def database_info(self, session: Session, dialect: Dialect) -> DatabaseInfo | None:
         return loader.read_info(session, dialect)
 

@@ -7,8 +7,10 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -17,7 +19,7 @@ from maximus.engines.base import Dialect, Engine, Session
 from maximus.errors import EngineError
 from maximus import workers as worker_processes
 from maximus.workers import ignore_interrupts, spawning
-from maximus.workloads.base import DatabaseInfo, LoadResult, Progress
+from maximus.workloads.base import DatabaseInfo, Homes, LoadResult, Progress, SplitLoad
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.server_side import procedures_sql
@@ -29,20 +31,81 @@ MONEY_IN_CENTS, MONEY_AS_DECIMALS = "cents", "decimal"
 
 def load(engine: Engine, warehouses: int, seed: int, progress: Progress = lambda table, rows: None) -> LoadResult:
     """Provision ``engine``'s database and fill it with ``warehouses`` warehouses; time all of it."""
-    constants = NURandConstants.for_load(seed)
-    started = time.perf_counter()
-    engine.provision()
+    build = WarehouseLoad.of(engine, warehouses, seed)
+    build.begin()
+    rows: dict[str, int] = {}
+    tally = _tally(rows, progress)
+    build.load_homes(range(1, warehouses + 1), _loader_processes(engine, warehouses), tally,
+                     meanwhile=lambda: build.load_shared(tally))
+    return build.finish(rows)
+
+
+@dataclass(frozen=True)
+class WarehouseLoad(SplitLoad):
+    """A TPC-C build in parts: the schema, the items and the indexes from where the build is run, the warehouses
+    (all but the items' rows) from here or from client hosts, each its own warehouses. Every warehouse is drawn
+    from the seed and the warehouse's number alone, so whoever loads it writes the same rows."""
+
+    engine: Engine
+    warehouses: int
+    seed: int
+    constants: NURandConstants
+    since: str  # the build's time, every warehouse's dates: taken once, where the build is run from
+    started: float  # time.perf_counter() where the build is run from, at its start
+
+    @classmethod
+    def of(cls, engine: Engine, warehouses: int, seed: int) -> WarehouseLoad:
+        return cls(engine, warehouses, seed, NURandConstants.for_load(seed),
+                   datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"), time.perf_counter())
+
+    @property
+    def homes(self) -> Homes:
+        return Homes(self.warehouses, "warehouses")
+
+    def begin(self) -> None:
+        self.engine.provision()
+        with _connected(self.engine) as session:
+            for statement in schema.schema_statements(self.engine.dialect):
+                session.execute(statement)
+
+    def load_shared(self, progress: Progress) -> None:
+        with _connected(self.engine) as session:
+            _write(self.engine, session, generate.items(self.seed), progress)
+
+    def load_homes(self, homes: Sequence[int], processes: int, progress: Progress,
+                   meanwhile: Callable[[], None] = lambda: None) -> None:
+        """The warehouses ``homes``, dealt in turn to ``processes`` processes (one: this one); ``meanwhile`` runs
+        here while they do."""
+        processes = max(1, min(processes, len(homes)))
+        if processes == 1:
+            meanwhile()
+            with _connected(self.engine) as session:
+                for w_id in homes:
+                    _write(self.engine, session, self._warehouse(w_id), progress)
+            return
+        shares = [list(homes[first::processes]) for first in range(processes)]
+        _parallel(self.engine, self.seed, self.constants.c_last, self.since, shares, progress, meanwhile)
+
+    def finish(self, rows: Mapping[str, int]) -> LoadResult:
+        with _connected(self.engine) as session:
+            _index_and_analyze(self.engine, session, rows)
+            install_procedures(self.engine.dialect, session)
+            seconds = time.perf_counter() - self.started
+            _write_meta(session, self.warehouses, self.seed, self.constants, seconds,
+                        self.engine.creation_settings(), schema.money_in_cents(self.engine.dialect))
+        return LoadResult(self.warehouses, self.seed, seconds, dict(rows), self.constants)
+
+    def _warehouse(self, w_id: int) -> Iterator[generate.Chunk]:
+        return generate.warehouse_chunks(self.seed, w_id, self.constants.c_last, self.since)
+
+
+@contextmanager
+def _connected(engine: Engine) -> Iterator[Session]:
     session = engine.connect()
     try:
-        rows = _populate(engine, session, warehouses, seed, constants, progress)
-        _index_and_analyze(engine, session, rows)
-        install_procedures(engine.dialect, session)
-        seconds = time.perf_counter() - started
-        _write_meta(session, warehouses, seed, constants, seconds, engine.creation_settings(),
-                    schema.money_in_cents(engine.dialect))
+        yield session
     finally:
         session.close()
-    return LoadResult(warehouses, seed, seconds, rows, constants)
 
 
 def install_procedures(dialect: Dialect, session: Session) -> None:
@@ -52,24 +115,7 @@ def install_procedures(dialect: Dialect, session: Session) -> None:
         session.execute(procedures)
 
 
-def _populate(engine: Engine, session: Session, warehouses: int, seed: int, constants: NURandConstants,
-              progress: Progress) -> dict[str, int]:
-    for statement in schema.schema_statements(engine.dialect):
-        session.execute(statement)
-    rows: dict[str, int] = {}
-    since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    tally = _tally(rows, progress)
-    workers = _loader_processes(engine, warehouses)
-    if workers == 1:
-        _write(engine, session, generate.items(seed), tally)
-        for w_id in range(1, warehouses + 1):
-            _write(engine, session, generate.warehouse_chunks(seed, w_id, constants.c_last, since), tally)
-    else:
-        _parallel(engine, session, warehouses, seed, constants.c_last, since, workers, tally)
-    return rows
-
-
-def _index_and_analyze(engine: Engine, session: Session, rows: dict[str, int]) -> None:
+def _index_and_analyze(engine: Engine, session: Session, rows: Mapping[str, int]) -> None:
     """Keys, indexes and statistics: one table after another on a single-writer engine, else the
     tables side by side, biggest first, on one session per core (each index build is one process)."""
     if engine.capabilities.single_writer:
@@ -146,18 +192,17 @@ def _loader_processes(engine: Engine, warehouses: int) -> int:
     return max(1, min(os.cpu_count() or 1, warehouses))
 
 
-def _parallel(engine: Engine, session: Session, warehouses: int, seed: int, c_load: int, since: str, workers: int,
-              tally: Progress) -> None:
-    """Warehouses dealt round-robin to worker processes; each generates and streams its own. The items
-    go in from this process while the workers start."""
+def _parallel(engine: Engine, seed: int, c_load: int, since: str, shares: list[list[int]], tally: Progress,
+              meanwhile: Callable[[], None]) -> None:
+    """A worker process per share of the warehouses; each generates and streams its own. ``meanwhile`` (the items,
+    on one machine) runs in this process while the workers start."""
     context = worker_processes.context()
     reports = context.Queue()
-    shares = [list(range(first, warehouses + 1, workers)) for first in range(1, workers + 1)]
     with spawning():  # a Ctrl-C to the process group while they import is theirs to drop, not to print
         processes = [worker_processes.start(context, _load_share, (engine, seed, c_load, since, share, reports))
                      for share in shares]
     try:
-        _write(engine, session, generate.items(seed), tally)
+        meanwhile()
         failures = _await(len(processes), reports, tally)
     except BaseException:  # Ctrl-C (which the workers leave to this process) or a failure here: end them
         for process in processes:

@@ -1,0 +1,199 @@
+"""A run's database build split over its client hosts (issue #45), against managed PostgreSQL and MariaDB servers:
+each host loads its own warehouses, the coordinator the rest, and the build holds what a build on one machine holds,
+row for row; each host's load time is stored and shown with the run; a host that fails ends the build in one line
+naming it, and leaves nothing of the build behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import pytest
+
+from maximus import api
+from maximus.client_hosts import client_hosts
+from maximus.database import check_running
+from maximus.driver import hosts
+from maximus.errors import EngineError
+from maximus.records import RunStatus
+from maximus.workloads.base import Homes, LoadResult, Progress, SplitLoad
+from maximus.workloads.tpcc import Tpcc
+from maximus.workloads.tpcc.loader import WarehouseLoad
+
+from tpcc_modes import mariadb_contents, postgres_contents  # tests/tpcc_modes.py
+
+WAREHOUSES = 2
+TWO_WAREHOUSES = api.Build.of("tpcc", {"warehouses": WAREHOUSES})
+ALL_PASS_FRESH = {n: True for n in range(1, 13)}
+INJECTED = "a loader process failed: ValueError: injected"
+
+
+def _options(address: str, workdir: Path, results: Path, database: str) -> api.BenchmarkOptions:
+    return api.BenchmarkOptions(engine="postgres", settings={"warehouses": WAREHOUSES}, workdir=workdir,
+                                results=results, database=database, terminals=2, warmup_s=0.5, duration_s=1.0,
+                                ray_address=address, hosts=2, device_limit=False)
+
+
+def _pristine_contents(workdir: Path, database: str | None = None) -> tuple[dict[str, str], list[Any]]:
+    """The digests of a build's pristine copy (restored as the working copy) and its consistency, fresh."""
+    engine = api.make_engine("postgres", workdir, TWO_WAREHOUSES, {}, database)
+    with api.running(engine):
+        engine.restore()
+        session = engine.connect()
+        try:
+            contents = postgres_contents(session)
+        finally:
+            session.close()
+        return contents, check_running(engine, TWO_WAREHOUSES.workload, True)
+
+
+class _Rows:
+    """A build's progress as told: the rows per table."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, int] = {}
+        self.finished = False
+
+    def start(self, expected_rows: Any) -> None:
+        self.rows = {}
+
+    def advance(self, table: str, rows: int) -> None:
+        self.rows[table] = self.rows.get(table, 0) + rows
+
+    def finish(self) -> None:
+        self.finished = True
+
+
+@dataclass(frozen=True)
+class HostsBuild:
+    outcome: api.RunOutcome
+    results: Path
+    database: str
+    progress: _Rows
+
+
+@pytest.fixture(scope="module")
+def hosts_build(ray_cluster: str, two_warehouses: Path, tmp_path_factory: pytest.TempPathFactory) -> HostsBuild:
+    """A run from 2 hosts that builds its database (one of its own name, beside the local build of the same
+    cluster) first."""
+    results = tmp_path_factory.mktemp("hosts-build") / "r.db"
+    database = "tpcc-2wh-on-hosts"
+    progress = _Rows()
+    outcome = api.run_benchmark(_options(ray_cluster, two_warehouses, results, database), progress=progress)
+    return HostsBuild(outcome, results, database, progress)
+
+
+def test_a_build_on_two_hosts_holds_what_a_build_on_one_machine_holds(hosts_build: HostsBuild,
+                                                                      two_warehouses: Path) -> None:
+    assert hosts_build.outcome.status is RunStatus.COMPLETE, hosts_build.outcome.result.errors
+    local, local_checks = _pristine_contents(two_warehouses)
+    on_hosts, hosts_checks = _pristine_contents(two_warehouses, hosts_build.database)
+    assert on_hosts == local  # every table's digest (its rows but the build's dates), row counts in them
+    assert {r.condition: r.passed for r in hosts_checks} == {r.condition: r.passed for r in local_checks} \
+        == ALL_PASS_FRESH
+
+
+def test_the_build_progress_counts_every_row_the_hosts_wrote(hosts_build: HostsBuild, two_warehouses: Path) -> None:
+    engine = api.make_engine("postgres", two_warehouses, TWO_WAREHOUSES, {}, hosts_build.database)
+    with api.running(engine):
+        engine.restore()
+        session = engine.connect()
+        try:
+            built = {table: session.fetchone(f"SELECT count(*) FROM {table}")[0] for table in hosts_build.progress.rows}
+        finally:
+            session.close()
+    assert hosts_build.progress.finished
+    assert set(built) == set(TWO_WAREHOUSES.workload.expected_rows(TWO_WAREHOUSES.settings))
+    assert hosts_build.progress.rows == built
+
+
+def test_the_build_time_and_each_host_load_time_are_stored_and_shown(hosts_build: HostsBuild, tmp_path: Path) -> None:
+    record = api.open_results(hosts_build.results).run(hosts_build.outcome.run_id)
+    assert record.loaded_in_run and record.load_seconds is not None
+    first, second = client_hosts(record.environment)
+    assert (first.homes, second.homes) == ((1,), (2,))  # each loaded the warehouse its terminals then ran
+    for host in (first, second):
+        assert host.load_s is not None and 0 < host.load_s < record.load_seconds
+    shown = subprocess.run([sys.executable, "-m", "maximus", "show", str(record.id), "--results",
+                            str(hosts_build.results)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    table = shown.stdout.split("Client hosts", 1)[1]
+    header = next(line for line in table.splitlines() if "Host" in line and "Address" in line)
+    assert "Load s" in header
+    rows = [" ".join(line.replace("│", " ").split()) for line in table.splitlines() if "│" in line][:2]
+    assert rows[0].startswith(f"1 {first.address} 1 0 1 {first.load_s:.1f} ")
+    assert rows[1].startswith(f"2 {second.address} 1 1 2 {second.load_s:.1f} ")
+
+
+def test_a_mariadb_build_on_two_hosts_holds_what_a_build_on_one_machine_holds(ray_cluster: str,
+                                                                              server_workdir: Path) -> None:
+    contents = {}
+    for database in (None, "tpcc-2wh-on-hosts"):
+        engine = api.make_engine("mariadb", server_workdir, TWO_WAREHOUSES, {}, database)
+        with api.running(engine):
+            if database is None:
+                api.load_database(engine, TWO_WAREHOUSES, seed=1)
+            else:
+                with hosts.placed(ray_cluster, 2) as placed:
+                    api.load_database(engine, TWO_WAREHOUSES, seed=1, homes_loader=lambda split, progress:
+                                      hosts.load_on_hosts(split, placed, progress))
+                assert placed.load_s is not None and len(placed.load_s) == 2
+            engine.restore()
+            session = engine.connect()
+            try:
+                contents[database] = mariadb_contents(session)
+            finally:
+                session.close()
+            checks = check_running(engine, TWO_WAREHOUSES.workload, True)
+            assert {r.condition: r.passed for r in checks} == ALL_PASS_FRESH
+    assert contents["tpcc-2wh-on-hosts"] == contents[None]  # every table's row count and the sum of its rows' hashes
+
+
+@dataclass(frozen=True)
+class _FailingHome(SplitLoad):
+    """TPC-C's build, whose host that loads ``home`` fails once it has written it, as a loader process that failed
+    would (a cause the engine does not explain: it goes on in its own words)."""
+
+    build: WarehouseLoad
+    home: int
+
+    @property
+    def homes(self) -> Homes:
+        return self.build.homes
+
+    def begin(self) -> None:
+        self.build.begin()
+
+    def load_shared(self, progress: Progress) -> None:
+        self.build.load_shared(progress)
+
+    def load_homes(self, homes: Sequence[int], processes: int, progress: Progress) -> None:
+        self.build.load_homes(homes, processes, progress)
+        if self.home in homes:
+            raise EngineError(INJECTED)
+
+    def finish(self, rows: Any) -> LoadResult:
+        return self.build.finish(rows)
+
+
+def test_a_host_that_fails_to_load_fails_the_build_in_one_line_and_leaves_nothing(
+        ray_cluster: str, two_warehouses: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the hosts import this module from nowhere
+    monkeypatch.setattr(Tpcc, "split_load", lambda self, engine, settings, seed:
+                        _FailingHome(WarehouseLoad.of(engine, settings.warehouses, seed), home=2))
+    database = "tpcc-2wh-failing"
+    with pytest.raises(EngineError) as failed:
+        api.run_benchmark(_options(ray_cluster, two_warehouses, tmp_path / "r.db", database))
+    message = str(failed.value)
+    assert "\n" not in message
+    assert message.startswith("host 2 (") and ") failed to load warehouses 2: " in message, message
+    assert message.endswith(f": {INJECTED}"), message
+    engine = api.make_engine("postgres", two_warehouses, TWO_WAREHOUSES, {}, database)
+    with api.running(engine):
+        assert not engine.has_snapshot() and not engine.exists()  # the half-loaded database is dropped: no later run
+        # takes it
