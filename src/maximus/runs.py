@@ -15,7 +15,7 @@ from maximus.database import (Build, HomesLoader, LoadProgress, PreparedDatabase
                               locked, make_engine, prepare_database, quietly, raise_fault)
 from maximus.driver import hosts
 from maximus.driver.schedule import ARRIVALS, RateSchedule
-from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, RunMonitor, drive
+from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.histograms import interval_histograms
 from maximus.errors import EngineError, UserError, describe
@@ -391,7 +391,7 @@ def _drive_and_store(store: ResultsStore, begun: _Begun, engine: Engine, build: 
 
 
 def _driven(spec: DriveSpec, options: BenchmarkOptions, build: Build, observer: Observer | None,
-            monitor: RunMonitor | None, watch: Callable[[], str | None],
+            monitor: Monitor | None, watch: Callable[[], str | None],
             placed: hosts.PlacedHosts | None = None) -> tuple[DriveResult, dict[str, Any]]:
     """The terminals driven on this machine, or from the client hosts of a Ray cluster (``--ray``): the one place
     where that is chosen. With hosts, what each did is kept in the run's environment (``CLIENT_HOSTS``)."""

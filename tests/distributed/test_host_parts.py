@@ -234,3 +234,7 @@ def test_a_host_streams_what_its_terminals_record_while_they_run_each_transactio
     assert len({sample[:3] for sample in samples}) == len(samples)  # terminal, transaction, start
     assert sum(value for streamed in taken for key, value in streamed.facts.items() if key.endswith(".order_lines"))
     assert [streamed.results for streamed in taken if streamed.results]  # Delivery's result records
+    user = [(at, value) for streamed in taken for at, name, value, _, labels in streamed.readings
+            if name == "process_cpu_seconds_total" and labels == {"group": "client", "mode": "user"}]
+    assert len(user) >= 3 and user[0][0] < 1.5 < user[-1][0]  # at the release, at the takes, as the run ended
+    assert all(earlier[1] <= later[1] for earlier, later in zip(user, user[1:])) and user[-1][1] > 0

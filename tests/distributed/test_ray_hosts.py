@@ -111,6 +111,23 @@ def test_the_breakdown_is_stored_and_shown(two_hosts: HostsRun, tmp_path: Path) 
     assert "<h3>Client hosts</h3>" in page.read_text()
 
 
+def test_each_hosts_client_processes_are_sampled_through_the_run(two_hosts: HostsRun, tmp_path: Path) -> None:
+    """Each host's terminal processes' CPU, read as it streams (about twice a second), is stored as the OS sampler's
+    process group ``client host N``, in the window too, and shown with the server's."""
+    samples = api.open_results(two_hosts.results).metric_samples(two_hosts.outcome.run_id)
+    window = two_hosts.outcome.result.window
+    for number in (1, 2):
+        cpu = sorted((sample.time, sample.value) for sample in samples
+                     if sample.name == "process_cpu_seconds_total"
+                     and sample.labels == {"group": f"client host {number}", "mode": "user"})
+        assert len(cpu) >= 4 and cpu[0][0] <= window.start and cpu[-1][0] >= window.end
+        assert all(earlier[1] <= later[1] for earlier, later in zip(cpu, cpu[1:]))  # a counter
+    groups = api.report_of_run(two_hosts.results, two_hosts.outcome.run_id).monitoring.figures.groups
+    assert groups["client host 1"].cpus > 0 and groups["client host 2"].processes >= 1
+    shown = _maximus("show", str(two_hosts.outcome.run_id), "--results", str(two_hosts.results), cwd=tmp_path)
+    assert "client host 2" in shown.stdout
+
+
 def test_each_host_clock_offset_lies_within_its_bound(two_hosts: HostsRun) -> None:
     """One machine has one clock: the offset measured is 0 within the bound it gives, and the bound within 5 ms."""
     for host in two_hosts.on_hosts.hosts:

@@ -80,6 +80,10 @@ class Monitor:
             self._close(sampler)
         self._active = []
 
+    def keep(self, samples: Sequence[MetricSample]) -> None:
+        """Readings taken elsewhere, timed from the same origin (a client host's processes): stored with these."""
+        self.samples.extend(samples)
+
     def _now(self) -> float:
         return time.monotonic() - self._origin
 

@@ -6,9 +6,9 @@
    a start ``START_LEAD_S`` ahead on its wall clock, and each host starts its terminals at that moment on its own
    monotonic clock (``host.ClientHost.release``), so every sample of every host is in seconds from one origin, within
    the host's offset bound.
-4. While they run: the hosts' records and live counts stream back about twice a second (``streams``), the engine's
-   watch is looked at about once a second (a fault stops every host), and Ctrl-C stops every host as it stops the
-   terminals of one machine.
+4. While they run: the hosts' records, live counts and their client processes' CPU stream back about twice a second
+   (``streams``), the engine's watch is looked at about once a second (a fault stops every host), and Ctrl-C stops
+   every host as it stops the terminals of one machine.
 5. Their runs, with the records they streamed, merged (``merge``), and a record of each host
    (``maximus.client_hosts``).
 
@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from maximus.client_hosts import ClientHostRecord
 from maximus.driver.hosts import cluster
@@ -34,13 +34,19 @@ from maximus.driver.hosts.merge import merged
 from maximus.driver.hosts.shares import host_homes, host_terminals
 from maximus.driver.hosts.streams import Streams
 from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, RunMonitor
-from maximus.records import RunStatus
+from maximus.records import MetricSample, RunStatus
 from maximus.workloads.base import Homes
 
 START_LEAD_S = 0.25  # from the coordinator's pick of the start to the start: its release reaches every host meanwhile
 TICK_S = 0.5  # the period of the streamed records and live counts
 WATCH_EVERY_S = 1.0  # the engine's watch's period, as on one machine
 TAKE_TIMEOUT_S = 1.0  # a host too busy to answer a tick is heard at a later one
+
+
+class HostsMonitor(RunMonitor, Protocol):
+    """The coordinator's monitor: what it samples on its own machine, and the hosts' readings kept beside them."""
+
+    def keep(self, samples: Sequence[MetricSample]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,7 @@ class HostsResult:
 
 
 def drive_on_hosts(spec: DriveSpec, hosts: ClientHosts, observer: Observer | None = None,
-                   monitor: RunMonitor | None = None, watch: Callable[[], str | None] | None = None,
+                   monitor: HostsMonitor | None = None, watch: Callable[[], str | None] | None = None,
                    placed: PlacedHosts | None = None) -> HostsResult:
     """Drive ``spec``'s terminals from ``hosts``; what ``scheduler.drive`` gives on one machine, and each host.
     ``placed``: the run's actors, placed for its build already; else they are placed for the drive alone."""
@@ -73,7 +79,7 @@ def drive_on_hosts(spec: DriveSpec, hosts: ClientHosts, observer: Observer | Non
 
 class _Coordinator:
     def __init__(self, placed: PlacedHosts, spec: DriveSpec, hosts: ClientHosts, observer: Observer | None,
-                 monitor: RunMonitor | None, watch: Callable[[], str | None]) -> None:
+                 monitor: HostsMonitor | None, watch: Callable[[], str | None]) -> None:
         self.ray, self.spec, self.hosts, self.actors = placed.ray, spec, hosts, list(placed.actors)
         self.load_s = placed.load_s
         self.observer, self.monitor, self.watch = observer, monitor, watch
@@ -96,6 +102,9 @@ class _Coordinator:
         records = tuple(host.record(run if isinstance(run, HostRun) else None, own,
                                     self._synchronised_if_there(host.actor), result.window)
                         for host, run, own in zip(hosts, runs, results))
+        if self.monitor:  # each host's client processes, as one machine's monitor samples its own
+            self.monitor.keep([sample for host, stream in zip(hosts, self.streams.hosts)
+                               for sample in stream.metric_samples(f"client host {host.number}")])
         return HostsResult(result, records, tuple(results))
 
     def _assigned(self) -> list[AssignedHost]:

@@ -19,13 +19,14 @@ import resource
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from maximus.driver.hosts.clock import HostClocks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Run
 from maximus.driver.terminal import expand_runs
 from maximus.records import Headline
+from maximus.samplers.os_linux import ProcessGroup
 from maximus.workloads.base import SplitLoad
 
 
@@ -66,6 +67,8 @@ class Streamed:
     facts: dict[str, int]  # in-window facts, summed
     headline_done: int
     all_done: int
+    # its client processes' counters, (seconds from the origin, name, value, unit, labels): ``HostSampler``'s
+    readings: list[tuple[float, str, float, str, dict[str, str]]] = field(default_factory=list)
 
 
 class Outbox:
@@ -95,6 +98,39 @@ class Outbox:
         return Streamed(samples, results, dict(facts), *counts)
 
 
+class HostSampler:
+    """A host's run's monitor (``scheduler.RunMonitor``): its terminal and deferred processes' CPU and how many are
+    alive, as the OS sampler reads the client's on one machine, read at each ``take`` (about twice a second), at the
+    release and once the workers are gone; timed in seconds from the run's origin."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._group: ProcessGroup | None = None
+        self._origin = 0.0
+        self._readings: list[tuple[float, str, float, str, dict[str, str]]] = []
+
+    def start(self, origin: float, client_pids: Sequence[int]) -> None:
+        with self._lock:
+            self._origin, self._group = origin, ProcessGroup("client", tuple(client_pids), with_io=False)
+        self.read()
+
+    def stop(self) -> None:
+        self.read()
+
+    def read(self) -> None:
+        with self._lock:
+            if self._group is not None:
+                at = time.monotonic() - self._origin
+                self._readings += [(at, name, float(value), unit, dict(labels))
+                                   for name, value, unit, labels in self._group.read()]
+
+    def taken(self) -> list[tuple[float, str, float, str, dict[str, str]]]:
+        """The readings since the last call."""
+        with self._lock:
+            readings, self._readings = self._readings, []
+        return readings
+
+
 class _Counts:
     """The driver's ``Observer`` in the host: the latest counts, and when the workers were released (this host's
     monotonic clock)."""
@@ -119,6 +155,7 @@ class ClientHost:
         self._lock = threading.Lock()
         self._counts = _Counts()
         self._outbox = Outbox()
+        self._sampler = HostSampler()
         self._ready = threading.Event()  # its workers are ready, or its run ended before they were
         self._go = threading.Event()  # released, or stopped
         self._origin: float | None = None
@@ -136,7 +173,7 @@ class ClientHost:
         """Run ``spec``'s terminals (``spec.indices``) from the origin ``release`` gives, and what they cost; what
         they record is ``take``n meanwhile and after."""
         niceness = _as_the_node_schedules()
-        run = Run(spec, self._counts, release=self._released, sink=self._outbox.put)
+        run = Run(spec, self._counts, self._sampler, release=self._released, sink=self._outbox.put)
         with self._lock:
             self._run = run
             if self._stopped:
@@ -191,8 +228,11 @@ class ClientHost:
 
     def take(self) -> Streamed:
         """What the terminals recorded since the last take, and the headline's transactions and all transactions done
-        so far, as the terminals count them live. After ``drive`` has returned, the last of its records."""
-        return self._outbox.take((self._counts.headline_done, self._counts.all_done))
+        so far, as the terminals count them live, and its client processes' counters now. After ``drive`` has
+        returned, the last of its records."""
+        self._sampler.read()
+        streamed = self._outbox.take((self._counts.headline_done, self._counts.all_done))
+        return replace(streamed, readings=self._sampler.taken())
 
     def stop(self) -> None:
         """End the run early, as a Ctrl-C does on one machine: its terminals finish their transaction and stop."""

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 from maximus.driver.hosts.host import Streamed
 from maximus.driver.scheduler import DriveResult
 from maximus.driver.terminal import from_wire, result_from_wire
+from maximus.records import MetricSample
 
 LAST_TAKE_TIMEOUT_S = 30.0  # after the runs: a host that cannot hand over its last records in this is lost
 
@@ -22,6 +23,7 @@ class HostStream:
         self.samples: list[tuple] = []
         self.results: list[tuple] = []
         self.facts: Counter[str] = Counter()
+        self.readings: list[tuple[float, str, float, str, dict[str, str]]] = []
         self.counts = (0, 0)  # the headline's transactions and all transactions
         self.pending: Any = None  # the ObjectRef of a take not answered yet
 
@@ -29,6 +31,7 @@ class HostStream:
         self.samples += streamed.samples
         self.results += streamed.results
         self.facts.update(streamed.facts)
+        self.readings += streamed.readings
         self.counts = (streamed.headline_done, streamed.all_done)
 
     def result(self, ended: DriveResult) -> DriveResult:
@@ -36,6 +39,12 @@ class HostStream:
         return replace(ended, samples=sorted(map(from_wire, self.samples), key=lambda sample: sample.start),
                        facts=dict(self.facts),
                        deferred=sorted(map(result_from_wire, self.results), key=lambda entry: entry.queued))
+
+
+    def metric_samples(self, group: str) -> list[MetricSample]:
+        """Its client processes' readings as the OS sampler's, their process group named ``group``."""
+        return [MetricSample(at, "os", name, value, unit, {**labels, "group": group})
+                for at, name, value, unit, labels in self.readings]
 
 
 class Streams:
