@@ -98,12 +98,15 @@ SMOKES = {
     "ray_hosts.py": Smoke(prefix=f"{OWN_PREFIX}ray-", lines=(
         r"Client hosts on a local Ray cluster \(2 nodes of 1 CPU each, \d+ cores in all\), PostgreSQL io-random on a "
         r"1 MB table, 2 terminals a host, 1.5-s windows, 1 round\(s\), in /var/tmp/maximus-bench-ray-",
-        r"  round  mode   hosts  terminals       txn/s  client CPUs  machine idle$",
-        rf"  1      local      1          2\s+{N}\s+{N}\s+({N} %|-)$",
-        rf"  1      ray        1          2\s+{N}\s+{N}\s+({N} %|-)$",
-        rf"  1      ray        2          4\s+{N}\s+{N}\s+({N} %|-)$",
+        r"  round  mode   hosts  terminals       txn/s  client CPUs  txn/client CPU  machine idle$",
+        rf"  1      local      1          2\s+{N}\s+{N}\s+{N}\s+({N} %|-)$",
+        rf"  1      ray        1          2\s+{N}\s+{N}\s+{N}\s+({N} %|-)$",
+        rf"  1      ray        2          4\s+{N}\s+{N}\s+{N}\s+({N} %|-)$",
         rf"  ratio --hosts 1 / this machine alone: median {N} of 1 round\(s\)",
-        rf"  ratio 2 hosts / \(2 x one host\): median {N} of 1 round\(s\) .*the target \(>= 0.9\) is (met|missed)$",
+        rf"  ratio 2 hosts / \(2 x one host\): median {N} of 1 round\(s\) .*the target \(>= 0.9\) is (met|missed) in "
+        r"transactions$",
+        rf"  per client CPU-second, 2 hosts / one host: median {N} \(range {N}-{N}\); with the CPU the hosts really "
+        r"got, the target \(>= 0.9\) is (met|missed)$",
         r"  on this machine the 2 hosts, the coordinator and the server share its \d+ cores")),
     "io_vs_fio.py": Smoke(prefix=f"{OWN_PREFIX}io-", lines=(
         r"Storage-bound runs against fio, a 8 MB table, 1 s each, in /var/tmp/maximus-bench-io-",
