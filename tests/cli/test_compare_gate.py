@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.records import ARRIVALS_OPTION, RATE, Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
 from maximus.store import ResultsStore
 
 
@@ -53,3 +53,46 @@ def test_json_reports_the_ratio_and_method(results: Path) -> None:
     data = json.loads(_compare(results, "--json").stdout)
     assert data["verdict"] == "slower" and data["method"] == "batch means within one run"
     assert 0.65 < data["ratio"] < 0.75 and data["high"] < 1
+
+
+def _fixed_rate_run(store: ResultsStore, latency_ms: float) -> int:
+    """A 20 s window at 100 New-Orders a second, as a fixed-rate run keeps them, each ``latency_ms`` (with a little
+    jitter) from its intended start, a tenth of it waiting behind the one before."""
+    spec = RunSpec("sqlite", {}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 1, 0.0, 20.0, 1,
+                   options={RATE: "100", ARRIVALS_OPTION: "regular"})
+    run_id = store.begin_run(RunStart(spec, effective_knobs={}, engine_settings={}, load_seconds=1.0,
+                                      loaded_in_run=True, load_seed=1, constants={}, environment={}))
+    samples = []
+    for n in range(2000):
+        intended, latency = n / 100, latency_ms / 1000 * (1 + (n % 7) / 20)
+        samples.append(TxnSample(0, "new_order", intended + latency / 10, latency * 0.9, Outcome.COMMITTED,
+                                 intended=intended))
+    store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, samples, elapsed_s=20.0))
+    return run_id
+
+
+@pytest.fixture
+def fixed_rate_results(tmp_path: Path) -> Path:
+    path = tmp_path / "results.db"
+    store = ResultsStore(path)
+    _fixed_rate_run(store, 4.0)
+    _fixed_rate_run(store, 6.0)
+    store.close()
+    return path
+
+
+def test_two_fixed_rate_runs_are_compared_by_latency_from_the_intended_start(fixed_rate_results: Path) -> None:
+    """Both did the 100/s asked of them: their throughput says nothing, their latency does (lower is faster)."""
+    data = json.loads(_compare(fixed_rate_results, "--json").stdout)
+    assert data["metric"] == "New-Order p90 latency ms" and data["higher_is_better"] is False
+    assert data["verdict"] == "slower" and 1.45 < data["ratio"] < 1.55 and data["low"] > 1
+    assert 4.0 < min(data["a"]["values"]) and max(data["a"]["values"]) <= 4.0 * 1.3 + 1e-9  # p90 of 4 ms + jitter
+    shown = _compare(fixed_rate_results).stdout
+    assert "New-Order p90 latency ms" in shown and "compared by latency from the intended start" in shown
+    failed = _compare(fixed_rate_results, "--fail-if-slower", "20")
+    assert failed.returncode == 5 and "% slower than run 1" in failed.stderr
+    assert _compare(fixed_rate_results, "--fail-if-slower", "80").returncode == 0
+    backwards = subprocess.run([sys.executable, "-m", "maximus", "compare", "2", "1", "--results",
+                                str(fixed_rate_results), "--fail-if-slower", "1"], capture_output=True, text=True,
+                               timeout=60)
+    assert backwards.returncode == 0 and "faster" in backwards.stdout

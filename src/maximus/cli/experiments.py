@@ -133,7 +133,8 @@ def compare(a: Annotated[str, typer.Argument(metavar="A", help="Run number, or s
                 "by more than PCT percent.")] = None,
             as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
             results: Results = None) -> None:
-    """Compare tpmC of two runs or two steps: ratio B/A with its 95 % interval and a verdict."""
+    """Compare tpmC of two runs or two steps (two fixed-rate ones: their p90 latency): ratio B/A with its 95 %
+    interval and a verdict."""
     if fail_if_slower is not None:
         limits.check("--fail-if-slower", fail_if_slower, limits.PERCENT)
     comparison = api.compare(a, b, experiment, clients, results, rate)
@@ -149,7 +150,8 @@ def _as_json(comparison: api.Comparison) -> dict:
     clean = (lambda v: None if math.isnan(v) else v)
     return {"a": {"label": comparison.a_label, "values": comparison.a_values},
             "b": {"label": comparison.b_label, "values": comparison.b_values},
-            "metric": "tpmC", "method": comparison.method, "ratio": clean(ratio.ratio), "low": clean(ratio.low),
+            "metric": comparison.figure, "higher_is_better": comparison.higher_is_better,
+            "method": comparison.method, "ratio": clean(ratio.ratio), "low": clean(ratio.low),
             "high": clean(ratio.high), "change_percent": clean(ratio.change_percent),
             "verdict": ratio.verdict.value, "repeats_needed": ratio.repeats_needed,
             "differences": [{"what": what, "a": a, "b": b} for what, a, b in comparison.differences]}
@@ -159,6 +161,6 @@ def _gate(comparison: api.Comparison, fail_if_slower: float | None) -> None:
     ratio = comparison.ratio
     if fail_if_slower is None or ratio.verdict.value != "slower":
         return
-    if -ratio.change_percent > fail_if_slower:
-        raise RegressionFound(f"{comparison.b_label} is {-ratio.change_percent:.1f} % slower than "
+    if comparison.loss_percent > fail_if_slower:
+        raise RegressionFound(f"{comparison.b_label} is {comparison.loss_percent:.1f} % slower than "
                               f"{comparison.a_label} (more than the allowed {fail_if_slower:g} %)")

@@ -116,12 +116,15 @@ def render_experiments(console: Console, records: Sequence[ExperimentRecord]) ->
 
 
 def render_comparison(console: Console, comparison: Comparison) -> None:
-    ratio, figure = comparison.ratio, comparison.headline.name
+    ratio, figure = comparison.ratio, comparison.figure or comparison.headline.name
     console.print(f"A = {comparison.a_label}: {_estimate_of(comparison.a_values)} {figure} "
                   f"({len(comparison.a_values)} values)")
     console.print(f"B = {comparison.b_label}: {_estimate_of(comparison.b_values)} {figure} "
                   f"({len(comparison.b_values)} values)")
     console.print(f"B/A: {_ratio(ratio)} → {_verdict(ratio)}  [dim](95 % interval; {comparison.method})[/]")
+    if not comparison.higher_is_better:
+        console.print("[dim]Both kept a fixed rate, so their throughput is the rate asked for: compared by latency "
+                      "from the intended start, lower is faster.[/]")
     if comparison.differences:
         console.print("The runs differ in: " + escape("; ".join(f"{what} {a} → {b}"
                                                                 for what, a, b in comparison.differences)))
