@@ -25,6 +25,7 @@ from maximus.driver.hosts.host import ClientHost
 from maximus.driver.hosts.merge import merged
 from maximus.driver.hosts.shares import check_shares, host_homes, host_terminals
 from maximus.driver.scheduler import DriveResult, DriveSpec
+from maximus.driver.terminal import expand_runs
 from maximus.engines import _process
 from maximus.errors import UserError
 from maximus.records import Outcome, RunStatus, TxnSample, Window
@@ -192,7 +193,8 @@ def test_a_host_lets_go_of_its_runs_shared_memory_once_the_run_is_done(workdir: 
 
     threading.Thread(target=release, daemon=True).start()
     done = host.drive(DriveSpec(engine, Tpcc(), settings, 1, 0.1, 0.3))
-    assert done.result.status is RunStatus.COMPLETE and host.take().samples
+    taken = host.take()
+    assert done.result.status is RunStatus.COMPLETE and (taken.samples or taken.runs)
     deadline = time.monotonic() + 5  # a queue's feeder thread, ending, holds its lock and semaphore a moment longer
     while (named := _process.shared_memory_files(_process.shared_memory([os.getpid()])[0] - before)) \
             and time.monotonic() < deadline:
@@ -225,11 +227,13 @@ def test_a_host_streams_what_its_terminals_record_while_they_run_each_transactio
 
     threading.Thread(target=release_and_take, daemon=True).start()
     done = host.drive(DriveSpec(engine, Tpcc(), settings, 2, 0.2, 2.5))
-    assert during.is_set() and taken[0].samples  # taken while the run went on
+    assert during.is_set() and (taken[0].samples or taken[0].runs)  # taken while the run went on
     taken.append(host.take())
-    assert not host.take().samples  # each record is taken once
+    last = host.take()
+    assert not last.samples and not last.runs  # each record is taken once
     assert not done.result.samples and not done.result.facts and not done.result.deferred
-    samples = [sample for streamed in taken for sample in streamed.samples]
+    samples = [sample for streamed in taken
+               for sample in [*streamed.samples, *expand_runs(streamed.runs, streamed.origin)]]
     assert len(samples) == sum(sent) >= taken[-1].all_done > 0  # every transaction, once
     assert len({sample[:3] for sample in samples}) == len(samples)  # terminal, transaction, start
     assert sum(value for streamed in taken for key, value in streamed.facts.items() if key.endswith(".order_lines"))

@@ -24,7 +24,6 @@ from typing import Sequence
 
 from maximus.driver.hosts.clock import HostClocks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Run
-from maximus.driver.terminal import expand_runs
 from maximus.records import Headline
 from maximus.samplers.os_linux import ProcessGroup
 from maximus.workloads.base import SplitLoad
@@ -62,7 +61,9 @@ class Streamed:
     """What a host's terminals recorded since the last ``take``, as it travels (``terminal.from_wire`` and
     ``result_from_wire`` read it), and the host's live counts."""
 
-    samples: list[tuple]  # the runs of committed transactions among them expanded
+    samples: list[tuple]
+    runs: list[tuple]  # runs of committed transactions, as they travel: expanded after the run (``expand_runs``)
+    origin: float  # the run's origin on the host's monotonic clock, which the runs are timed from
     results: list[tuple]  # deferred transactions' result records
     facts: dict[str, int]  # in-window facts, summed
     headline_done: int
@@ -94,8 +95,7 @@ class Outbox:
         with self._lock:
             samples, runs, results, facts = self._samples, self._runs, self._results, self._facts
             self._samples, self._runs, self._results, self._facts = [], [], [], Counter()
-        samples += expand_runs(runs, self.origin)  # outside the lock: the run's thread goes on meanwhile
-        return Streamed(samples, results, dict(facts), *counts)
+        return Streamed(samples, runs, self.origin, results, dict(facts), *counts)
 
 
 class HostSampler:

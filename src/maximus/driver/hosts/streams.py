@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from itertools import chain
 from typing import Any, Sequence
 
 from maximus.driver.hosts.host import Streamed
 from maximus.driver.scheduler import DriveResult
-from maximus.driver.terminal import from_wire, result_from_wire
+from maximus.driver.terminal import expand_runs, from_wire, result_from_wire
 from maximus.records import MetricSample
 
 LAST_TAKE_TIMEOUT_S = 30.0  # after the runs: a host that cannot hand over its last records in this is lost
@@ -21,6 +22,8 @@ class HostStream:
     def __init__(self, actor: Any) -> None:
         self.actor = actor
         self.samples: list[tuple] = []
+        self.runs: list[tuple] = []  # expanded once the run is over, where it costs the run no CPU
+        self.origin = 0.0
         self.results: list[tuple] = []
         self.facts: Counter[str] = Counter()
         self.readings: list[tuple[float, str, float, str, dict[str, str]]] = []
@@ -29,6 +32,8 @@ class HostStream:
 
     def add(self, streamed: Streamed) -> None:
         self.samples += streamed.samples
+        self.runs += streamed.runs
+        self.origin = streamed.origin
         self.results += streamed.results
         self.facts.update(streamed.facts)
         self.readings += streamed.readings
@@ -36,7 +41,8 @@ class HostStream:
 
     def result(self, ended: DriveResult) -> DriveResult:
         """``ended``, the host's run as it ended (or a lost host's), with the records it streamed."""
-        return replace(ended, samples=sorted(map(from_wire, self.samples), key=lambda sample: sample.start),
+        wire = chain(self.samples, expand_runs(self.runs, self.origin))
+        return replace(ended, samples=sorted(map(from_wire, wire), key=lambda sample: sample.start),
                        facts=dict(self.facts),
                        deferred=sorted(map(result_from_wire, self.results), key=lambda entry: entry.queued))
 
