@@ -13,15 +13,21 @@ from maximus.records import ARRIVALS_OPTION, RATE, Outcome, RunEnd, RunSpec, Run
 from maximus.store import ResultsStore
 
 
-def _run(store: ResultsStore, per_second: int) -> int:
-    """A 20 s measured window with ``per_second`` New-Orders each second (plus a little jitter)."""
-    spec = RunSpec("sqlite", {}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 1, 0.0, 20.0, 1)
+def _stored(store: ResultsStore, samples: list[TxnSample], options: dict[str, str] | None = None) -> int:
+    """A complete 1-warehouse SQLite run of a 20 s measured window holding ``samples``."""
+    spec = RunSpec("sqlite", {}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 1, 0.0, 20.0, 1,
+                   options=options or {})
     run_id = store.begin_run(RunStart(spec, effective_knobs={}, engine_settings={}, load_seconds=1.0,
                                       loaded_in_run=True, load_seed=1, constants={}, environment={}))
-    samples = [TxnSample(0, "new_order", second + (i + 0.5) / (per_second + second % 3), 0.001, Outcome.COMMITTED)
-               for second in range(20) for i in range(per_second + second % 3)]
     store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, samples, elapsed_s=20.0))
     return run_id
+
+
+def _run(store: ResultsStore, per_second: int) -> int:
+    """``per_second`` New-Orders each second (plus a little jitter)."""
+    return _stored(store, [TxnSample(0, "new_order", second + (i + 0.5) / (per_second + second % 3), 0.001,
+                                     Outcome.COMMITTED)
+                           for second in range(20) for i in range(per_second + second % 3)])
 
 
 @pytest.fixture
@@ -56,19 +62,14 @@ def test_json_reports_the_ratio_and_method(results: Path) -> None:
 
 
 def _fixed_rate_run(store: ResultsStore, latency_ms: float) -> int:
-    """A 20 s window at 100 New-Orders a second, as a fixed-rate run keeps them, each ``latency_ms`` (with a little
-    jitter) from its intended start, a tenth of it waiting behind the one before."""
-    spec = RunSpec("sqlite", {}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 1, 0.0, 20.0, 1,
-                   options={RATE: "100", ARRIVALS_OPTION: "regular"})
-    run_id = store.begin_run(RunStart(spec, effective_knobs={}, engine_settings={}, load_seconds=1.0,
-                                      loaded_in_run=True, load_seed=1, constants={}, environment={}))
+    """100 New-Orders a second, as a fixed-rate run keeps them, each ``latency_ms`` (with a little jitter) from its
+    intended start, a tenth of it waiting behind the one before."""
     samples = []
     for n in range(2000):
         intended, latency = n / 100, latency_ms / 1000 * (1 + (n % 7) / 20)
         samples.append(TxnSample(0, "new_order", intended + latency / 10, latency * 0.9, Outcome.COMMITTED,
                                  intended=intended))
-    store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, samples, elapsed_s=20.0))
-    return run_id
+    return _stored(store, samples, {RATE: "100", ARRIVALS_OPTION: "regular"})
 
 
 @pytest.fixture
