@@ -284,11 +284,13 @@ def _maximus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 class _HostLost:
-    """A run ``Observer`` that SIGKILLs one host's actor (its Ray worker process) once the run is ``at`` seconds from
-    its origin: the host is lost as with its node."""
+    """A run ``Observer`` that SIGKILLs one host's actor (its Ray worker process) and every process under it once the
+    run is ``at`` seconds from its origin: the host is lost as with its node. The named semaphores its run had made
+    are noted, for the test to remove: nobody else would (``remove_semaphores``)."""
 
     def __init__(self, at: float) -> None:
         self.at, self.killed = at, 0
+        self.mapped: set[int] = set()
 
     def started(self, warmup_s: float, duration_s: float, headline: Any) -> None:
         return None
@@ -298,15 +300,29 @@ class _HostLost:
             actors = [pid for pid in _process.descendants(os.getpid())
                       if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::ClientHost")]
             self.killed = max(actors)
-            os.kill(self.killed, signal.SIGKILL)
+            family = [self.killed, *_process.descendants(self.killed)]
+            for pid in family:  # held: none makes a semaphore between the look and the kill
+                os.kill(pid, signal.SIGSTOP)
+            self.mapped = _process.shared_memory(family)[0]
+            for pid in family:
+                os.kill(pid, signal.SIGKILL)
+
+    def remove_semaphores(self) -> None:
+        """Only multiprocessing's: the node's object store is mapped too, and stays the node's."""
+        for path in _process.shared_memory_files(self.mapped):
+            if path.name.startswith("sem.mp-"):
+                path.unlink(missing_ok=True)
 
 
 def test_a_lost_host_fails_the_run_naming_it_and_what_it_streamed_before_is_kept(ray_cluster: str,
                                                                                  two_warehouses: Path,
                                                                                  tmp_path: Path) -> None:
     results, lost = tmp_path / "r.db", _HostLost(at=2.0)
-    outcome = api.run_benchmark(_options(ray_cluster, two_warehouses, results, terminals=4, duration_s=30.0,
-                                         hosts=2, check=False), observer=lost)
+    try:
+        outcome = api.run_benchmark(_options(ray_cluster, two_warehouses, results, terminals=4, duration_s=30.0,
+                                             hosts=2, check=False), observer=lost)
+    finally:
+        lost.remove_semaphores()
     assert lost.killed and outcome.status is RunStatus.FAILED
     assert outcome.result.elapsed_s < 20.0  # the other host was stopped
     store = api.open_results(results)
