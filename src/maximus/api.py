@@ -41,9 +41,9 @@ from maximus.knobs.registry import parse_assignments
 from maximus.records import CheckResult, CrashMode, CrashTest, CrashTestRecord, ExperimentRecord, RunRecord, RunStatus
 from maximus.crashtest import CrashObserver, CrashTestOptions
 from maximus.crashtest import crash_test as run_crash_test
-from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failure_excess, keep_engine_facts,
-                          keep_readings,
-                          record_failed_run, run_benchmark, terminal_hosting)
+from maximus.runs import (BenchmarkOptions, RunOutcome, deferred_workers, failure_excess, homes_loader,
+                          keep_engine_facts, keep_readings, placed_client_hosts, record_failed_run, run_benchmark,
+                          terminal_hosting)
 from maximus.store import ResultsStore, default_results_path
 from maximus.system import Layout
 from maximus.system import recover as recover_system
@@ -108,6 +108,7 @@ class Loaded:
     rows: int
     seconds: float
     path: Path
+    host_load_s: tuple[float, ...] = ()  # with client hosts: each host's load of its own homes
 
 
 def load(options: BenchmarkOptions, progress: LoadProgress | None = None) -> Loaded:
@@ -118,23 +119,25 @@ def load(options: BenchmarkOptions, progress: LoadProgress | None = None) -> Loa
     if Layout.of(options.os_knobs):
         raise UserError("storage.* knobs put a run's database on a file system made for it and removed after it: "
                         "use `maximus run` (its load is timed on the layout) or an experiment")
-    named = make_engine(options.engine, options.workdir, build, options.engine_knobs, None, options.connection)
+    named = make_engine(options.engine, options.workdir, build, options.engine_knobs, options.database,
+                        options.connection)
     with system.changed(options.os_knobs, named, lambda workdir: nullcontext(named), options.system_changes) as machine:
         target = machine.engine
         with running(target):
             machine.server_started()
-            with machine.working():  # as a run's build: its throttle and the client's scheduling
-                result = load_database(target, build, options.seed, progress)
+            with machine.working(), placed_client_hosts(options) as placed:  # as a run's build
+                result = load_database(target, build, options.seed, progress, homes_loader(placed))
             if not target.exists():
                 target.restore()  # a working copy to look at, as `load` always left
     return Loaded(build.workload.presentation(build.settings).scale, sum(result.rows.values()), result.seconds,
-                  target.workdir / target.database)
+                  target.workdir / target.database, tuple(placed.load_s or ()) if placed else ())
 
 
 def check(options: BenchmarkOptions, announce: Callable[[str], None] = lambda message: None) -> list[CheckResult]:
     """The workload's consistency conditions on the database of ``options`` as the last run left it."""
     build = options.build
-    target = make_engine(options.engine, options.workdir, build, options.engine_knobs, None, options.connection)
+    target = make_engine(options.engine, options.workdir, build, options.engine_knobs, options.database,
+                         options.connection)
     return check_database(target, build.workload, announce=announce)
 
 

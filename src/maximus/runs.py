@@ -213,9 +213,9 @@ def _run(store: ResultsStore, machine: system.Machine[Engine], build: Build, opt
     store.check_writable()  # before a build that may take an hour
     engine.start()  # a fresh server for every run: restarted between runs, as the tuning articles rebooted
     machine.server_started()
-    with machine.working(), _client_hosts(options) as placed:
+    with machine.working(), placed_client_hosts(options) as placed:
         prepared = prepare_database(engine, build, options.seed, progress, options.rebuild, options.restore,
-                                    _homes_loader(placed))
+                                    homes_loader(placed))
         begun = _begin(store, engine, build, options, prepared, machine.done())
         if options.device_limit:
             _measure_device(store, begun.run_id, engine, build, options.terminals, prepared.info)
@@ -226,7 +226,7 @@ def _run(store: ResultsStore, machine: system.Machine[Engine], build: Build, opt
 
 
 @contextmanager
-def _client_hosts(options: BenchmarkOptions) -> Iterator[hosts.PlacedHosts | None]:
+def placed_client_hosts(options: BenchmarkOptions) -> Iterator[hosts.PlacedHosts | None]:
     """The run's client hosts (``--ray``), placed once for its build and its terminals; None: it runs here."""
     if options.ray_address is None:
         yield None
@@ -235,7 +235,7 @@ def _client_hosts(options: BenchmarkOptions) -> Iterator[hosts.PlacedHosts | Non
         yield placed
 
 
-def _homes_loader(placed: hosts.PlacedHosts | None) -> HomesLoader | None:
+def homes_loader(placed: hosts.PlacedHosts | None) -> HomesLoader | None:
     """Who loads a build's per-home rows: the client hosts, each its own homes, as they then run their terminals;
     without hosts, this machine."""
     if placed is None:

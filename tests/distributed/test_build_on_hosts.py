@@ -16,7 +16,6 @@ import pytest
 from maximus import api
 from maximus.client_hosts import client_hosts
 from maximus.database import check_running
-from maximus.driver import hosts
 from maximus.errors import EngineError
 from maximus.records import RunStatus
 from maximus.workloads.base import Homes, LoadResult, Progress, SplitLoad
@@ -130,17 +129,16 @@ def test_the_build_time_and_each_host_load_time_are_stored_and_shown(hosts_build
 
 def test_a_mariadb_build_on_two_hosts_holds_what_a_build_on_one_machine_holds(ray_cluster: str,
                                                                               server_workdir: Path) -> None:
+    """Built by ``maximus load --ray`` (``api.load``), as a DBA builds a database once for the runs that follow."""
     contents = {}
     for database in (None, "tpcc-2wh-on-hosts"):
+        loaded = api.load(api.BenchmarkOptions(engine="mariadb", settings={"warehouses": WAREHOUSES},
+                                               workdir=server_workdir, database=database, device_limit=False,
+                                               ray_address=ray_cluster if database else None,
+                                               hosts=2 if database else 1))
+        assert len(loaded.host_load_s) == (2 if database else 0)
         engine = api.make_engine("mariadb", server_workdir, TWO_WAREHOUSES, {}, database)
         with api.running(engine):
-            if database is None:
-                api.load_database(engine, TWO_WAREHOUSES, seed=1)
-            else:
-                with hosts.placed(ray_cluster, 2) as placed:
-                    api.load_database(engine, TWO_WAREHOUSES, seed=1, homes_loader=lambda split, progress:
-                                      hosts.load_on_hosts(split, placed, progress))
-                assert placed.load_s is not None and len(placed.load_s) == 2
             engine.restore()
             session = engine.connect()
             try:

@@ -1,6 +1,6 @@
 """What a run from several client hosts refuses, each in one line with exit code 2 before anything runs: Ray not
 installed, an embedded engine, fewer warehouses or terminals than hosts, --hosts without --ray, a head that does not
-answer (the real `maximus` process)."""
+answer (the real `maximus` process); and what a load from several hosts refuses."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ NOTHING_THERE = "127.0.0.1:1"  # a port nothing listens on
 
 def _refused(arguments: list[str], tmp_path: Path, python: list[str], command: tuple[str, ...] = ("run",)) -> str:
     """The one line of a refused ``maximus run`` (or other ``command``), which wrote nothing."""
-    where = ["--workdir", str(tmp_path / "work"), "--results", str(tmp_path / "r.db")]
+    where = ["--workdir", str(tmp_path / "work"), *(["--results", str(tmp_path / "r.db")] if command != ("load",)
+                                                   else [])]
     done = subprocess.run([sys.executable, *python, *command, *arguments, *where], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
@@ -64,6 +65,20 @@ def test_without_ray_installed_a_run_on_this_machine_runs_as_ever(tmp_path: Path
 def test_a_run_from_hosts_that_cannot_be_is_refused_in_one_line(arguments: list[str], expected: str,
                                                                 tmp_path: Path) -> None:
     assert _refused(arguments, tmp_path, ["-m", "maximus"]).startswith(expected)
+
+
+@pytest.mark.parametrize(("arguments", "expected"), [
+    (["--ray", NOTHING_THERE, "--hosts", "2"], "error: --ray: sqlite is embedded in Maximus's client processes"),
+    (["-e", "postgres", "-w", "1", "--ray", NOTHING_THERE, "--hosts", "2"],
+     "error: --hosts 2 needs at least 2 warehouses"),
+    (["-e", "postgres", "-w", "2", "--hosts", "2"], "error: --hosts needs --ray ADDRESS"),
+    (["-e", "postgres", "-w", "4", "--ray", NOTHING_THERE, "--hosts", "4"],
+     f"error: --ray {NOTHING_THERE}: no Ray cluster answers there (Connection refused)"),
+])
+def test_a_load_from_hosts_that_cannot_be_is_refused_in_one_line(arguments: list[str], expected: str,
+                                                                 tmp_path: Path) -> None:
+    """As a run's: a load needs a home of its own for each host, not a terminal."""
+    assert _refused(arguments, tmp_path, ["-m", "maximus"], ("load",)).startswith(expected)
 
 
 HOSTED = 'name = "hosts"\nengine = "{engine}"\nclients = [{clients}]\nhosts = 2\n[workload]\nwarehouses = 2\n'

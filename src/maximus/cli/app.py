@@ -53,6 +53,11 @@ Results = Annotated[Optional[Path], typer.Option(
 Terminals = Annotated[int, typer.Option("--terminals", "-t", help="Concurrent terminals (virtual users).")]
 Warmup = Annotated[float, typer.Option("--warmup", help="Seconds of warm-up, excluded from results.")]
 Duration = Annotated[float, typer.Option("--duration", "-d", help="Seconds of the measured window.")]
+RayAddress = Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the terminals from client "
+                                                  "hosts, the nodes of the Ray cluster at ADDRESS (host:port of its "
+                                                  "head), each with the terminals of its own warehouses; a build the "
+                                                  "run makes, each loading its own warehouses.")]
+HostCount = Annotated[int, typer.Option("--hosts", metavar="N", help="With --ray: client hosts, one Ray node each.")]
 Yes = Annotated[bool, typer.Option("--yes", help="Run a plan estimated to take more than a day (asked for "
                                    "otherwise).")]
 
@@ -108,12 +113,20 @@ def demo(workdir: Workdir = None, results: Results = None,
 @with_workload_options(chooses_database=True)
 def load(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None, seed: Seed = 1,
          workdir: Workdir = None, connection: Connection = None, workload: WorkloadName = "tpcc",
-         allow_system_changes: AllowSystemChanges = False) -> None:
+         allow_system_changes: AllowSystemChanges = False,
+         ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Load from client hosts, the "
+                                                    "nodes of the Ray cluster at ADDRESS (host:port of its head), "
+                                                    "each its own warehouses.")] = None,
+         hosts: HostCount = 1) -> None:
     """Build a TPC-C database from scratch (timed) and keep a pristine copy for later runs."""
     options = _options(engine, knob, settings, workdir, None, connection, workload, seed=seed,
-                       system_changes=allow_system_changes)
+                       system_changes=allow_system_changes, ray_address=ray, hosts=hosts,
+                       terminals=max(hosts, 1))  # a build's hosts need homes, not terminals
     loaded = api.load(options, LoadBars(out))
     out.print(f"Loaded {loaded.scale}, {loaded.rows:,} rows in [bold]{loaded.seconds:,.1f} s[/] into {loaded.path}")
+    if loaded.host_load_s:
+        out.print("Client hosts' loads of their own warehouses: "
+                  + ", ".join(f"host {n} {seconds:,.1f} s" for n, seconds in enumerate(loaded.host_load_s, 1)))
 
 
 @app.command()
@@ -142,12 +155,7 @@ def run(engine: Engine = "sqlite", knob: Knobs = None, settings: Settings = None
                                                       "omission avoided). Without it, closed loop.")] = None,
         arrivals: Annotated[str, typer.Option("--arrivals", help="With --rate: regular (evenly spaced) or poisson "
                                               "(exponential gaps, seeded) arrivals.")] = "regular",
-        ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the terminals from client "
-                                                   "hosts, the nodes of the Ray cluster at ADDRESS (host:port of its "
-                                                   "head), each with the terminals of its own warehouses; a build the "
-                                                   "run makes, each loading its own warehouses.")] = None,
-        hosts: Annotated[int, typer.Option("--hosts", metavar="N", help="With --ray: client hosts, one Ray node "
-                                           "each.")] = 1,
+        ray: RayAddress = None, hosts: HostCount = 1,
         workdir: Workdir = None, results: Results = None, connection: Connection = None, yes: Yes = False,
         workload: WorkloadName = "tpcc", allow_system_changes: AllowSystemChanges = False) -> None:
     """Load if needed, then run the TPC-C mix and store the results (every run starts from pristine data)."""
