@@ -2,7 +2,7 @@
 -- mariadb.sql) with Maximus's inputs: a C client doing what Maximus's server-side terminals do, for
 -- bench/mariadb_tpcc.py. Each thread deals the 23-card deck of 5.2.4.2 (10 New-Order, 10 Payment, 1 each of the
 -- others), shuffled per pass; its home warehouse and district are dealt as Maximus deals them; NURand uses the
--- run's C (given by the caller); with one warehouse nothing is remote. New-Order's 1 % unused item raises
+-- run's C (given by the caller); with one warehouse nothing is remote (bench/mariadb_tpcc_draws.lua). New-Order's 1 % unused item raises
 -- SQLSTATE MX001 (error 1644), which sysbench ignores when told to (--mysql-ignore-errors) and counts.
 
 sysbench.cmdline.options = {
@@ -12,47 +12,15 @@ sysbench.cmdline.options = {
    ol_i_id = {"NURand C for OL_I_ID", 0},
 }
 
-local SYLLABLES = {"BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING"}
-local DECK = {}
-for _ = 1, 10 do table.insert(DECK, "new_order") end
-for _ = 1, 10 do table.insert(DECK, "payment") end
-for _, name in ipairs({"order_status", "delivery", "stock_level"}) do table.insert(DECK, name) end
-
-local function uniform(low, high) return sysbench.rand.uniform(low, high) end
-
-local function nurand(a, x, y, c)
-   return (((bit.bor(uniform(0, a), uniform(x, y))) + c) % (y - x + 1)) + x
-end
-
-local function last_name(n)
-   return SYLLABLES[math.floor(n / 100) + 1] .. SYLLABLES[math.floor(n / 10) % 10 + 1] .. SYLLABLES[n % 10 + 1]
-end
-
-local function other_warehouse(w_id)
-   local warehouses = sysbench.opt.warehouses
-   return (w_id + uniform(0, warehouses - 2)) % warehouses + 1
-end
+-- the draws both sysbench scripts share, beside this one
+local draws = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "mariadb_tpcc_draws.lua")
+local uniform, nurand, last_name, other_warehouse = draws.uniform, draws.nurand, draws.last_name, draws.other_warehouse
 
 function thread_init()
    drv = sysbench.sql.driver()
    con = drv:connect()
-   local warehouses = sysbench.opt.warehouses
-   w_id = sysbench.tid % warehouses + 1  -- Maximus's home_of: terminals dealt over the warehouses in turn
-   home_d = math.floor(sysbench.tid / warehouses) % 10 + 1
-   deck, card = {}, 24
-end
-
-local function next_card()
-   if card > #DECK then
-      for i = 1, #DECK do deck[i] = DECK[i] end
-      for i = #deck, 2, -1 do
-         local j = uniform(1, i)
-         deck[i], deck[j] = deck[j], deck[i]
-      end
-      card = 1
-   end
-   card = card + 1
-   return deck[card - 1]
+   w_id, home_d = draws.home(sysbench.tid)
+   next_card = draws.dealer()
 end
 
 local function customer()

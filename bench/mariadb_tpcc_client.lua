@@ -53,15 +53,13 @@ local CLIENT_FOUND_ROWS, CLIENT_MULTI_STATEMENTS = 2, 65536  -- as Maximus's ses
 local CONFLICTS = {[1213] = true, [1205] = true, [1020] = true}  -- deadlock, lock wait timeout, record changed
 local ATTEMPTS = 10
 local DISTRICTS, UNUSED_ITEM = 10, 100001
-local SYLLABLES = {"BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING"}
-local DECK = {}
-for _ = 1, 10 do table.insert(DECK, "new_order") end
-for _ = 1, 10 do table.insert(DECK, "payment") end
-for _, name in ipairs({"order_status", "delivery", "stock_level"}) do table.insert(DECK, name) end
+-- the draws both sysbench scripts share, beside this one
+local draws = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "mariadb_tpcc_draws.lua")
+local uniform, nurand, last_name, other_warehouse = draws.uniform, draws.nurand, draws.last_name, draws.other_warehouse
 
 local lib = ffi.C  -- sysbench links libmariadb: its functions are in the process's global namespace
 local given, fixed, sets, begins  -- the statements, cut at their placeholders (prepare)
-local conn, escaped, w_id, home_d, deck, card
+local conn, escaped, w_id, home_d, next_card
 
 -- -- statements ---------------------------------------------------------------------------------------
 
@@ -196,21 +194,6 @@ local function rollback()
 end
 
 -- -- the inputs, drawn as Maximus draws them ----------------------------------------------------------------
-
-local function uniform(low, high) return sysbench.rand.uniform(low, high) end
-
-local function nurand(a, x, y, c)
-   return (((bit.bor(uniform(0, a), uniform(x, y))) + c) % (y - x + 1)) + x
-end
-
-local function last_name(n)
-   return SYLLABLES[math.floor(n / 100) + 1] .. SYLLABLES[math.floor(n / 10) % 10 + 1] .. SYLLABLES[n % 10 + 1]
-end
-
-local function other_warehouse(home)
-   local warehouses = sysbench.opt.warehouses
-   return (home + uniform(0, warehouses - 2)) % warehouses + 1
-end
 
 local function customer_id() return nurand(1023, 1, 3000, sysbench.opt.c_id) end
 
@@ -439,23 +422,8 @@ function thread_init()
    end
    escaped = ffi.new("char[?]", 1024)
    results_of(given.session)  -- Maximus's sql_mode (PIPES_AS_CONCAT: Payment's bad credit uses ||)
-   local warehouses = sysbench.opt.warehouses
-   w_id = sysbench.tid % warehouses + 1  -- Maximus's home_of: terminals dealt over the warehouses in turn
-   home_d = math.floor(sysbench.tid / warehouses) % 10 + 1
-   deck, card = {}, #DECK + 1
-end
-
-local function next_card()
-   if card > #DECK then
-      for i = 1, #DECK do deck[i] = DECK[i] end
-      for i = #deck, 2, -1 do
-         local j = uniform(1, i)
-         deck[i], deck[j] = deck[j], deck[i]
-      end
-      card = 1
-   end
-   card = card + 1
-   return deck[card - 1]
+   w_id, home_d = draws.home(sysbench.tid)
+   next_card = draws.dealer()
 end
 
 -- One transaction of the deck, retried on a conflict with the same inputs, as Maximus's retry policy does.
