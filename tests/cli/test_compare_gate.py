@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -30,14 +31,18 @@ def _run(store: ResultsStore, per_second: int) -> int:
                            for second in range(20) for i in range(per_second + second % 3)])
 
 
-@pytest.fixture
-def results(tmp_path: Path) -> Path:
-    path = tmp_path / "results.db"
+def _two_runs(path: Path, make: Callable[[ResultsStore, Any], int], a: Any, b: Any) -> Path:
+    """A results store at ``path`` holding run 1, ``make(store, a)``, and run 2, ``make(store, b)``."""
     store = ResultsStore(path)
-    _run(store, 100)
-    _run(store, 70)
+    make(store, a)
+    make(store, b)
     store.close()
     return path
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return _two_runs(tmp_path / "results.db", _run, 100, 70)
 
 
 def _compare(results: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -74,12 +79,7 @@ def _fixed_rate_run(store: ResultsStore, latency_ms: float) -> int:
 
 @pytest.fixture
 def fixed_rate_results(tmp_path: Path) -> Path:
-    path = tmp_path / "results.db"
-    store = ResultsStore(path)
-    _fixed_rate_run(store, 4.0)
-    _fixed_rate_run(store, 6.0)
-    store.close()
-    return path
+    return _two_runs(tmp_path / "results.db", _fixed_rate_run, 4.0, 6.0)
 
 
 def test_two_fixed_rate_runs_are_compared_by_latency_from_the_intended_start(fixed_rate_results: Path) -> None:
