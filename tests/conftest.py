@@ -3,11 +3,13 @@ pumps of an engine with split calls."""
 
 from __future__ import annotations
 
-import fcntl
+import errno
 import os
 import shutil
 import signal
+import socket
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -98,16 +100,25 @@ def make_pump(request: pytest.FixtureRequest) -> Callable[[Engine], Pump]:
     return lambda engine: engine.call_pump()
 
 
-_KNOBS_LOCK = Path(tempfile.gettempdir()) / "maximus-tests-machine-knobs.lock"
+# A name in Linux's abstract socket namespace: bound by one process of the machine at a time, and gone with it, so
+# the lock leaves no file behind and a killed holder never keeps it
+_KNOBS_LOCK = "\0maximus-tests-machine-knobs"
 
 
 @pytest.fixture
 def machine_knobs() -> Iterator[None]:
-    """The machine's knobs (and Maximus's cgroups) for this test alone: pytest -n runs test files side by side, and a
-    test that compares every knob before and after its run, or looks for cgroups of Maximus's left behind, would see
-    another file's experiment change one meanwhile."""
-    with open(_KNOBS_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    """The machine's knobs (and Maximus's cgroups) for this test alone: pytest -n runs test files side by side (and
+    two suites may run on one machine), and a test that compares every knob before and after its run, or looks for
+    cgroups of Maximus's left behind, would see another file's experiment change one meanwhile."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as lock:
+        while True:
+            try:
+                lock.bind(_KNOBS_LOCK)
+                break
+            except OSError as error:
+                if error.errno != errno.EADDRINUSE:
+                    raise
+                time.sleep(0.1)
         yield
 
 
