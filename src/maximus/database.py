@@ -15,7 +15,7 @@ from maximus.engines import Engine, check_connection, runnable_engine
 from maximus.errors import EngineError, MaximusError, UserError, describe
 from maximus.records import CheckResult
 from maximus.workloads import workload as workload_named
-from maximus.workloads.base import DatabaseInfo, LoadResult, Progress, Settings, SplitLoad, Workload
+from maximus.workloads.base import DatabaseInfo, LoadResult, Progress, Settings, SplitLoad, Workload, tallied
 
 _log = logging.getLogger(__name__)  # what the user should know besides the error (the CLI prints it as a note)
 
@@ -108,13 +108,8 @@ def _built(engine: Engine, build: Build, seed: int, progress: Progress,
     if split is None or homes_loader is None:
         return build.workload.load(engine, build.settings, seed, progress)
     rows: dict[str, int] = {}
-
-    def tally(table: str, written: int) -> None:
-        rows[table] = rows.get(table, 0) + written
-        progress(table, written)
-
     split.begin()
-    homes_loader(split, tally)
+    homes_loader(split, tallied(rows, progress))
     return split.finish(rows)
 
 

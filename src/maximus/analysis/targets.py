@@ -59,7 +59,8 @@ def compare_targets(store: ResultsStore, a: str, b: str, experiment_id: int | No
     method = method if method == b_method else f"{method} against {b_method}"
     setups = tuple(differences(store.run(int(a)).spec, store.run(int(b)).spec)) \
         if experiment_id is None and a.isdigit() and b.isdigit() else ()
-    figure = f"{_named(headline.transaction)} p90 latency ms" if by_latency else headline.name
+    # by latency, both have runs: their presentation names the transaction as the tables do ("New-Order")
+    figure = f"{a_reports[0].presentation.label(headline.transaction)} p90 latency ms" if by_latency else headline.name
     return Comparison(a_label, b_label, headline, a_values, b_values, method,
                       compare(a_values, b_values, higher_is_better=not by_latency), setups, figure, not by_latency)
 
@@ -122,10 +123,6 @@ def _percentile_ms(samples: Sequence[TxnSample], transaction: str, window: Windo
 def _parts(window: Window) -> list[Window]:
     width = (window.end - window.start) / BATCHES
     return [Window(window.start + k * width, window.start + (k + 1) * width) for k in range(BATCHES)]
-
-
-def _named(transaction: str) -> str:
-    return transaction.replace("_", " ").title().replace(" ", "-")
 
 
 def _level(experiment_id: int, summary: ExperimentSummary, clients: int | None, rate: float | None) -> Level:

@@ -36,6 +36,14 @@ from maximus.records import CheckResult, DeviceJob, DurabilityFindings, Outcome,
 Progress = Callable[[str, int], None]  # (table, rows just written)
 
 
+def tallied(rows: dict[str, int], progress: Progress) -> Progress:
+    """``progress``, with the rows it is told also added up per table in ``rows``: what a build wrote."""
+    def count(table: str, written: int) -> None:
+        rows[table] = rows.get(table, 0) + written
+        progress(table, written)
+    return count
+
+
 class SettingError(UserError):
     """A workload setting that is not valid; ``key`` names it, for the experiment file's or the CLI's message.
     A number outside its documented range carries the range (``limit``) and the ``value``."""

@@ -56,6 +56,11 @@ class Place:
     address: str
 
 
+# A reading of a host's client processes as it travels: (seconds from the run's origin, name, value, unit, labels), an
+# OS sampler's ``Reading`` with its time, its labels a plain dict
+HostReading = tuple[float, str, float, str, dict[str, str]]
+
+
 @dataclass(frozen=True)
 class Streamed:
     """What a host's terminals recorded since the last ``take``, as it travels (``terminal.from_wire`` and
@@ -68,8 +73,7 @@ class Streamed:
     facts: dict[str, int]  # in-window facts, summed
     headline_done: int
     all_done: int
-    # its client processes' counters, (seconds from the origin, name, value, unit, labels): ``HostSampler``'s
-    readings: list[tuple[float, str, float, str, dict[str, str]]] = field(default_factory=list)
+    readings: list[HostReading] = field(default_factory=list)  # its client processes' counters: ``HostSampler``'s
 
 
 class Outbox:
@@ -107,7 +111,7 @@ class HostSampler:
         self._lock = threading.Lock()
         self._group: ProcessGroup | None = None
         self._origin = 0.0
-        self._readings: list[tuple[float, str, float, str, dict[str, str]]] = []
+        self._readings: list[HostReading] = []
 
     def start(self, origin: float, client_pids: Sequence[int]) -> None:
         with self._lock:
@@ -124,7 +128,7 @@ class HostSampler:
                 self._readings += [(at, name, float(value), unit, dict(labels))
                                    for name, value, unit, labels in self._group.read()]
 
-    def taken(self) -> list[tuple[float, str, float, str, dict[str, str]]]:
+    def taken(self) -> list[HostReading]:
         """The readings since the last call."""
         with self._lock:
             readings, self._readings = self._readings, []

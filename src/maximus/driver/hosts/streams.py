@@ -8,7 +8,7 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any, Sequence
 
-from maximus.driver.hosts.host import Streamed
+from maximus.driver.hosts.host import HostReading, Streamed
 from maximus.driver.scheduler import DriveResult
 from maximus.driver.terminal import expand_runs, from_wire, result_from_wire
 from maximus.records import MetricSample
@@ -26,7 +26,7 @@ class HostStream:
         self.origin = 0.0
         self.results: list[tuple] = []
         self.facts: Counter[str] = Counter()
-        self.readings: list[tuple[float, str, float, str, dict[str, str]]] = []
+        self.readings: list[HostReading] = []
         self.counts = (0, 0)  # the headline's transactions and all transactions
         self.pending: Any = None  # the ObjectRef of a take not answered yet
 
@@ -45,7 +45,6 @@ class HostStream:
         return replace(ended, samples=sorted(map(from_wire, wire), key=lambda sample: sample.start),
                        facts=dict(self.facts),
                        deferred=sorted(map(result_from_wire, self.results), key=lambda entry: entry.queued))
-
 
     def metric_samples(self, group: str) -> list[MetricSample]:
         """Its client processes' readings as the OS sampler's, their process group named ``group``."""

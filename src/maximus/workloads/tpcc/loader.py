@@ -19,7 +19,7 @@ from maximus.engines.base import Dialect, Engine, Session
 from maximus.errors import EngineError
 from maximus import workers as worker_processes
 from maximus.workers import ignore_interrupts, spawning
-from maximus.workloads.base import DatabaseInfo, Homes, LoadResult, Progress, SplitLoad
+from maximus.workloads.base import DatabaseInfo, Homes, LoadResult, Progress, SplitLoad, tallied
 from maximus.workloads.tpcc import generate, schema
 from maximus.workloads.tpcc.random import NURandConstants
 from maximus.workloads.tpcc.server_side import procedures_sql
@@ -34,7 +34,7 @@ def load(engine: Engine, warehouses: int, seed: int, progress: Progress = lambda
     build = WarehouseLoad.of(engine, warehouses, seed)
     build.begin()
     rows: dict[str, int] = {}
-    tally = _tally(rows, progress)
+    tally = tallied(rows, progress)
     build.load_homes(range(1, warehouses + 1), _loader_processes(engine, warehouses), tally,
                      meanwhile=lambda: build.load_shared(tally))
     return build.finish(rows)
@@ -157,13 +157,6 @@ def _side_by_side(engine: Engine, scripts: list[list[str]]) -> None:
             for other in list(opened):
                 other.cancel()  # a closed one has nothing to stop
             raise
-
-
-def _tally(rows: dict[str, int], progress: Progress) -> Progress:
-    def count(table: str, written: int) -> None:
-        rows[table] = rows.get(table, 0) + written
-        progress(table, written)
-    return count
 
 
 def _write(engine: Engine, session: Session, chunks: Iterator[generate.Chunk], tally: Progress) -> None:
