@@ -78,12 +78,15 @@ def _run(workdir: Path, address: str | None, hosts: int, terminals: int, warmup:
 
 
 def _client_cpus(report: Any) -> float:
-    """The clients' CPUs in the window: each host's terminal processes (``client host N``, sampled on the host); on
-    this machine alone, its terminal processes (``client``). The parent's is left out of both, as the coordinator's
-    and the hosts' actors are."""
+    """The clients' CPUs in the window: each host's terminal processes (``client host N``, sampled on the host), or,
+    where a host's readings do not span the window, every host's over its whole run (its record); on this machine
+    alone, its terminal processes (``client``). The parent's is left out, as the coordinator's and the actors' are."""
     groups = report.monitoring.figures.groups
     hosts = [figures.cpus for name, figures in groups.items() if name.startswith("client host ")]
-    if client_hosts(report.record.environment):
+    on_hosts = client_hosts(report.record.environment)
+    if on_hosts and len(hosts) < len(on_hosts):  # a window too short for a host's readings at both its edges
+        return sum(host.client_cpu_s / host.elapsed_s for host in on_hosts)  # each host's over its whole run
+    if on_hosts:
         return sum(hosts)
     return groups["client"].cpus if "client" in groups else 0.0
 
