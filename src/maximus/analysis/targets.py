@@ -7,6 +7,8 @@ compared by throughput, and the differences listed say why that is odd."""
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -16,11 +18,13 @@ from maximus.analysis.compare import Ratio, batch_means, compare
 from maximus.analysis.experiment import ExperimentSummary, analyse_experiment
 from maximus.analysis.rate import scheduled
 from maximus.analysis.run import RunReport, analyse_run
+from maximus.analysis.stats import summarise_recorded
 from maximus.analysis.steady import window_series
 from maximus.errors import UserError
 from maximus.experiment.model import Experiment
 from maximus.experiment.plan import Level
-from maximus.records import Headline, Outcome, RunStatus, TxnSample, Window, differences
+from maximus.histograms import INTERVAL_S, LATENCY, interval_histograms, merged
+from maximus.records import Headline, IntervalHistogram, RunStatus, differences
 from maximus.store import ResultsStore
 
 BATCHES = 10  # a single run's window is cut into this many batches (``batch_means``)
@@ -96,10 +100,8 @@ def _values(store: ResultsStore, reports: Sequence[RunReport], by_latency: bool,
 
 def _batches(store: ResultsStore, report: RunReport, by_latency: bool) -> list[float]:
     window = report.record.window
-    if by_latency:  # each batch's p90, of the transactions that started in it
-        samples, named = store.samples(report.record.id), report.presentation.headline.transaction
-        return [value for value in (_percentile_ms(samples, named, part) for part in _parts(window))
-                if value == value]
+    if by_latency:
+        return _batch_p90s_ms(store, report)
     series = window_series(report.figures.per_second, window.start, window.end)
     return [report.presentation.headline.rate(v, 1.0) for v in batch_means(series)]
 
@@ -112,17 +114,26 @@ def _p90_ms(report: RunReport) -> float:
     return found[0] * 1000 if found else float("nan")
 
 
-def _percentile_ms(samples: Sequence[TxnSample], transaction: str, window: Window) -> float:
-    """The 90th percentile (nearest rank) of the completed ``transaction``s that started in ``window``, from their
-    intended start, in milliseconds; NaN of none."""
-    latencies = [s.scheduled_latency for s in samples
-                 if s.transaction == transaction and window.contains(s) and s.outcome is not Outcome.FAILED]
-    return float(np.percentile(latencies, 90, method="inverted_cdf")) * 1000 if latencies else float("nan")
-
-
-def _parts(window: Window) -> list[Window]:
-    width = (window.end - window.start) / BATCHES
-    return [Window(window.start + k * width, window.start + (k + 1) * width) for k in range(BATCHES)]
+def _batch_p90s_ms(store: ResultsStore, report: RunReport) -> list[float]:
+    """Each batch's 90th-percentile latency of the headline transaction from its intended start, in milliseconds, from
+    the run's histograms as every percentile Maximus prints: the window's seconds cut into ``BATCHES`` runs of whole
+    seconds (a histogram holds the transactions that started in one second), each one's histograms merged; a batch
+    where none completed gives none."""
+    run_id, window = report.record.id, report.record.window
+    recorded = store.latency_histograms(run_id)
+    if recorded is None:  # a run stored before its histograms: made from its samples, as analyse_run makes them
+        recorded = interval_histograms(store.samples(run_id), window)
+    named = report.presentation.headline.transaction
+    by_second: dict[float, list[IntervalHistogram]] = defaultdict(list)
+    for histogram in recorded:
+        if histogram.transaction == named and histogram.kind == LATENCY and histogram.counted:
+            by_second[histogram.start].append(histogram)
+    first, last = math.floor(window.start / INTERVAL_S), math.ceil(window.end / INTERVAL_S)
+    seconds = [second * INTERVAL_S for second in range(first, last)]
+    batches = np.array_split(np.array(seconds), min(BATCHES, len(seconds))) if seconds else []
+    summaries = [summarise_recorded(merged(h for second in batch for h in by_second[float(second)]))
+                 for batch in batches]
+    return [summary.p90 * 1000 for summary in summaries if summary.count]
 
 
 def _level(experiment_id: int, summary: ExperimentSummary, clients: int | None, rate: float | None) -> Level:
