@@ -1,10 +1,13 @@
 """A run's database build split over its client hosts (issue #45), against managed PostgreSQL and MariaDB servers:
 each host loads its own warehouses, the coordinator the rest, and the build holds what a build on one machine holds,
-row for row; each host's load time is stored and shown with the run; a host that fails ends the build in one line
-naming it, and leaves nothing of the build behind."""
+row for row, whether a host loads with one loader process or several; each host's load time is stored and shown
+with the run; a host that fails ends the build in one line naming it, and a Ctrl-C ends every host's loader processes:
+either leaves nothing of the build behind."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -16,12 +19,15 @@ import pytest
 from maximus import api
 from maximus.client_hosts import client_hosts
 from maximus.database import check_running
+from maximus.driver.hosts import cluster
+from maximus.engines import _process
 from maximus.errors import EngineError
 from maximus.records import RunStatus
 from maximus.workloads.base import Homes, LoadResult, Progress, SplitLoad
 from maximus.workloads.tpcc import Tpcc
 from maximus.workloads.tpcc.loader import WarehouseLoad
 
+from interrupting import keyboard_interrupts  # tests/interrupting.py
 from tpcc_modes import mariadb_contents, postgres_contents  # tests/tpcc_modes.py
 
 WAREHOUSES = 2
@@ -195,3 +201,84 @@ def test_a_host_that_fails_to_load_fails_the_build_in_one_line_and_leaves_nothin
     with api.running(engine):
         assert not engine.has_snapshot() and not engine.exists()  # the half-loaded database is dropped: no later run
         # takes it
+
+
+def _two_loaders_a_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each node with a CPU counted as two, so that a host given both warehouses loads them with two loader processes
+    (the test cluster's nodes have one CPU each, and a host loads with one process per CPU of its node)."""
+    counted = cluster.node_cpus
+    monkeypatch.setattr(cluster, "node_cpus", lambda ray: {node: 2.0 if cpus else 0.0
+                                                          for node, cpus in counted(ray).items()})
+
+
+def _loaded_on_one_host(address: str, workdir: Path, database: str) -> api.Loaded:
+    return api.load(api.BenchmarkOptions(engine="postgres", settings={"warehouses": WAREHOUSES}, workdir=workdir,
+                                         database=database, device_limit=False, ray_address=address, hosts=1))
+
+
+def test_a_host_loading_with_two_loader_processes_builds_what_one_machine_builds(
+        ray_cluster: str, two_warehouses: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _two_loaders_a_host(monkeypatch)
+    database = "tpcc-2wh-two-loaders"
+    loaded = _loaded_on_one_host(ray_cluster, two_warehouses, database)
+    assert len(loaded.host_load_s) == 1
+    (on_host, host_checks), (local, _) = (_pristine_contents(two_warehouses, database),
+                                          _pristine_contents(two_warehouses))
+    assert on_host == local  # every table's digest
+    assert {r.condition: r.passed for r in host_checks} == ALL_PASS_FRESH
+
+
+@dataclass(frozen=True)
+class _InterruptedHome(SplitLoad):
+    """TPC-C's build, whose host, once its loader processes have written their first rows, writes its own pid and its
+    processes' to ``pids`` and has the coordinator interrupted, as a Ctrl-C at its terminal would; and goes on
+    loading."""
+
+    build: WarehouseLoad
+    coordinator: int
+    pids: Path
+
+    @property
+    def homes(self) -> Homes:
+        return self.build.homes
+
+    def begin(self) -> None:
+        self.build.begin()
+
+    def load_shared(self, progress: Progress) -> None:
+        self.build.load_shared(progress)
+
+    def load_homes(self, homes: Sequence[int], processes: int, progress: Progress) -> None:
+        def told(table: str, rows: int) -> None:
+            progress(table, rows)
+            if not self.pids.exists():
+                mine = [os.getpid(), *_process.descendants(os.getpid())]
+                self.pids.write_text(" ".join(map(str, mine)))
+                os.kill(self.coordinator, signal.SIGINT)
+
+        self.build.load_homes(homes, processes, told)
+
+    def finish(self, rows: Any) -> LoadResult:
+        return self.build.finish(rows)
+
+
+def test_a_ctrl_c_during_a_build_on_the_hosts_ends_their_loader_processes_and_leaves_nothing(
+        ray_cluster: str, two_warehouses: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the hosts import this module from nowhere
+    _two_loaders_a_host(monkeypatch)
+    pids = tmp_path / "host-pids"
+    monkeypatch.setattr(Tpcc, "split_load", lambda self, engine, settings, seed:
+                        _InterruptedHome(WarehouseLoad.of(engine, settings.warehouses, seed), os.getpid(), pids))
+    database = "tpcc-2wh-interrupted"
+    with keyboard_interrupts(), pytest.raises(KeyboardInterrupt):
+        _loaded_on_one_host(ray_cluster, two_warehouses, database)
+    host = [int(pid) for pid in pids.read_text().split()]
+    assert len(host) >= 3, host  # the host's actor, and its two loader processes (and their fork server)
+    _process.await_ended(host, 15)
+    left = [pid for pid in host if _process.alive(pid)]
+    assert not left, f"the host's processes outlived the Ctrl-C: {left}"  # none goes on writing into the build
+    engine = api.make_engine("postgres", two_warehouses, TWO_WAREHOUSES, {}, database)
+    with api.running(engine):
+        assert not engine.has_snapshot() and not engine.exists()
