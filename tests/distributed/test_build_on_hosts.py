@@ -91,10 +91,17 @@ def hosts_build(ray_cluster: str, two_warehouses: Path, tmp_path_factory: pytest
     return HostsBuild(outcome, results, database, progress)
 
 
-def test_a_build_on_two_hosts_holds_what_a_build_on_one_machine_holds(hosts_build: HostsBuild,
-                                                                      two_warehouses: Path) -> None:
+@pytest.fixture(scope="module")
+def local_build(two_warehouses: Path) -> tuple[dict[str, str], list[Any]]:
+    """The contents and consistency of the build on one machine, which every build on the hosts must equal."""
+    return _pristine_contents(two_warehouses)
+
+
+def test_a_build_on_two_hosts_holds_what_a_build_on_one_machine_holds(hosts_build: HostsBuild, two_warehouses: Path,
+                                                                      local_build: tuple[dict[str, str], list[Any]]
+                                                                      ) -> None:
     assert hosts_build.outcome.status is RunStatus.COMPLETE, hosts_build.outcome.result.errors
-    local, local_checks = _pristine_contents(two_warehouses)
+    local, local_checks = local_build
     on_hosts, hosts_checks = _pristine_contents(two_warehouses, hosts_build.database)
     assert on_hosts == local  # every table's digest (its rows but the build's dates), row counts in them
     assert {r.condition: r.passed for r in hosts_checks} == {r.condition: r.passed for r in local_checks} \
@@ -157,12 +164,10 @@ def test_a_mariadb_build_on_two_hosts_holds_what_a_build_on_one_machine_holds(ra
 
 
 @dataclass(frozen=True)
-class _FailingHome(SplitLoad):
-    """TPC-C's build, whose host that loads ``home`` fails once it has written it, as a loader process that failed
-    would (a cause the engine does not explain: it goes on in its own words)."""
+class _TpccBuild(SplitLoad):
+    """TPC-C's build as it is, for a test to change what a host does."""
 
     build: WarehouseLoad
-    home: int
 
     @property
     def homes(self) -> Homes:
@@ -176,11 +181,22 @@ class _FailingHome(SplitLoad):
 
     def load_homes(self, homes: Sequence[int], processes: int, progress: Progress) -> None:
         self.build.load_homes(homes, processes, progress)
-        if self.home in homes:
-            raise EngineError(INJECTED)
 
     def finish(self, rows: Any) -> LoadResult:
         return self.build.finish(rows)
+
+
+@dataclass(frozen=True)
+class _FailingHome(_TpccBuild):
+    """TPC-C's build, whose host that loads ``home`` fails once it has written it, as a loader process that failed
+    would (a cause the engine does not explain: it goes on in its own words)."""
+
+    home: int
+
+    def load_homes(self, homes: Sequence[int], processes: int, progress: Progress) -> None:
+        self.build.load_homes(homes, processes, progress)
+        if self.home in homes:
+            raise EngineError(INJECTED)
 
 
 def test_a_host_that_fails_to_load_fails_the_build_in_one_line_and_leaves_nothing(
@@ -217,36 +233,25 @@ def _loaded_on_one_host(address: str, workdir: Path, database: str) -> api.Loade
 
 
 def test_a_host_loading_with_two_loader_processes_builds_what_one_machine_builds(
-        ray_cluster: str, two_warehouses: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        ray_cluster: str, two_warehouses: Path, local_build: tuple[dict[str, str], list[Any]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     _two_loaders_a_host(monkeypatch)
     database = "tpcc-2wh-two-loaders"
     loaded = _loaded_on_one_host(ray_cluster, two_warehouses, database)
     assert len(loaded.host_load_s) == 1
-    (on_host, host_checks), (local, _) = (_pristine_contents(two_warehouses, database),
-                                          _pristine_contents(two_warehouses))
-    assert on_host == local  # every table's digest
+    on_host, host_checks = _pristine_contents(two_warehouses, database)
+    assert on_host == local_build[0]  # every table's digest
     assert {r.condition: r.passed for r in host_checks} == ALL_PASS_FRESH
 
 
 @dataclass(frozen=True)
-class _InterruptedHome(SplitLoad):
+class _InterruptedHome(_TpccBuild):
     """TPC-C's build, whose host, once its loader processes have written their first rows, writes its own pid and its
     processes' to ``pids`` and has the coordinator interrupted, as a Ctrl-C at its terminal would; and goes on
     loading."""
 
-    build: WarehouseLoad
     coordinator: int
     pids: Path
-
-    @property
-    def homes(self) -> Homes:
-        return self.build.homes
-
-    def begin(self) -> None:
-        self.build.begin()
-
-    def load_shared(self, progress: Progress) -> None:
-        self.build.load_shared(progress)
 
     def load_homes(self, homes: Sequence[int], processes: int, progress: Progress) -> None:
         def told(table: str, rows: int) -> None:
@@ -257,9 +262,6 @@ class _InterruptedHome(SplitLoad):
                 os.kill(self.coordinator, signal.SIGINT)
 
         self.build.load_homes(homes, processes, told)
-
-    def finish(self, rows: Any) -> LoadResult:
-        return self.build.finish(rows)
 
 
 def test_a_ctrl_c_during_a_build_on_the_hosts_ends_their_loader_processes_and_leaves_nothing(
