@@ -2,9 +2,10 @@
 times one host's transactions, and does one host on the cluster deliver what a run without Ray does?
 
 Against a database that does almost no work, so that the clients, not the server, set the rate: PostgreSQL's io-random
-on a 1 MB table (every read a cached single-row lookup by primary key, sent by the client: one Python terminal process
-per terminal). Real runs (``maximus.api.run_benchmark``) on a managed server, each round in turn: the run on this
-machine with ``--terminals`` terminals, one host of a local Ray cluster with as many, and two hosts with twice as many.
+on a 1 MB table (every read a cached single-row lookup by primary key, which the engine's pump sends for the busy
+terminals sharing one process per CPU). Real runs (``maximus.api.run_benchmark``) on a managed server, each round in
+turn: the run on this machine with ``--terminals`` terminals, one host of a local Ray cluster with as many, and two
+hosts with twice as many.
 Per run: transactions per second in the window, the CPUs the clients used in the window (a host's: its terminal
 processes', sampled on the host as its records stream back) and the machine's idle share. Then the ratios: one host
 against the run without Ray, and N hosts against N times one host, in transactions, and in transactions per client
@@ -13,9 +14,9 @@ whether each host delivers, per CPU it really got, what one host alone does (iss
 hosts really get").
 
 The cluster is Ray's own test cluster on this machine (``ray.cluster_utils.Cluster``): a head without CPUs (the
-coordinator's, as a database's machine that takes no client) and two nodes of one CPU each. On one machine the hosts
-share its cores with the server and the coordinator: the ratio says what the cores allow, not what separate client
-machines would give.
+coordinator's, as a database's machine that takes no client) and two nodes of as many CPUs as this machine has. On
+one machine the hosts share its cores with the server and the coordinator: the ratio says what the cores allow, not
+what separate client machines would give.
 
 Usage (from the repository root, as root: the server runs as the postgres user):
 
@@ -44,6 +45,10 @@ SMOKE_NOTICE = ("smoke mode: the smallest sizes, to check that the script works 
 PREFIX = "maximus-bench-ray-"  # tests/test_bench.py checks that nothing of this name is left behind
 TINY_TABLE = api.Build.of("io-random", {"table_mb": 1})
 NODES = 2
+# Each node as many CPUs as this machine has, as a client machine of its own would: a host then shares its terminals
+# over as many processes as a run on this machine does (a busy terminal's reads are sent by a pump, one process per
+# CPU), so that one host and the run without Ray are the same client
+NODE_CPUS = os.cpu_count() or 1
 OBJECT_STORE_BYTES = 80 << 20  # the least Ray takes
 
 
@@ -100,7 +105,8 @@ def _print(round_: int, measured: Measured) -> None:
 
 @contextmanager
 def _cluster(temp: Path) -> Iterator[str]:
-    """A head without CPUs and ``NODES`` nodes of one CPU each on this machine, its files in ``temp``; stopped after."""
+    """A head without CPUs and ``NODES`` nodes of ``NODE_CPUS`` each on this machine, its files in ``temp``; stopped
+    after."""
     import ray
     from ray.cluster_utils import Cluster
 
@@ -109,7 +115,7 @@ def _cluster(temp: Path) -> Iterator[str]:
                                                             "object_store_memory": OBJECT_STORE_BYTES})
     try:
         for _ in range(NODES):
-            cluster.add_node(num_cpus=1, object_store_memory=OBJECT_STORE_BYTES)
+            cluster.add_node(num_cpus=NODE_CPUS, object_store_memory=OBJECT_STORE_BYTES)
         yield cluster.address
     finally:
         ray.shutdown()
@@ -142,8 +148,8 @@ def main() -> None:
 
 def _bench(workdir: Path, address: str, options: argparse.Namespace) -> None:
     terminals, warmup = options.terminals, 0.5 if options.smoke else 2.0
-    print(f"Client hosts on a local Ray cluster ({NODES} nodes of 1 CPU each, {os.cpu_count()} cores in all), "
-          f"PostgreSQL io-random on a 1 MB table, {terminals} terminals a host, {options.duration:g}-s windows, "
+    print(f"Client hosts on a local Ray cluster ({NODES} nodes of {NODE_CPUS} CPUs each, {os.cpu_count()} cores in "
+          f"all), PostgreSQL io-random on a 1 MB table, {terminals} terminals a host, {options.duration:g}-s windows, "
           f"{options.rounds} round(s), in {workdir}")
     print("  round  mode   hosts  terminals       txn/s  client CPUs  txn/client CPU  machine idle")
     ratios_one, ratios_all, per_cpu_all = [], [], []

@@ -96,8 +96,8 @@ SMOKES = {
         r"  target: stalled latency p99 >= -0.5 s .*: (met|missed)$",
         rf"  start-time error p99: median {N} ms of 1 runs: the target \(< 1 ms\) is (met|missed)$")),
     "ray_hosts.py": Smoke(prefix=f"{OWN_PREFIX}ray-", lines=(
-        r"Client hosts on a local Ray cluster \(2 nodes of 1 CPU each, \d+ cores in all\), PostgreSQL io-random on a "
-        r"1 MB table, 2 terminals a host, 1.5-s windows, 1 round\(s\), in /var/tmp/maximus-bench-ray-",
+        r"Client hosts on a local Ray cluster \(2 nodes of \d+ CPUs each, \d+ cores in all\), PostgreSQL io-random on "
+        r"a 1 MB table, 2 terminals a host, 1.5-s windows, 1 round\(s\), in /var/tmp/maximus-bench-ray-",
         r"  round  mode   hosts  terminals       txn/s  client CPUs  txn/client CPU  machine idle$",
         rf"  1      local      1          2\s+{N}\s+{N}\s+{N}\s+({N} %|-)$",
         rf"  1      ray        1          2\s+{N}\s+{N}\s+{N}\s+({N} %|-)$",

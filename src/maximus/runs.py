@@ -336,18 +336,18 @@ def own_deferred(engine: Engine, hosting: str, scheduled: bool = False) -> bool:
 def terminal_hosting(engine: Engine, run_settings: Any, terminals: int, scheduled: bool = False) -> tuple[str, int]:
     """How the terminals share worker processes (``DriveSpec.hosting``) and how many each process hosts.
 
-    Sharing needs every transaction to be one statement (server-side mode). Busy terminals (no keying
-    or think times) share one process per core, each keeping a call in flight, on engines that split
-    a call in two: far cheaper than a process each once there are more terminals than cores. Keyed
+    Sharing needs every transaction to be one call (``RunSettings.one_call``: TPC-C's server-side mode, a single
+    read). Busy terminals (no keying or think times) share one process per core, each keeping a call in flight, on
+    engines that split a call in two: far cheaper than a process each once there are more terminals than cores. Keyed
     terminals, which mostly wait, share one process per core on an event loop, so a thousand fit in
     little memory. Everything else, a fixed-rate run's scheduled terminals included, gets a process per terminal.
     """
     if scheduled:
         return "process", 1
     shared = -(-terminals // min(terminals, os.cpu_count() or 1))
-    if run_settings.server_side and not run_settings.pauses and engine.capabilities.split_calls:
+    if run_settings.one_call and not run_settings.pauses and engine.capabilities.split_calls:
         return "multiplexed", shared
-    if run_settings.server_side and run_settings.pauses and engine.capabilities.async_sessions:
+    if run_settings.one_call and run_settings.pauses and engine.capabilities.async_sessions:
         return "asyncio", shared
     return "process", 1
 

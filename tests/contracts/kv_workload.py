@@ -40,6 +40,7 @@ class KvRunSettings:
     seed: int
     server_side: bool = False
     pauses: bool = False
+    one_call: bool = False
 
 
 class Read:

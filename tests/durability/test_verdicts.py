@@ -2,8 +2,8 @@
 terminals at 1 warehouse, recovered and verified by ``maximus.crashtest``, and its stored verdict is the documented
 one. A loss is made certain, not hoped for: a lossy configuration's power cut drops every pending write (weights
 0, 1, 0, 0), and its window is stretched over the whole run where the engine has a knob for it (SQLite's
-``wal_autocheckpoint=0``, PostgreSQL's ``wal_writer_delay`` and ``wal_writer_flush_after``). A durable configuration is cut at the default odds
-(kept, dropped, torn) for a couple of cycles.
+``wal_autocheckpoint=0``, PostgreSQL's ``wal_writer_delay`` and ``wal_writer_flush_after``). A durable
+configuration is cut at the default odds (kept, dropped, torn) for a couple of cycles.
 
 Each engine and mode has a work directory of its own for the module, so its 1-warehouse build (on the power-cut
 layer's disk, or the plain one) is made once and restored before each cycle. The mounts are Maximus's own

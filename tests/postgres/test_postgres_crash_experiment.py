@@ -50,7 +50,8 @@ def test_a_crash_test_experiment_shows_faster_because_it_drops_commits(server_wo
     assert sorted(tests) == ["s0/x1", "s1/x1"]
     assert {test.mode for test in tests.values()} == {CrashMode.POWER}
     assert tests["s0/x1"].verdict is Verdict.DURABLE  # synchronous_commit=on
-    # off, with the WAL writer asleep for 10 s and for 1 GB of WAL: the commits of the run were not on the disk at the cut
+    # off, with the WAL writer asleep for 10 s and for 1 GB of WAL: the commits of the run were not on the disk at the
+    # cut
     assert tests["s1/x1"].verdict is Verdict.LOST
     assert "3 x wal_writer_delay (10s)" in tests["s1/x1"].window
     html = (tmp_path / "report.html")

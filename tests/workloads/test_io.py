@@ -4,6 +4,7 @@ and a skewed draw is skewed."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -62,6 +63,22 @@ def test_short_runs_on_postgres_pass_their_check(server_workdir: Path, tmp_path:
 
 def test_short_runs_on_mariadb_pass_their_check(server_workdir: Path, tmp_path: Path) -> None:
     _run_both_and_check("mariadb", server_workdir, tmp_path / "results.db")
+
+
+def test_busy_readers_share_a_process_per_core_on_a_server_engine_and_scanners_get_their_own(tmp_path: Path) -> None:
+    """io-random's read is one call, which a server engine's pump sends for the readers sharing a process; a scan's
+    client drops the caches before each call with cold caches, so scanners keep a process each, as an embedded
+    engine's readers do (their reads are this process's own work)."""
+    info = DatabaseInfo(2, 1, 1.0, True, {}, IoBuild(2, 100, ROWS, ROWS * 100))
+    cores = os.cpu_count() or 1
+    for engine_name in ("postgres", "mariadb"):
+        engine = api.make_engine(engine_name, tmp_path, api.Build.of("io-random", SMALL), {})
+        reads = IoRandom().run_settings(IoRandom().settings(SMALL), 1, info, False)
+        scans = IoScan().run_settings(IoScan().settings(SMALL), 1, info, False)
+        assert api.terminal_hosting(engine, reads, 16) == ("multiplexed", -(-16 // min(16, cores))), engine_name
+        assert api.terminal_hosting(engine, scans, 2) == ("process", 1), engine_name
+    sqlite = api.make_engine("sqlite", tmp_path, api.Build.of("io-random", SMALL), {})
+    assert api.terminal_hosting(sqlite, reads, 16) == ("process", 1)
 
 
 @pytest.fixture

@@ -76,6 +76,12 @@ class RunSettings(Protocol):
     def pauses(self) -> bool:
         """The terminals wait between transactions (keying and think times), or run back to back."""
 
+    @property
+    def one_call(self) -> bool:
+        """Each transaction is one statement, sent as one call (``Session.call``: a stored-procedure call in
+        server-side mode, a single read), with nothing of the client's to do between two: busy terminals can then
+        share a process, the engine's pump sending their calls (``driver.multiplexed``)."""
+
 
 @dataclass(frozen=True)
 class LoadResult:

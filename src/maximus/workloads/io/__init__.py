@@ -118,7 +118,7 @@ class IoRandom(_IoWorkload[RandomSettings]):
     def run_settings(self, settings: RandomSettings, seed: int, info: DatabaseInfo,
                      server_side: bool) -> IoRunSettings:
         """The rows the build recorded: what the draws must stay within."""
-        return IoRunSettings(info.inputs.rows, settings.drawn, seed)
+        return IoRunSettings(info.inputs.rows, settings.drawn, seed, one_call=True)
 
     def transactions(self, dialect: Dialect, run_settings: IoRunSettings | None = None) -> dict[str, Any]:
         return {ReadRow.name: ReadRow(dialect)}

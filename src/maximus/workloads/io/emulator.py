@@ -21,6 +21,9 @@ class IoRunSettings:
     server_side: bool = False  # single statements: nothing to put in a stored function
     pauses: bool = False
     cold_files: str | None = None  # io-scan with cold caches: the database's files, dropped from the cache per scan
+    # io-random's read is one call, which the engine's pump can send for busy terminals sharing a process; a scan with
+    # cold caches has the client drop them before each call, and a scan's client costs nothing beside its seconds
+    one_call: bool = False
 
 
 class RowDrawer:

@@ -28,6 +28,7 @@ class ReadRow:
 
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
+        self.convert = dialect.call_parameters
 
     def execute(self, session: Session, row_id: int) -> int:
         """The payload's width; a missing row is an error, not a result."""
@@ -35,6 +36,16 @@ class ReadRow:
         if not rows:
             raise LookupError(f"no row {row_id} in {TABLE}: the database is not an io build of this size")
         return len(rows[0][1])
+
+    def send_args(self, row_id: int) -> tuple[str, Sequence[Any]]:
+        """The read as the engine's pump sends it for busy terminals sharing a process (``Session.send_call``), which
+        reads its row and keeps none of it: a missing row is then found by the run's check of the table
+        (``consistency``), not by the read."""
+        return READ_SQL, self.convert((row_id,))
+
+    @staticmethod
+    def rolled_back_by_rule(error: BaseException) -> bool:
+        return False  # a read has no rollback of its own
 
     def summed_facts(self, inputs: Sequence[Any]) -> dict[str, int]:
         return {}

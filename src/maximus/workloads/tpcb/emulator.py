@@ -18,6 +18,7 @@ class TpcbRunSettings:
     seed: int
     server_side: bool = False  # TPC-B's transaction runs client-side only
     pauses: bool = False  # pgbench has no think times
+    one_call: bool = False  # five statements a transaction
 
 
 class TpcbEmulator:

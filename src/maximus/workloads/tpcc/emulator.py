@@ -31,6 +31,11 @@ class TpccRunSettings:
         """The terminals key and think between transactions (5.2.5)."""
         return self.keying_and_think
 
+    @property
+    def one_call(self) -> bool:
+        """Server-side, each transaction is one stored-function call; client-side, several statements."""
+        return self.server_side
+
 
 class TerminalEmulator:
     """One terminal's own random stream, mix and home; seeded so a run can be repeated."""
