@@ -330,4 +330,6 @@ def test_fio_beside_a_run_joins_the_servers_memory_group(journal: Path, tmp_path
         charged = int((group / "memory.max_usage_in_bytes").read_text())
     assert limit.iops > 0
     assert charged > 1 << 20, f"fio charged {charged} bytes to the group"  # its 16 MB file's pages, at least
+    # no advice to the kernel, as the engines give none: read-ahead on, as for their reads (fio's own record of it)
+    assert limit.output["jobs"][0]["job options"]["fadvise_hint"] == "0"
     assert not _ours() and not journal.exists()
