@@ -8,6 +8,14 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
 CLIENT_HOSTS = "client_hosts"  # the key of the run's environment that holds them, a list in host order
+# A host's machine CPU (``/proc/stat``'s modes, as the OS sampler's ``cpu_seconds_total``), read on the host beside
+# its client processes and stored in the run's samples labelled with the host's group (``host_group``)
+HOST_CPU_SECONDS = "host_cpu_seconds_total"
+
+
+def host_group(number: int) -> str:
+    """The process group, in the run's samples, of host ``number``'s client processes and of its machine's CPU."""
+    return f"client host {number}"
 
 
 @dataclass(frozen=True)

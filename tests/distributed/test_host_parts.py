@@ -18,8 +18,9 @@ from rich.console import Console
 
 from maximus import api
 from maximus.analysis.hosts import host_warnings
+from maximus.analysis.monitoring import CpuFigures
 from maximus.analysis.metrics import run_figures
-from maximus.client_hosts import CLIENT_HOSTS, ClientHostRecord, ClockReading, client_hosts
+from maximus.client_hosts import CLIENT_HOSTS, ClientHostRecord, ClockReading, client_hosts, host_group
 from maximus.driver.hosts.clock import synchronise
 from maximus.driver.hosts.host import ClientHost
 from maximus.driver.hosts.merge import merged
@@ -162,11 +163,35 @@ def test_a_loose_clock_a_late_start_and_a_busy_client_are_each_a_warning_naming_
     assert warnings[4].startswith("host 5 (10.0.0.5): its terminals ran at niceness 15 (Ray's for its workers)")
 
 
+def _machine(idle: float) -> CpuFigures:
+    return CpuFigures(100 - idle - 5, 5, 0, idle, 0, 2 * (100 - idle) / 100)
+
+
+def test_a_host_whose_machine_was_busy_while_its_client_was_not_is_a_warning_naming_it() -> None:
+    """Something else on the host's machine took the CPUs its terminals needed: idle under 10 % while its client used
+    at most 90 % of its share. A client-bound host is told so instead, and an idle machine is no warning."""
+    machines = {host_group(1): _machine(idle=3.0), host_group(2): _machine(idle=40.0), host_group(3): _machine(2.0)}
+    warnings = host_warnings([_host(1), _host(2), _host(3, cpu_s=18.5)], machines)
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith("host 1 (10.0.0.1): its machine was 97 % busy (idle 3 %) while its client used 5% "
+                                  "of the 2 CPU(s) Ray gave it: other processes there took CPU its terminals needed")
+    assert warnings[1].startswith("host 3 (10.0.0.3): client-bound")
+    assert host_warnings([_host(1)]) == []  # a run stored before the hosts' machines were sampled
+    console = Console(width=220, record=True)
+    render_client_hosts(console, {CLIENT_HOSTS: [_host(1).to_json(), _host(2).to_json()]},
+                        {host_group(1): _machine(idle=3.0)})
+    text = console.export_text()
+    header = next(line for line in text.splitlines() if "Machine idle" in line)
+    rows = [" ".join(line.replace("│", " ").split()) for line in text.splitlines() if "10.0.0." in line]
+    assert header.index("Client CPU") < header.index("Machine idle") < header.index("Transactions")
+    assert " 5% 3 % 1,234" in rows[0] and " 5% - 1,234" in rows[1], rows
+
+
 def test_show_prints_a_row_per_host_and_nothing_for_a_run_on_one_machine() -> None:
     console = Console(width=200, record=True)
     render_client_hosts(console, {CLIENT_HOSTS: [_host(1).to_json(), _host(2).to_json()]})
     text = console.export_text()
-    assert "Client hosts" in text and "Warehouses" in text
+    assert "Client hosts" in text and "Warehouses" in text and "Machine idle" not in text  # not sampled: no column
     assert "10.0.0.1" in text and "10.0.0.2" in text and "+0.020 ± 0.400" in text and "1,234" in text
     assert "Lag p99 ms" not in text and "Status" not in text  # a closed-loop run whose hosts all completed
     scheduled = replace(_host(1), schedule_lag_p99_s=0.0021, status="interrupted")

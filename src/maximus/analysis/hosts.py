@@ -5,9 +5,10 @@ as every verdict is."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from maximus.client_hosts import ClientHostRecord
+from maximus.analysis.monitoring import SATURATED_IDLE_PERCENT, CpuFigures
+from maximus.client_hosts import ClientHostRecord, host_group
 
 # On one machine the offset's bound stays under a millisecond or two: beyond 5 ms, a host's transactions may sit
 # that far from where the other hosts' are, which a percentile of milliseconds would feel
@@ -17,10 +18,13 @@ OFFSET_BOUND_LIMIT_S = 0.005
 CLIENT_BOUND_SHARE = 0.9
 
 
-def host_warnings(hosts: Sequence[ClientHostRecord]) -> list[str]:
-    """What makes each host's share of the run less than it should be, a warning each, the host named."""
+def host_warnings(hosts: Sequence[ClientHostRecord], machines: Mapping[str, CpuFigures] | None = None) -> list[str]:
+    """What makes each host's share of the run less than it should be, a warning each, the host named. ``machines``:
+    each host's machine CPU over the window, by its group (``MonitoringFigures.hosts_cpu``)."""
+    machines = machines or {}
     return [warning for host in hosts
-            for warning in (_clock(host), _late(host), _niceness(host), _client_bound(host)) if warning]
+            for warning in (_clock(host), _late(host), _niceness(host), _client_bound(host),
+                            _busy_machine(host, machines.get(host_group(host.host)))) if warning]
 
 
 def _clock(host: ClientHostRecord) -> str | None:
@@ -46,6 +50,17 @@ def _niceness(host: ClientHostRecord) -> str | None:
         return None
     return (f"{host.name}: its terminals ran at niceness {host.niceness} (Ray's for its workers), giving way to every "
             "other process of the host; run its Ray node as root, or start it with RAY_worker_niceness=0")
+
+
+def _busy_machine(host: ClientHostRecord, machine: CpuFigures | None) -> str | None:
+    """A host whose machine had no CPU to spare while its own client did not use its share: something else on the
+    machine (the database, another node, another job) took the CPUs its terminals needed. A client-bound host is
+    said so by ``_client_bound`` instead."""
+    if machine is None or machine.idle >= SATURATED_IDLE_PERCENT or host.cpu_share > CLIENT_BOUND_SHARE:
+        return None
+    return (f"{host.name}: its machine was {100 - machine.idle:.0f} % busy (idle {machine.idle:.0f} %) while its "
+            f"client used {host.cpu_share:.0%} of the {host.cpus:g} CPU(s) Ray gave it: other processes there took "
+            "CPU its terminals needed; keep the host's machine for its client, or give its node fewer CPUs")
 
 
 def _client_bound(host: ClientHostRecord) -> str | None:

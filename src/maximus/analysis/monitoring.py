@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 from maximus.analysis.crosschecks import CrossCheck, cross_checks
 from maximus.analysis.series import (EDGE_SLACK_S, OS_SOURCES, Change, Series, change, edges, find, one_series,
                                      series_of)
+from maximus.client_hosts import HOST_CPU_SECONDS
 from maximus.records import TxnSample, Window
 from maximus.records import MetricSample
 
@@ -48,9 +49,11 @@ class CpuFigures:
     busy_cpus: float  # CPU-seconds per second spent in user and system modes
 
 
-def cpu_figures(all_series: Sequence[Series], window: Window) -> CpuFigures | None:
+def cpu_figures(all_series: Sequence[Series], window: Window, name: str = "cpu_seconds_total",
+                **labels: str) -> CpuFigures | None:
+    """The machine's CPU over ``window`` from ``name``'s modes (a client host's: ``HOST_CPU_SECONDS`` of its group)."""
     modes = ("user", "nice", "system", "irq", "softirq", "iowait", "idle", "steal")
-    found = {m: change(one_series(all_series, "cpu_seconds_total", mode=m), window) for m in modes}
+    found = {m: change(one_series(all_series, name, mode=m, **labels), window) for m in modes}
     changes = {mode: found_change for mode, found_change in found.items() if found_change is not None}
     if len(changes) < len(modes):
         return None
@@ -271,6 +274,7 @@ class MonitoringFigures:
     tps_per_cpu_second: float | None = None
     engine: tuple[EngineStatistic, ...] = ()
     sampling_cpu_seconds: float | None = None
+    hosts_cpu: Mapping[str, CpuFigures] = field(default_factory=dict)  # each client host's machine, by its group
 
     @property
     def client_bound(self) -> str | None:
@@ -297,7 +301,16 @@ def monitoring_figures(samples: Sequence[MetricSample], window: Window, transact
         buffer_hit_ratio=buffer_hit_ratio(all_series, window),
         tps_per_cpu_second=transactions_per_s / cpu.busy_cpus if cpu and cpu.busy_cpus > 0 else None,
         engine=tuple(engine_statistics(all_series, window)),
-        sampling_cpu_seconds=sum(s.points[-1][1] for s in sampling) if sampling else None)
+        sampling_cpu_seconds=sum(s.points[-1][1] for s in sampling) if sampling else None,
+        hosts_cpu=hosts_cpu_figures(all_series, window))
+
+
+def hosts_cpu_figures(all_series: Sequence[Series], window: Window) -> dict[str, CpuFigures]:
+    """Each client host's machine CPU over the window, by the host's group (``client_hosts.host_group``); none for a
+    run on one machine, or stored before the hosts' machines were sampled."""
+    groups = sorted({s.labels.get("group", "") for s in find(all_series, HOST_CPU_SECONDS)})
+    found = {group: cpu_figures(all_series, window, HOST_CPU_SECONDS, group=group) for group in groups}
+    return {group: figures for group, figures in found.items() if figures is not None}
 
 
 def client_bound(groups: Mapping[str, GroupFigures], cpu: CpuFigures | None) -> str | None:

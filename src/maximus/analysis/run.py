@@ -46,7 +46,8 @@ class RunReport:
             derived.append(f"cache leak: {self.device.reason}")
         if self.rate is not None and not self.rate.sustained:
             derived.append(self.rate.verdict)
-        derived.extend(host_warnings(client_hosts(self.record.environment)))  # a run from several client hosts
+        # a run from several client hosts
+        derived.extend(host_warnings(client_hosts(self.record.environment), self.monitoring.figures.hosts_cpu))
         bound = self.monitoring.figures.client_bound
         return (*stored, *(text for text in [*derived, *([bound] if bound else [])] if text not in stored))
 

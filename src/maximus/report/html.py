@@ -20,6 +20,7 @@ from typing import Iterable, Mapping, Sequence
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.device import DeviceComparison
 from maximus.analysis.durability import Durability
+from maximus.analysis.monitoring import CpuFigures
 from maximus.analysis.rate_curve import RateCurve
 from maximus.analysis.timeseries import checkpoint_times, cpu_timeline, disk_timeline
 from maximus.report import charts, rate_curve, tables
@@ -62,7 +63,8 @@ def run_page(run: RunData) -> str:
     column = f"{record.spec.terminals} terminal{'s' if record.spec.terminals != 1 else ''}"
     results = [_knobs(tuple((k, v, False) for k, v in record.spec.knobs.items())),
                _reported_settings(record.engine_settings), _run_figures(run), _response_times(run),
-               _run_schedule(run), _run_device(run.report.device), _client_hosts(client_hosts(record.environment)),
+               _run_schedule(run), _run_device(run.report.device),
+               _client_hosts(client_hosts(record.environment), run.report.monitoring.figures.hosts_cpu),
                _run_table(tables.run_table("Run table (measured window)", [(column, run)], shown),
                           tables.unmeasured_note([run])),
                *_run_charts(run, [run], "run")]
@@ -110,12 +112,12 @@ def _run_schedule(run: RunData) -> str:
             + _chart("chart-schedule-run", "schedule", chart))
 
 
-def _client_hosts(hosts: Sequence[ClientHostRecord]) -> str:
+def _client_hosts(hosts: Sequence[ClientHostRecord], machines: Mapping[str, CpuFigures]) -> str:
     """A run driven from several client hosts: a row per host (``report.hosts``); "" for a run from one machine."""
     if not hosts:
         return ""
-    rows = ([escape(text) for text in row] for row in host_rows(hosts))
-    return "<h3>Client hosts</h3>" + _table(host_columns(hosts), rows, "client-hosts", text_columns=2)
+    rows = ([escape(text) for text in row] for row in host_rows(hosts, machines))
+    return "<h3>Client hosts</h3>" + _table(host_columns(hosts, machines), rows, "client-hosts", text_columns=2)
 
 
 def _run_device(device: DeviceComparison | None) -> str:

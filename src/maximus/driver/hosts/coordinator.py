@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-from maximus.client_hosts import ClientHostRecord
+from maximus.client_hosts import ClientHostRecord, host_group
 from maximus.driver.hosts import cluster
 from maximus.driver.hosts.assigned import AssignedHost, lost
 from maximus.driver.hosts.clock import ClockSync, synchronise
@@ -104,7 +104,7 @@ class _Coordinator:
                         for host, run, own in zip(hosts, runs, results))
         if self.monitor:  # each host's client processes, as one machine's monitor samples its own
             self.monitor.keep([sample for host, stream in zip(hosts, self.streams.hosts)
-                               for sample in stream.metric_samples(f"client host {host.number}")])
+                               for sample in stream.metric_samples(host_group(host.number))])
         return HostsResult(result, records, tuple(results))
 
     def _assigned(self) -> list[AssignedHost]:

@@ -25,7 +25,8 @@ from typing import Sequence
 from maximus.driver.hosts.clock import HostClocks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Run
 from maximus.records import Headline
-from maximus.samplers.os_linux import ProcessGroup
+from maximus.client_hosts import HOST_CPU_SECONDS
+from maximus.samplers.os_linux import ProcessGroup, stat_readings
 from maximus.workloads.base import SplitLoad
 
 
@@ -104,8 +105,9 @@ class Outbox:
 
 class HostSampler:
     """A host's run's monitor (``scheduler.RunMonitor``): its terminal and deferred processes' CPU and how many are
-    alive, as the OS sampler reads the client's on one machine, read at each ``take`` (about twice a second), at the
-    release and once the workers are gone; timed in seconds from the run's origin."""
+    alive, as the OS sampler reads the client's on one machine, and its machine's CPU per mode (``HOST_CPU_SECONDS``:
+    what else took the CPUs its terminals needed), read at each ``take`` (about twice a second), at the release and
+    once the workers are gone; timed in seconds from the run's origin."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -127,12 +129,20 @@ class HostSampler:
                 at = time.monotonic() - self._origin
                 self._readings += [(at, name, float(value), unit, dict(labels))
                                    for name, value, unit, labels in self._group.read()]
+                self._readings += [(at, HOST_CPU_SECONDS, float(value), unit, dict(labels))
+                                   for name, value, unit, labels in stat_readings(_read_stat())
+                                   if name == "cpu_seconds_total"]
 
     def taken(self) -> list[HostReading]:
         """The readings since the last call."""
         with self._lock:
             readings, self._readings = self._readings, []
         return readings
+
+
+def _read_stat() -> str:
+    with open("/proc/stat") as stat:
+        return stat.read()
 
 
 class _Counts:
