@@ -7,6 +7,7 @@ Ctrl-C stops every host, and a lost host fails the run, which keeps what the hos
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -108,7 +109,7 @@ def test_the_breakdown_is_stored_and_shown(two_hosts: HostsRun, tmp_path: Path) 
     written = _maximus("report", "--run", str(record.id), "-o", str(page), "--results", str(two_hosts.results),
                        cwd=tmp_path)
     assert written.returncode == 0, written.stderr
-    assert "<h3>Client hosts</h3>" in page.read_text()
+    assert "<h3>Client hosts</h3>" in page.read_text() and "Machine idle</th>" in page.read_text()
 
 
 def test_each_hosts_client_processes_are_sampled_through_the_run(two_hosts: HostsRun, tmp_path: Path) -> None:
@@ -131,7 +132,10 @@ def test_each_hosts_client_processes_are_sampled_through_the_run(two_hosts: Host
     assert sorted(figures.hosts_cpu) == ["client host 1", "client host 2"]
     assert all(0 <= cpu.idle <= 100 and cpu.busy_cpus > 0 for cpu in figures.hosts_cpu.values())
     shown = _maximus("show", str(two_hosts.outcome.run_id), "--results", str(two_hosts.results), cwd=tmp_path)
-    assert "client host 2" in shown.stdout and "Machine idle" in shown.stdout
+    assert "client host 2" in shown.stdout
+    idle = re.search(r"^Client hosts' machines in the window: client host 1 idle (\d+) % · client host 2 idle (\d+) %$",
+                     shown.stdout, re.M)
+    assert idle and all(0 <= int(share) <= 100 for share in idle.groups()), shown.stdout
 
 
 def test_each_host_clock_offset_lies_within_its_bound(two_hosts: HostsRun) -> None:

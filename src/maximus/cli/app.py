@@ -282,7 +282,7 @@ def _show(report: api.RunReport, histograms: bool, environment: bool, just_store
     render_schedule(out, report.rate)
     view.render_timeline(out, report.figures, shown.headline)
     view.render_run_table(out, [api.run_column(report)], shown)
-    render_client_hosts(out, record.environment, report.monitoring.figures.hosts_cpu)
+    render_client_hosts(out, record.environment)
     view.render_monitoring(out, report.monitoring)
     view.render_device(out, report.device)
     if histograms:

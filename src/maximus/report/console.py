@@ -307,6 +307,9 @@ def _groups_line(m: MonitoringFigures, embedded: bool) -> str:
         line += "\n  [dim]the engine's samplers reported no server processes: no client-bound check[/]"
     elif m.client_bound:
         line += f"\n  [yellow]{m.client_bound}[/]"
+    if m.hosts_cpu:  # a run from client hosts: what else their machines ran
+        line += "\nClient hosts' machines in the window: " + " · ".join(
+            f"{name} idle {cpu.idle:.0f} %" for name, cpu in m.hosts_cpu.items())
     return line
 
 

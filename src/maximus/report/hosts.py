@@ -69,16 +69,16 @@ def _listed(values: Sequence[int]) -> str:
     return f"{values[0]}, {values[1]}, …, {values[-1]} ({len(values)})"
 
 
-def render_client_hosts(console: Console, environment: Mapping[str, Any], machines: Machines | None = None) -> None:
-    """The table "Client hosts" of a run driven from several; nothing for a run on one machine."""
+def render_client_hosts(console: Console, environment: Mapping[str, Any]) -> None:
+    """The table "Client hosts" of a run driven from several; nothing for a run on one machine. Each host's machine
+    idle share is the monitoring part's (``report.console``): a column more would not fit 120 characters."""
     hosts = client_hosts(environment)
     if not hosts:
         return
     table = Table(title="Client hosts (clock offset to the coordinator's before the run ± its bound, and its drift "
-                        "over the run; client CPU: a share of the host's CPUs over its run; machine idle: its whole "
-                        "machine's, over the window)", title_justify="left")
-    for column in host_columns(hosts, machines):
+                        "over the run; client CPU: a share of the host's CPUs over its run)", title_justify="left")
+    for column in host_columns(hosts):
         table.add_column(column, justify="left" if column in ("Address", "Status") else "right", no_wrap=True)
-    for row in host_rows(hosts, machines):
+    for row in host_rows(hosts):
         table.add_row(*map(escape, row))
     console.print(table)
