@@ -247,8 +247,9 @@ def test_a_host_loading_with_two_loader_processes_builds_what_one_machine_builds
 @dataclass(frozen=True)
 class _InterruptedHome(_TpccBuild):
     """TPC-C's build, whose host, once its loader processes have written their first rows, writes its own pid and its
-    processes' to ``pids`` and has the coordinator interrupted, as a Ctrl-C at its terminal would; and goes on
-    loading."""
+    processes' to ``pids`` (a line), and the shared memory they map (another: the loaders' queue's named semaphores,
+    which a killed host leaves for the test to remove), and has the coordinator interrupted, as a Ctrl-C at its
+    terminal would; and goes on loading."""
 
     coordinator: int
     pids: Path
@@ -258,10 +259,21 @@ class _InterruptedHome(_TpccBuild):
             progress(table, rows)
             if not self.pids.exists():
                 mine = [os.getpid(), *_process.descendants(os.getpid())]
-                self.pids.write_text(" ".join(map(str, mine)))
+                mapped = _process.shared_memory(mine)[0]
+                self.pids.write_text(" ".join(map(str, mine)) + "\n" + " ".join(map(str, mapped)))
                 os.kill(self.coordinator, signal.SIGINT)
 
         self.build.load_homes(homes, processes, told)
+
+
+def _remove_semaphores(pids: Path) -> None:
+    """The named semaphores of the killed host's processes: only multiprocessing's (the node's object store is mapped
+    too, and stays the node's)."""
+    if pids.exists() and "\n" in pids.read_text():
+        mapped = {int(inode) for inode in pids.read_text().split("\n")[1].split()}
+        for path in _process.shared_memory_files(mapped):
+            if path.name.startswith("sem.mp-"):
+                path.unlink(missing_ok=True)
 
 
 def test_a_ctrl_c_during_a_build_on_the_hosts_ends_their_loader_processes_and_leaves_nothing(
@@ -274,12 +286,16 @@ def test_a_ctrl_c_during_a_build_on_the_hosts_ends_their_loader_processes_and_le
     monkeypatch.setattr(Tpcc, "split_load", lambda self, engine, settings, seed:
                         _InterruptedHome(WarehouseLoad.of(engine, settings.warehouses, seed), os.getpid(), pids))
     database = "tpcc-2wh-interrupted"
-    with keyboard_interrupts(), pytest.raises(KeyboardInterrupt):
-        _loaded_on_one_host(ray_cluster, two_warehouses, database)
-    host = [int(pid) for pid in pids.read_text().split()]
-    assert len(host) >= 3, host  # the host's actor, and its two loader processes (and their fork server)
-    _process.await_ended(host, 15)
-    left = [pid for pid in host if _process.alive(pid)]
+    try:
+        with keyboard_interrupts(), pytest.raises(KeyboardInterrupt):
+            _loaded_on_one_host(ray_cluster, two_warehouses, database)
+        processes = pids.read_text().split("\n")[0]
+        host = [int(pid) for pid in processes.split()]
+        assert len(host) >= 3, host  # the host's actor, and its two loader processes (and their fork server)
+        _process.await_ended(host, 15)
+        left = [pid for pid in host if _process.alive(pid)]
+    finally:
+        _remove_semaphores(pids)
     assert not left, f"the host's processes outlived the Ctrl-C: {left}"  # none goes on writing into the build
     engine = api.make_engine("postgres", two_warehouses, TWO_WAREHOUSES, {}, database)
     with api.running(engine):
