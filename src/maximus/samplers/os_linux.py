@@ -136,6 +136,13 @@ def _read(path: Path) -> str:
         return handle.read()
 
 
+def machine_cpu_readings() -> list[Reading]:
+    """This machine's ``cpu_seconds_total{mode}`` now, as the sampler reads them (a client host's, beside its
+    client processes: ``driver.hosts.host.HostSampler``)."""
+    readings = stat_readings(_read(environment.PROC / "stat"))
+    return [reading for reading in readings if reading.name == "cpu_seconds_total"]
+
+
 def read_process(pid: int, with_io: bool) -> ProcessCounters | None:
     """The counters of a live process; None once it has exited (or become a zombie)."""
     proc = environment.PROC / str(pid)

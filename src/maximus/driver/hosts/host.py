@@ -22,11 +22,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+from maximus.client_hosts import HOST_CPU_SECONDS
 from maximus.driver.hosts.clock import HostClocks
 from maximus.driver.scheduler import DriveResult, DriveSpec, Run
 from maximus.records import Headline
-from maximus.client_hosts import HOST_CPU_SECONDS
-from maximus.samplers.os_linux import ProcessGroup, stat_readings
+from maximus.samplers.os_linux import ProcessGroup, machine_cpu_readings
 from maximus.workloads.base import SplitLoad
 
 
@@ -57,8 +57,8 @@ class Place:
     address: str
 
 
-# A reading of a host's client processes as it travels: (seconds from the run's origin, name, value, unit, labels), an
-# OS sampler's ``Reading`` with its time, its labels a plain dict
+# A reading of a host's client processes or of its machine's CPU as it travels: (seconds from the run's origin, name,
+# value, unit, labels), an OS sampler's ``Reading`` with its time, its labels a plain dict
 HostReading = tuple[float, str, float, str, dict[str, str]]
 
 
@@ -74,7 +74,7 @@ class Streamed:
     facts: dict[str, int]  # in-window facts, summed
     headline_done: int
     all_done: int
-    readings: list[HostReading] = field(default_factory=list)  # its client processes' counters: ``HostSampler``'s
+    readings: list[HostReading] = field(default_factory=list)  # ``HostSampler``'s: its client processes', its CPU
 
 
 class Outbox:
@@ -130,19 +130,13 @@ class HostSampler:
                 self._readings += [(at, name, float(value), unit, dict(labels))
                                    for name, value, unit, labels in self._group.read()]
                 self._readings += [(at, HOST_CPU_SECONDS, float(value), unit, dict(labels))
-                                   for name, value, unit, labels in stat_readings(_read_stat())
-                                   if name == "cpu_seconds_total"]
+                                   for _, value, unit, labels in machine_cpu_readings()]
 
     def taken(self) -> list[HostReading]:
         """The readings since the last call."""
         with self._lock:
             readings, self._readings = self._readings, []
         return readings
-
-
-def _read_stat() -> str:
-    with open("/proc/stat") as stat:
-        return stat.read()
 
 
 class _Counts:

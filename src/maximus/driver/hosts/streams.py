@@ -47,7 +47,7 @@ class HostStream:
                        deferred=sorted(map(result_from_wire, self.results), key=lambda entry: entry.queued))
 
     def metric_samples(self, group: str) -> list[MetricSample]:
-        """Its client processes' readings as the OS sampler's, their process group named ``group``."""
+        """Its client processes' and its machine's readings as the OS sampler's, labelled with the host's ``group``."""
         return [MetricSample(at, "os", name, value, unit, {**labels, "group": group})
                 for at, name, value, unit, labels in self.readings]
 
