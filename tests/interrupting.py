@@ -73,6 +73,15 @@ _SPAWNED = b"spawn_main"
 _FORK_SERVER = b"multiprocessing.forkserver"
 
 
+def remove_semaphores(inodes: set[int]) -> None:
+    """The named semaphores among the shared memory files ``inodes`` (``_process.shared_memory``'s) of processes that
+    were killed: multiprocessing's queues' and events', which their resource tracker, killed too, would have removed.
+    Only those: a Ray worker maps its node's object store too, and that stays the node's."""
+    for path in _process.shared_memory_files(inodes):
+        if path.name.startswith("sem.mp-"):
+            path.unlink(missing_ok=True)
+
+
 def kill_group(group: int) -> None:
     """SIGKILL of a process group (a Maximus command started in a session of its own), and what it leaves behind
     removed once it has ended: the named semaphores of its multiprocessing queues and events, which multiprocessing's

@@ -27,7 +27,7 @@ from maximus.workloads.base import Homes, LoadResult, Progress, SplitLoad
 from maximus.workloads.tpcc import Tpcc
 from maximus.workloads.tpcc.loader import WarehouseLoad
 
-from interrupting import keyboard_interrupts  # tests/interrupting.py
+from interrupting import keyboard_interrupts, remove_semaphores  # tests/interrupting.py
 from tpcc_modes import mariadb_contents, postgres_contents  # tests/tpcc_modes.py
 
 WAREHOUSES = 2
@@ -266,16 +266,6 @@ class _InterruptedHome(_TpccBuild):
         self.build.load_homes(homes, processes, told)
 
 
-def _remove_semaphores(pids: Path) -> None:
-    """The named semaphores of the killed host's processes: only multiprocessing's (the node's object store is mapped
-    too, and stays the node's)."""
-    if pids.exists() and "\n" in pids.read_text():
-        mapped = {int(inode) for inode in pids.read_text().split("\n")[1].split()}
-        for path in _process.shared_memory_files(mapped):
-            if path.name.startswith("sem.mp-"):
-                path.unlink(missing_ok=True)
-
-
 def test_a_ctrl_c_during_a_build_on_the_hosts_ends_their_loader_processes_and_leaves_nothing(
         ray_cluster: str, two_warehouses: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ray import cloudpickle
@@ -294,8 +284,9 @@ def test_a_ctrl_c_during_a_build_on_the_hosts_ends_their_loader_processes_and_le
         assert len(host) >= 3, host  # the host's actor, and its two loader processes (and their fork server)
         _process.await_ended(host, 15)
         left = [pid for pid in host if _process.alive(pid)]
-    finally:
-        _remove_semaphores(pids)
+    finally:  # the host's, which its killed processes left
+        noted = pids.read_text().split("\n") if pids.exists() else []
+        remove_semaphores({int(inode) for inode in noted[1].split()} if len(noted) > 1 else set())
     assert not left, f"the host's processes outlived the Ctrl-C: {left}"  # none goes on writing into the build
     engine = api.make_engine("postgres", two_warehouses, TWO_WAREHOUSES, {}, database)
     with api.running(engine):

@@ -27,7 +27,7 @@ from maximus.errors import EngineError, UserError
 from maximus.records import RunStatus
 from maximus.workloads.tpcc.transaction import home_of
 
-from interrupting import keyboard_interrupts  # tests/interrupting.py
+from interrupting import keyboard_interrupts, remove_semaphores  # tests/interrupting.py
 
 WAREHOUSES = 2
 TWO_WAREHOUSES = api.Build.of("tpcc", {"warehouses": WAREHOUSES})
@@ -319,10 +319,7 @@ class _HostLost:
                 os.kill(pid, signal.SIGKILL)
 
     def remove_semaphores(self) -> None:
-        """Only multiprocessing's: the node's object store is mapped too, and stays the node's."""
-        for path in _process.shared_memory_files(self.mapped):
-            if path.name.startswith("sem.mp-"):
-                path.unlink(missing_ok=True)
+        remove_semaphores(self.mapped)
 
 
 def test_a_lost_host_fails_the_run_naming_it_and_what_it_streamed_before_is_kept(ray_cluster: str,

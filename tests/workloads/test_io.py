@@ -71,10 +71,10 @@ def test_busy_readers_share_a_process_per_core_on_a_server_engine_and_scanners_g
     engine's readers do (their reads are this process's own work)."""
     info = DatabaseInfo(2, 1, 1.0, True, {}, IoBuild(2, 100, ROWS, ROWS * 100))
     cores = os.cpu_count() or 1
+    reads = IoRandom().run_settings(IoRandom().settings(SMALL), 1, info, False)
+    scans = IoScan().run_settings(IoScan().settings(SMALL), 1, info, False)
     for engine_name in ("postgres", "mariadb"):
         engine = api.make_engine(engine_name, tmp_path, api.Build.of("io-random", SMALL), {})
-        reads = IoRandom().run_settings(IoRandom().settings(SMALL), 1, info, False)
-        scans = IoScan().run_settings(IoScan().settings(SMALL), 1, info, False)
         assert api.terminal_hosting(engine, reads, 16) == ("multiplexed", -(-16 // min(16, cores))), engine_name
         assert api.terminal_hosting(engine, scans, 2) == ("process", 1), engine_name
     sqlite = api.make_engine("sqlite", tmp_path, api.Build.of("io-random", SMALL), {})
