@@ -25,7 +25,8 @@ _MACHINE_AT_START: dict[str, object] = {}
 
 
 def _machine() -> dict[str, object]:
-    """Every OS knob's value, and the mounts, loop devices, zram devices and blkio cgroups there are."""
+    """Every OS knob's value, and the mounts, loop devices, zram devices, blkio cgroups and shared memory there
+    are."""
     mounts = [line.partition(" - ")[2].split()[:2] + line.split()[4:5]
               for line in Path("/proc/self/mountinfo").read_text().splitlines()]
     return {**system.current_values(Path(tempfile.gettempdir())),
@@ -33,7 +34,11 @@ def _machine() -> dict[str, object]:
                              if mount[1].startswith(("/dev/loop", "/dev/zram", "maximus-"))),
             "loop devices": sorted(p.parent.parent.name for p in Path("/sys/block").glob("loop*/loop/backing_file")),
             "zram devices": sorted(p.name for p in Path("/sys/block").glob("zram*")),
-            "blkio cgroups": sorted(p.name for p in Path("/sys/fs/cgroup/blkio").glob("maximus-*"))}
+            "blkio cgroups": sorted(p.name for p in Path("/sys/fs/cgroup/blkio").glob("maximus-*")),
+            # a killed server's (PostgreSQL's dynamic segments, its System V one) and a killed run's named semaphores
+            "shared memory": sorted(os.listdir("/dev/shm")),
+            "System V segments": sorted(line.split()[1] for line in
+                                        Path("/proc/sysvipc/shm").read_text().splitlines()[1:])}
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -173,6 +174,47 @@ def test_a_server_left_by_a_killed_maximus_is_found_and_stopped(server_workdir: 
             assert connection.execute("SELECT 1").fetchone() == (1,)
     finally:
         second.stop()
+
+
+def test_a_crash_removes_the_segments_that_ended_backends_made_which_only_the_control_segment_names(
+        server_workdir: Path, server_with: Callable) -> None:
+    """A segment a backend made (a parallel query's) is mapped only while that backend runs: after a crash that
+    outlived it (the OOM killer ended it, the server was killed before its restart could remove it) only PostgreSQL's
+    control segment names it, and the crash removes it with the rest (a CI run once left one in /dev/shm)."""
+    parallel = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; "
+                "SELECT count(*) FROM t WHERE pg_sleep(0.01) IS NOT NULL")
+    with server_with(server_workdir, "segments", "CREATE TABLE t AS SELECT generate_series(1, 3000) AS n") as engine:
+        pid = engine.server_pid()
+        assert pid is not None
+        control = _process.shared_memory([pid])[0]
+        session = engine.connect()
+        query = threading.Thread(target=_lost_at_the_crash, args=(session, parallel))
+        query.start()
+        try:
+            deadline = time.monotonic() + 20
+            while not (made := _process.shared_memory_files(_process.shared_memory(
+                    _process.descendants(pid))[0] - control)) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert made, "the parallel query made no segment of its own"
+            os.kill(pid, signal.SIGSTOP)  # the server does not see its processes end, and does not remove theirs
+            backends = _process.descendants(pid)
+            for backend in backends:
+                os.kill(backend, signal.SIGKILL)
+            _process.await_ended(backends, 10)
+            assert all(path.exists() for path in made)
+            assert not set(made) & set(_process.shared_memory_files(_process.shared_memory([pid])[0]))
+            engine.server.crash()
+            assert not [path for path in made if path.exists()]
+        finally:
+            if _process.alive(pid):
+                _process.kill_tree(pid)
+            query.join(10)
+            session.close()
+
+
+def _lost_at_the_crash(session: Any, sql: str) -> None:
+    with contextlib.suppress(Exception):  # the server's end
+        session.execute(sql)
 
 
 def test_clients_of_a_managed_server_use_its_unix_socket_or_tcp_when_the_socket_path_is_too_long(

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from maximus.errors import EngineError, UserError
 
@@ -84,24 +84,31 @@ def alive(pid: int) -> bool:
     return state is None or state not in ("Z", "X")
 
 
-def kill_tree(pid: int, timeout_s: float = 10.0) -> None:
+def kill_tree(pid: int, timeout_s: float = 10.0, listed: Callable[[list[Path]], list[Path]] = lambda found: []) -> None:
     """SIGKILL ``pid`` and every process under it at once, as a crash ends them, and wait until none runs: the main
     process first, so it starts no other, then the rest, found before it died (they are init's after).
 
     The shared memory they had mapped goes too (PostgreSQL's System V segment and its dynamic segments in /dev/shm):
     a crashed server's next start would remove it, but a server that is never started again would leave it on the
-    machine for good."""
+    machine for good. ``listed`` gives the further files that those found name: segments that a process which has
+    ended made and no one maps any more (PostgreSQL's control segment lists them)."""
     _signal(pid, signal.SIGSTOP)  # held: it starts no other process, and maps no other memory, before the kill
     family = [pid, *descendants(pid)]
     for member in family[1:]:
         _signal(member, signal.SIGSTOP)
+    # a signal is sent at once but taken when its process next runs: one running on another core could still make a
+    # segment after its maps were read (a PostgreSQL restarting after a crash makes its control segment anew)
+    await_stopped(family, timeout_s)
     files, segments = shared_memory(family)
+    further = listed(shared_memory_files(files))
     for member in family:
         _signal(member, signal.SIGKILL)
     await_ended(family, timeout_s)
     _reap_ours(family)
     await_reaped(pid, timeout_s)
     remove_shared_memory(files, segments)
+    for file in further:
+        file.unlink(missing_ok=True)
 
 
 def await_ended(pids: Sequence[int], timeout_s: float) -> None:
@@ -111,13 +118,22 @@ def await_ended(pids: Sequence[int], timeout_s: float) -> None:
         time.sleep(0.01)
 
 
+def await_stopped(pids: Sequence[int], timeout_s: float) -> None:
+    """Wait a while until each of ``pids`` has taken its SIGSTOP (or has ended)."""
+    deadline = time.monotonic() + timeout_s
+    while any(_state(pid) not in (None, "T", "t", "Z", "X") for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 def shared_memory(pids: Sequence[int]) -> tuple[set[int], set[int]]:
-    """The shared memory the processes map, from /proc/PID/maps: the inodes of its files under /dev/shm, and the ids
-    of its System V segments (shown as ``/SYSV<key>``, the id in the inode column). Inodes, not paths: a named
-    semaphore is made under a temporary name and then linked to its own, so a mapping shows a path that is gone."""
+    """The shared memory the processes map, from /proc/PID/maps, or hold open to map (/proc/PID/fd: a segment just
+    made): the inodes of its files under /dev/shm, and the ids of its System V segments (shown as ``/SYSV<key>``, the
+    id in the inode column). Inodes, not paths: a named semaphore is made under a temporary name and then linked to its
+    own, so a mapping shows a path that is gone."""
     files: set[int] = set()
     segments: set[int] = set()
     for pid in pids:
+        files.update(_open_shared_memory(pid))
         try:
             lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
         except OSError:  # gone, or not ours to read
@@ -128,6 +144,22 @@ def shared_memory(pids: Sequence[int]) -> tuple[set[int], set[int]]:
             elif len(fields) == 6 and fields[5].startswith("/SYSV"):
                 segments.add(int(fields[4]))
     return files, segments
+
+
+def _open_shared_memory(pid: int) -> set[int]:
+    """The inodes of the files under /dev/shm that ``pid`` holds open."""
+    inodes: set[int] = set()
+    try:
+        with os.scandir(f"/proc/{pid}/fd") as descriptors:
+            for descriptor in descriptors:
+                try:
+                    if os.readlink(descriptor.path).startswith(f"{SHARED_MEMORY}/"):
+                        inodes.add(os.stat(descriptor.path).st_ino)
+                except OSError:  # closed meanwhile
+                    continue
+    except OSError:  # gone, or not ours to read
+        pass
+    return inodes
 
 
 def shared_memory_files(inodes: set[int]) -> list[Path]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Mapping
 
 from maximus.engines import _process, server
+from maximus.engines.postgres import segments
 from maximus.engines.postgres.catalogue import catalogue_of, query_settings
 from maximus.engines.postgres.servers import PostgresServer, is_error, message
 from maximus.engines.postgres.settings import BIN_DIR, BinDirValue, find_bin_dir, full_version, major, server_knobs
@@ -131,6 +132,9 @@ class ManagedServer(PostgresServer, server.ManagedServer):
 
     def ours(self, pid: int) -> bool:
         return str(self.data_dir) in _process.command_line(pid)
+
+    def shared_memory_listed(self, mapped: list[Path]) -> list[Path]:
+        return segments.listed(mapped)
 
     def _pg_ctl(self, *arguments: str, what: str) -> None:
         _process.run(_process.as_server_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *arguments]),

@@ -135,7 +135,11 @@ class ManagedServer(ServerControl):
         pid = self.pid()
         if pid is None or not _process.alive(pid) or not self.ours(pid):
             raise EngineError(f"the {self.title} server in {self.data_dir} is not running: nothing to crash")
-        _process.kill_tree(pid)
+        _process.kill_tree(pid, listed=self.shared_memory_listed)
+
+    def shared_memory_listed(self, mapped: list[Path]) -> list[Path]:
+        """The further shared memory files that the server's mapped ones name, to remove with them after a crash."""
+        return []
 
     def await_dead_server(self) -> None:
         """A server that was killed (a run's fault) is a zombie until init reaps it, and until then the next server
