@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import multiprocessing
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from maximus.cli.app import app
 from maximus.errors import UserError
 from maximus.histograms import interval_histograms
 from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample, Window
+from maximus.samples import OUTCOMES, Samples
 from maximus.store import ResultsStore
 from maximus.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -44,6 +47,30 @@ def test_a_run_is_visible_while_running_and_complete_with_its_samples(tmp_path: 
     assert record.load_seconds == 2.5 and record.loaded_in_run
     assert store.samples(run_id) == samples
     assert store.facts(run_id) == {"payment.by_name": 1}
+    store.close()
+
+
+def test_the_read_side_gets_a_runs_samples_as_columns_each_a_stored_sample(tmp_path: Path) -> None:
+    """``sample_columns``: every stored sample in the order of its start, one array per field, the transaction and
+    the outcome as indexes, a closed-loop sample's missing intended start as NaN; ``rows`` gives them back."""
+    store = ResultsStore(tmp_path / "r.db")
+    run_id, empty = _begin(store), _begin(store)
+    samples = [TxnSample(1, "payment", 2.0, 0.001, Outcome.FAILED, 3, intended=1.75),
+               TxnSample(0, "new_order", 1.5, 0.002, Outcome.COMMITTED),
+               TxnSample(2, "new_order", 3.0, 0.25, Outcome.ROLLED_BACK, intended=2.5)]
+    store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, samples))
+    store.finish_run(empty, RunEnd(RunStatus.COMPLETE, []))
+    columns = store.sample_columns(run_id)
+    assert sorted(columns.names) == ["new_order", "payment"] and len(columns) == 3
+    assert columns.start.tolist() == [1.5, 2.0, 3.0] and columns.terminal.tolist() == [0, 1, 2]
+    assert [columns.names[n] for n in columns.transaction] == ["new_order", "payment", "new_order"]
+    assert [OUTCOMES[n] for n in columns.outcome] == [Outcome.COMMITTED, Outcome.FAILED, Outcome.ROLLED_BACK]
+    assert columns.attempts.tolist() == [1, 3, 1] and columns.latency.tolist() == [0.002, 0.001, 0.25]
+    assert math.isnan(columns.intended[0]) and columns.intended[1:].tolist() == [1.75, 2.5]
+    assert list(columns.rows()) == [replace(s, error="") for s in sorted(samples, key=lambda s: s.start)]
+    assert list(Samples.of(samples).rows()) == list(columns.rows())
+    assert columns.counts(columns.completed()) == {"new_order": 2}
+    assert len(store.sample_columns(empty)) == 0 and store.sample_columns(empty).names == ()
     store.close()
 
 

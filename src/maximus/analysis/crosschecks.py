@@ -6,9 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from maximus.analysis.series import OS_SOURCES, Series, change, edges, find, label, one_series, series_of
 from maximus.records import Outcome, TxnSample, Window
 from maximus.records import MetricSample
+from maximus.samples import Samples, samples_of
 
 DEFERRED_PREFIX = "deferred_"  # a deferred transaction's completion is recorded as deferred_<name> (the driver's)
 
@@ -53,7 +56,7 @@ class CrossCheck:
         return f"cross-check of {self.name} failed: {self.detail}; {self.hint}"
 
 
-def cross_checks(samples: Sequence[MetricSample], transactions: Sequence[TxnSample], window: Window,
+def cross_checks(samples: Sequence[MetricSample], transactions: Samples | Sequence[TxnSample], window: Window,
                  writers: Iterable[str], embedded: bool, tolerance: Tolerance = Tolerance()) -> list[CrossCheck]:
     """The checks the run's samples allow: commits over the whole run, reads and writes over the window.
 
@@ -68,7 +71,7 @@ def cross_checks(samples: Sequence[MetricSample], transactions: Sequence[TxnSamp
     return [c for c in checks if c is not None]
 
 
-def commit_check(all_series: Sequence[Series], transactions: Sequence[TxnSample], writers: set[str],
+def commit_check(all_series: Sequence[Series], transactions: Samples | Sequence[TxnSample], writers: set[str],
                  tolerance: Tolerance) -> CrossCheck | None:
     """Driver-counted committed transactions vs the database's own commit counter, whole run.
 
@@ -80,14 +83,15 @@ def commit_check(all_series: Sequence[Series], transactions: Sequence[TxnSample]
     """
     counter = (one_series(all_series, "commits_total", counts="writes")
                or one_series(all_series, "commits_total", counts="all"))
-    if counter is None or not transactions:
+    if counter is None or not len(transactions):
         return None
+    ran = samples_of(transactions)
     (t0, v0), (t1, v1) = counter.points[0], counter.points[-1]
-    if t0 > min(t.start for t in transactions) or t1 < max(t.start + t.latency for t in transactions):
+    if t0 > ran.start.min() or t1 < ran.end.max():
         return None
     every = counter.labels.get("counts") == "all"
-    counted = database_transactions({t.transaction for t in transactions}, writers) if every else writers
-    driver = sum(1 for t in transactions if t.outcome is Outcome.COMMITTED and t.transaction in counted)
+    counted = database_transactions(ran.names, writers) if every else writers
+    driver = int(np.count_nonzero(ran.with_outcome(Outcome.COMMITTED) & ran.named(counted)))
     database = v1 - v0
     fewer = max(tolerance.commits_absolute, tolerance.commits_relative * driver)
     more = fewer + (_extra_commits(all_series, tolerance) if every else 0.0)

@@ -242,7 +242,7 @@ def analyse_experiment(store: ResultsStore, experiment_id: int,
         headline = reading.headline
         known = analysed.get(run.id)
         figures = (None if run.status is not RunStatus.COMPLETE else known[1] if known and known[0] == reading
-                   else run_figures(store.samples(run.id), run.window, reading.reported_transactions,
+                   else run_figures(store.sample_columns(run.id), run.window, reading.reported_transactions,
                                     headline.transaction, headline.per_seconds, store.latency_histograms(run.id)))
         key = planned[run.plan_key]
         rows.append(RunRow(run.id, key.step, key.clients, run.status, run.load_seconds, run.loaded_in_run, figures,

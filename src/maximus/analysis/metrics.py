@@ -7,15 +7,15 @@ recomputed (and checked) later.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
+
+import numpy as np
 
 from maximus.analysis.stats import Histogram, LatencySummary, histogram_of_recorded, summarise_recorded
 from maximus.histograms import LATENCY, SERVICE, interval_histograms, window_histograms
 from maximus.records import IntervalHistogram, Outcome, TxnSample, Window
-
-COMPLETED = (Outcome.COMMITTED, Outcome.ROLLED_BACK)
+from maximus.samples import OUTCOMES, Samples, samples_of
 
 
 @dataclass(frozen=True)
@@ -43,55 +43,59 @@ class RunFigures:
     window: Window
 
 
-def in_window(samples: Iterable[TxnSample], window: Window) -> list[TxnSample]:
-    return [s for s in samples if window.contains(s)]
+def in_window(samples: Samples | Sequence[TxnSample], window: Window) -> Samples:
+    chosen = samples_of(samples)
+    return chosen.where(chosen.in_window(window))
 
 
-def outcome_counts(samples: Sequence[TxnSample]) -> dict[str, int]:
-    tally = Counter(s.outcome.value for s in samples)
-    return {"committed": tally["committed"], "rolled_back": tally["rolled_back"],
-            "retried": sum(1 for s in samples if s.attempts > 1), "failed": tally["failed"]}
+def outcome_counts(samples: Samples | Sequence[TxnSample]) -> dict[str, int]:
+    chosen = samples_of(samples)
+    tally = np.bincount(chosen.outcome, minlength=len(OUTCOMES))
+    count = {outcome.value: int(tally[n]) for n, outcome in enumerate(OUTCOMES)}
+    return {"committed": count["committed"], "rolled_back": count["rolled_back"],
+            "retried": int(np.count_nonzero(chosen.attempts > 1)), "failed": count["failed"]}
 
 
-def per_second(samples: Sequence[TxnSample], headline: str, deferred_prefix: str = "deferred_"
+def per_second(samples: Samples | Sequence[TxnSample], headline: str, deferred_prefix: str = "deferred_"
                ) -> tuple[tuple[int, int, int], ...]:
     """Completions per second from the time origin (warm-up included: steady state shows in it)."""
-    headline_done: Counter = Counter()
-    all_done: Counter = Counter()
-    for sample in samples:
-        if sample.outcome in COMPLETED and not sample.transaction.startswith(deferred_prefix):
-            second = int(sample.start + sample.latency)
-            all_done[second] += 1
-            headline_done[second] += sample.transaction == headline
-    if not all_done:
+    chosen = samples_of(samples)
+    interactive = [name for name in chosen.names if not name.startswith(deferred_prefix)]
+    done = chosen.completed() & chosen.named(interactive)
+    if not done.any():
         return ()
-    return tuple((s, headline_done[s], all_done[s]) for s in range(0, max(all_done) + 1))
+    seconds = chosen.end[done].astype(np.int64)  # each completion's second: a truncation, as int() of each
+    all_done = np.bincount(seconds)
+    headline_done = np.bincount(seconds[chosen.named([headline])[done]], minlength=len(all_done))
+    return tuple(zip(range(len(all_done)), headline_done.tolist(), all_done.tolist()))
 
 
-def run_figures(samples: Sequence[TxnSample], window: Window, transaction_order: Sequence[str],
+def run_figures(samples: Samples | Sequence[TxnSample], window: Window, transaction_order: Sequence[str],
                 headline: str, per_seconds: float = 60.0,
                 histograms: Sequence[IntervalHistogram] | None = None) -> RunFigures:
     """``headline``: the transaction whose completions per ``per_seconds`` (``Headline.per_seconds``: a minute, or
     a second) are the run's figure of merit. ``histograms``: the run's stored response times
     (``maximus.histograms``), from which every percentile is computed; made from the samples when not given (a
     run stored before them)."""
-    measured = in_window(samples, window)
-    recorded = histograms if histograms is not None else interval_histograms(samples, window)
-    completed = [s for s in measured if s.outcome in COMPLETED]
+    every = samples_of(samples)
+    measured = in_window(every, window)
+    recorded = histograms if histograms is not None else interval_histograms(every.rows(), window)
+    completed = measured.completed()
     minutes = window.minutes or math.nan
     periods = window.minutes * 60.0 / per_seconds or math.nan
-    headline_done = [s for s in completed if s.transaction == headline]
-    interactive = [s for s in completed if not s.transaction.startswith("deferred_")]
-    counts = Counter(s.transaction for s in completed)
-    counts[f"{headline}.rolled_back"] = sum(1 for s in headline_done if s.outcome is Outcome.ROLLED_BACK)
+    headline_done = completed & measured.named([headline])
+    interactive = completed & measured.named([n for n in measured.names if not n.startswith("deferred_")])
+    counts = measured.counts(completed)
+    counts[f"{headline}.rolled_back"] = int(np.count_nonzero(headline_done & measured.with_outcome(
+        Outcome.ROLLED_BACK)))
     return RunFigures(
-        headline=int(len(headline_done) / periods) if window.minutes else 0,
-        committed=sum(1 for s in headline_done if s.outcome is Outcome.COMMITTED) / periods,
-        tpm=len(interactive) / minutes,
+        headline=int(np.count_nonzero(headline_done) / periods) if window.minutes else 0,
+        committed=np.count_nonzero(headline_done & measured.with_outcome(Outcome.COMMITTED)) / periods,
+        tpm=np.count_nonzero(interactive) / minutes,
         outcomes=outcome_counts(measured),
         transactions=tuple(_figures(name, recorded) for name in transaction_order),
-        counts=dict(counts),
-        per_second=per_second(samples, headline),
+        counts=counts,
+        per_second=per_second(every, headline),
         window=window,
     )
 

@@ -25,6 +25,7 @@ from maximus.analysis.series import (EDGE_SLACK_S, OS_SOURCES, Change, Series, c
 from maximus.client_hosts import HOST_CPU_SECONDS
 from maximus.records import TxnSample, Window
 from maximus.records import MetricSample
+from maximus.samples import Samples
 
 if TYPE_CHECKING:
     from maximus.analysis.metrics import RunFigures
@@ -340,7 +341,7 @@ class RunMonitoring:
     embedded: bool  # the engine runs inside the client processes: no server CPU to tell apart
 
 
-def analyse(samples: Sequence[MetricSample], transactions: Sequence[TxnSample], window: Window,
+def analyse(samples: Sequence[MetricSample], transactions: Samples | Sequence[TxnSample], window: Window,
             writers: Iterable[str], transactions_per_s: float, embedded: bool) -> RunMonitoring:
     return RunMonitoring(monitoring_figures(samples, window, transactions_per_s),
                          tuple(cross_checks(samples, transactions, window, writers, embedded)), embedded)

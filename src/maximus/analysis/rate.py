@@ -9,14 +9,13 @@ two counts the terminals kept of the schedule's points they never started (``sch
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from maximus.analysis.metrics import COMPLETED
 from maximus.records import ARRIVALS_OPTION, RATE, RunSpec, TxnSample, Window
+from maximus.samples import Samples, samples_of
 
 ACHIEVED_AT_LEAST = 0.99  # of the target rate, for "rate sustained"
 LATE_S = 0.001  # a start later than its intended one by more than this is late
@@ -77,22 +76,23 @@ def scheduled(spec: RunSpec) -> tuple[float, str] | None:
     return (float(rate), spec.options.get(ARRIVALS_OPTION, "regular")) if rate else None
 
 
-def rate_figures(spec: RunSpec, samples: Sequence[TxnSample], window: Window,
+def rate_figures(spec: RunSpec, samples: Samples | Sequence[TxnSample], window: Window,
                  facts: Mapping[str, int]) -> RateFigures | None:
     """The run against its schedule; None for a closed-loop run, and for one that measured nothing."""
     target = scheduled(spec)
     if target is None or window.end <= window.start:
         return None
-    timed = [s for s in samples if s.intended is not None]
-    intended = np.array([s.intended for s in timed], dtype=float)
-    started = np.array([s.start for s in timed], dtype=float)
+    every = samples_of(samples)
+    timed = every.where(every.timed)
+    intended, started = timed.intended, timed.start
     unstarted = facts.get(UNSTARTED, 0)
-    ours = [s for s in timed if window.start <= s.intended < window.end]  # type: ignore[operator]
+    ours = (intended >= window.start) & (intended < window.end)
+    completed = timed.completed()
     last = int(math.ceil(max(window.end, float(started.max()) if len(timed) else 0.0)))
     return RateFigures(
         target=target[0], arrivals=target[1], terminals=spec.terminals,
-        achieved=sum(1 for s in timed if s.outcome in COMPLETED and window.contains(s)) / (window.end - window.start),
-        scheduled=len(ours) + unstarted, done=sum(1 for s in ours if s.outcome in COMPLETED),
+        achieved=np.count_nonzero(completed & timed.in_window(window)) / (window.end - window.start),
+        scheduled=int(np.count_nonzero(ours)) + unstarted, done=int(np.count_nonzero(ours & completed)),
         backlog_at_start=_backlog(intended, started, window.start),
         backlog_at_end=_backlog(intended, started, window.end) + unstarted,
         warmup_backlog=facts.get(WARMUP_BACKLOG, 0), unstarted=unstarted,
@@ -128,22 +128,17 @@ def _points_at(facts: Mapping[str, int], kind: str) -> dict[int, int]:
     return {int(name.removeprefix(prefix)): value for name, value in facts.items() if name.startswith(prefix)}
 
 
-def _late(timed: Sequence[TxnSample], last: int) -> tuple[tuple[int, int], ...]:
-    late = Counter(int(s.start) for s in timed if s.intended is not None and s.start - s.intended > LATE_S)
-    return tuple((second, late[second]) for second in range(last))
+def _late(timed: Samples, last: int) -> tuple[tuple[int, int], ...]:
+    late = np.bincount(timed.start[timed.start - timed.intended > LATE_S].astype(np.int64), minlength=last)
+    return tuple((second, int(late[second])) for second in range(last))
 
 
-def _start_error_p99(timed: Sequence[TxnSample], window: Window) -> float:
+def _start_error_p99(timed: Samples, window: Window) -> float:
     """How late the scheduler woke a terminal that was waiting for an intended start (its previous transaction done
     before it), at the 99th percentile over the window: the schedule's own precision, apart from any backlog."""
-    by_terminal: dict[int, list[TxnSample]] = defaultdict(list)
-    for sample in timed:
-        by_terminal[sample.terminal].append(sample)
-    errors = []
-    for runs in by_terminal.values():
-        runs.sort(key=lambda s: s.start)
-        for previous, sample in zip(runs, runs[1:]):
-            assert sample.intended is not None
-            if previous.start + previous.latency <= sample.intended and window.start <= sample.start < window.end:
-                errors.append(sample.start - sample.intended)
-    return float(np.percentile(errors, 99)) if errors else math.nan
+    order = np.lexsort((timed.start, timed.terminal))  # each terminal's transactions in the order they started
+    terminal, start, end, intended = timed.terminal[order], timed.start[order], timed.end[order], timed.intended[order]
+    waited = ((terminal[1:] == terminal[:-1]) & (end[:-1] <= intended[1:])
+              & (start[1:] >= window.start) & (start[1:] < window.end))
+    errors = (start[1:] - intended[1:])[waited]
+    return float(np.percentile(errors, 99)) if len(errors) else math.nan

@@ -17,6 +17,7 @@ from maximus.client_hosts import client_hosts
 from maximus.errors import UserError
 from maximus.records import (EMBEDDED, BandResult, CheckResult, DeferredResult, Presentation, RunRecord, TxnSample,
                              WorkloadReading)
+from maximus.samples import Samples
 from maximus.store import ResultsStore
 
 
@@ -55,7 +56,7 @@ class RunReport:
 def analyse_run(store: ResultsStore, run_id: int) -> RunReport:
     record = store.run(run_id)
     reading = reading_of(record)
-    samples = store.samples(run_id)
+    samples = store.sample_columns(run_id)
     figures = run_figures(samples, record.window, reading.reported_transactions, reading.headline.transaction,
                           reading.headline.per_seconds, store.latency_histograms(run_id))
     deferred, facts = tuple(store.deferred_results(run_id)), store.facts(run_id)
@@ -90,7 +91,7 @@ def listed_runs(store: ResultsStore) -> list[tuple[RunRecord, Presentation, int]
     return listed
 
 
-def analyse_monitoring(store: ResultsStore, record: RunRecord, samples: Sequence[TxnSample],
+def analyse_monitoring(store: ResultsStore, record: RunRecord, samples: Samples | Sequence[TxnSample],
                        figures: RunFigures) -> RunMonitoring:
     """The run's monitoring figures and cross-checks, recomputed from its stored samples."""
     writers = set(reading_of(record).write_transactions)

@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from maximus import limits
 from maximus.errors import UserError
 from maximus.environment import boot_id
@@ -26,6 +28,7 @@ from maximus.records import (CheckResult, CrashMode, CrashTest, CrashTestRecord,
                              DurabilityFindings, ExperimentRecord, IntervalHistogram, Outcome, RunEnd, RunRecord,
                              RunSpec, RunStart, RunStatus, TxnSample, Verdict, Window, WorkloadReading)
 from maximus.records import MetricSample
+from maximus.samples import OUTCOMES, Samples
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
 from maximus.store.schema import SCHEMA_VERSION, migrate
 
@@ -44,6 +47,10 @@ NOT_FINITE = "stored with a warm-up or duration that is not a finite number of s
 # ("0 s of 60 s measured"), rather than the seconds it planned at a tpmC of 0.
 _NOTHING_MEASURED = "window_end = window_start"
 _OUTCOMES = {outcome.value: outcome for outcome in Outcome}
+_SAMPLE_FIELDS = ("transaction", "terminal", "start", "latency", "outcome", "attempts", "intended")
+_SAMPLE_COLUMNS = np.dtype([("transaction", np.int32), ("terminal", np.int32), ("start", np.float64),
+                            ("latency", np.float64), ("outcome", np.int8), ("attempts", np.int32),
+                            ("intended", np.float64)])  # a NULL intended start (a closed loop's) reads as NaN
 
 
 def _this_runner() -> str | None:
@@ -324,6 +331,20 @@ class ResultsStore:
                                 " FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
         outcomes = _OUTCOMES  # a dictionary's lookup: Outcome(o) took a quarter of the time of a run's samples
         return [TxnSample(t, name, s, lat, outcomes[o], a, e, i) for t, name, s, lat, o, a, e, i in rows]
+
+    @guarded
+    def sample_columns(self, run_id: int) -> Samples:
+        """A run's samples as columns (``maximus.samples``): what the read side analyses. The transactions' names
+        and outcomes come back as their indexes, so no row makes a Python object but numpy's."""
+        names = tuple(name for (name,) in self._db.execute(
+            "SELECT DISTINCT transaction_name FROM txn_samples WHERE run_id = ?", (run_id,)))
+        coded = " ".join(f"WHEN ? THEN {n}" for n in range(len(names))) or "WHEN NULL THEN 0"
+        outcomes = " ".join(f"WHEN '{outcome.value}' THEN {n}" for n, outcome in enumerate(OUTCOMES))
+        rows = self._db.execute(f"SELECT CASE transaction_name {coded} END, terminal, start, latency, "
+                                f"CASE outcome {outcomes} END, attempts, intended FROM txn_samples WHERE run_id = ? "
+                                "ORDER BY start", (*names, run_id))
+        table = np.fromiter(rows, dtype=_SAMPLE_COLUMNS)
+        return Samples(names, *(table[field] for field in _SAMPLE_FIELDS))
 
     @guarded
     def latency_histograms(self, run_id: int) -> list[IntervalHistogram] | None:

@@ -1,0 +1,97 @@
+"""A run's transaction samples as columns, one array per field, as the read side analyses them.
+
+A storage-bound run stores about 100,000 samples a second: read back as one Python object each, a 10-second run's
+million took seconds to read and more to count, and a long run's would not fit in memory. As arrays they take 33
+bytes each and are counted by numpy. Each row is still one sample of the results store, so every figure stays
+traceable to it (``Samples.rows`` gives them back as ``TxnSample``, the error texts aside: no figure reads them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from maximus.records import Outcome, TxnSample, Window
+
+OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)  # ``Samples.outcome`` holds an index into this
+COMPLETED = (Outcome.COMMITTED, Outcome.ROLLED_BACK)
+
+
+@dataclass(frozen=True, eq=False)
+class Samples:
+    """Samples in the order of their starts; ``transaction`` and ``outcome`` index ``names`` and ``OUTCOMES``, and
+    ``intended`` is NaN in a closed-loop run (no intended start)."""
+
+    names: tuple[str, ...]
+    transaction: np.ndarray  # int32
+    terminal: np.ndarray  # int32
+    start: np.ndarray  # float64, seconds from the run's time origin
+    latency: np.ndarray  # float64: from the actual start (a fixed-rate run's service time)
+    outcome: np.ndarray  # int8
+    attempts: np.ndarray  # int32
+    intended: np.ndarray  # float64
+
+    @classmethod
+    def of(cls, samples: Iterable[TxnSample]) -> Samples:
+        rows = sorted(samples, key=lambda sample: sample.start)
+        names = tuple(dict.fromkeys(sample.transaction for sample in rows))
+        index, outcomes = {name: n for n, name in enumerate(names)}, {o: n for n, o in enumerate(OUTCOMES)}
+        return cls(names, np.array([index[s.transaction] for s in rows], dtype=np.int32),
+                   np.array([s.terminal for s in rows], dtype=np.int32),
+                   np.array([s.start for s in rows], dtype=np.float64),
+                   np.array([s.latency for s in rows], dtype=np.float64),
+                   np.array([outcomes[s.outcome] for s in rows], dtype=np.int8),
+                   np.array([s.attempts for s in rows], dtype=np.int32),
+                   np.array([np.nan if s.intended is None else s.intended for s in rows], dtype=np.float64))
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @property
+    def end(self) -> np.ndarray:
+        return self.start + self.latency
+
+    @property
+    def timed(self) -> np.ndarray:
+        """Which samples have an intended start (a fixed-rate run's)."""
+        return ~np.isnan(self.intended)
+
+    def where(self, mask: np.ndarray) -> Samples:
+        """The samples ``mask`` selects, in the same order."""
+        return Samples(self.names, self.transaction[mask], self.terminal[mask], self.start[mask], self.latency[mask],
+                       self.outcome[mask], self.attempts[mask], self.intended[mask])
+
+    def named(self, names: Iterable[str]) -> np.ndarray:
+        """Which samples are of one of the transactions ``names``."""
+        chosen = set(names)
+        codes = [n for n, name in enumerate(self.names) if name in chosen]
+        return np.isin(self.transaction, codes)
+
+    def with_outcome(self, *outcomes: Outcome) -> np.ndarray:
+        return np.isin(self.outcome, [OUTCOMES.index(outcome) for outcome in outcomes])
+
+    def completed(self) -> np.ndarray:
+        return self.with_outcome(*COMPLETED)
+
+    def in_window(self, window: Window) -> np.ndarray:
+        """TPC-C 5.4: which samples' whole response times lie inside the window (``Window.holds``)."""
+        return (self.start >= window.start) & (self.end <= window.end)
+
+    def counts(self, mask: np.ndarray | None = None) -> dict[str, int]:
+        """How many samples (``mask``'s, or all) there are of each transaction."""
+        chosen = self.transaction if mask is None else self.transaction[mask]
+        tally = np.bincount(chosen, minlength=len(self.names))
+        return {name: int(tally[n]) for n, name in enumerate(self.names) if tally[n]}
+
+    def rows(self) -> Iterator[TxnSample]:
+        """Each sample as a ``TxnSample``, in order (its error text is not kept here)."""
+        for t, n, s, lat, o, a, i in zip(self.terminal.tolist(), self.transaction.tolist(), self.start.tolist(),
+                                         self.latency.tolist(), self.outcome.tolist(), self.attempts.tolist(),
+                                         self.intended.tolist()):
+            yield TxnSample(t, self.names[n], s, lat, OUTCOMES[o], a, "", None if i != i else i)
+
+
+def samples_of(samples: Samples | Sequence[TxnSample]) -> Samples:
+    """``samples`` as columns: a run's read back from the store, or a driver's in memory."""
+    return samples if isinstance(samples, Samples) else Samples.of(samples)
