@@ -8,7 +8,7 @@ traceable to it (``Samples.rows`` gives them back as ``TxnSample``, the error te
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -92,6 +92,6 @@ class Samples:
             yield TxnSample(t, self.names[n], s, lat, OUTCOMES[o], a, "", None if i != i else i)
 
 
-def samples_of(samples: Samples | Sequence[TxnSample]) -> Samples:
+def samples_of(samples: Samples | Iterable[TxnSample]) -> Samples:
     """``samples`` as columns: a run's read back from the store, or a driver's in memory."""
     return samples if isinstance(samples, Samples) else Samples.of(samples)

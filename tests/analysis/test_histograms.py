@@ -98,3 +98,24 @@ def test_figures_from_stored_histograms_equal_those_made_from_the_samples() -> N
     stored = interval_histograms(samples, WINDOW)
     assert run_figures(samples, WINDOW, ["new_order"], "new_order", histograms=stored) == \
         run_figures(samples, WINDOW, ["new_order"], "new_order")
+
+
+def test_each_distinct_value_recorded_once_with_its_count_makes_the_histograms_of_each_value_recorded_alone() -> None:
+    """``interval_histograms`` records a distinct microsecond value once with its count: the histograms are those
+    of every completed sample recorded one at a time, fixed-rate ones with their service times, values below 1 µs
+    and halves of a microsecond included, failed ones left out."""
+    draws = random.Random(9)
+    samples = [TxnSample(draws.randrange(4), draws.choice(["new_order", "payment"]), draws.uniform(0.0, 13.0),
+                         draws.choice([draws.lognormvariate(-8.0, 1.0), 0.0, 2.5e-6, 3.5e-6, 0.0125]),
+                         draws.choice(list(Outcome)), intended=None if n % 3 else draws.uniform(0.0, 13.0))
+               for n in range(20_000)]
+    one_by_one: dict[tuple[str, str, float, bool], HdrHistogram] = {}
+    for sample in samples:
+        if sample.outcome in (Outcome.COMMITTED, Outcome.ROLLED_BACK):
+            at, counted = float(sample.start // 1), WINDOW.contains(sample)
+            kinds = [(LATENCY, sample.scheduled_latency)] + ([(SERVICE, sample.latency)] if sample.intended is not None else [])
+            for kind, value in kinds:
+                one_by_one.setdefault((sample.transaction, kind, at, counted), empty()).record_value(to_us(value))
+    made = interval_histograms(samples, WINDOW)
+    assert [(h.transaction, h.kind, h.start, h.counted) for h in made] == sorted(one_by_one)
+    assert [h.encoded for h in made] == [one_by_one[key].encode().decode("ascii") for key in sorted(one_by_one)]
