@@ -113,7 +113,9 @@ def test_each_distinct_value_recorded_once_with_its_count_makes_the_histograms_o
     for sample in samples:
         if sample.outcome in (Outcome.COMMITTED, Outcome.ROLLED_BACK):
             at, counted = float(sample.start // 1), WINDOW.contains(sample)
-            kinds = [(LATENCY, sample.scheduled_latency)] + ([(SERVICE, sample.latency)] if sample.intended is not None else [])
+            kinds = [(LATENCY, sample.scheduled_latency)]
+            if sample.intended is not None:
+                kinds.append((SERVICE, sample.latency))
             for kind, value in kinds:
                 one_by_one.setdefault((sample.transaction, kind, at, counted), empty()).record_value(to_us(value))
     made = interval_histograms(samples, WINDOW)
