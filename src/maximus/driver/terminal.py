@@ -113,14 +113,17 @@ class Recorder:
         self.last_flush = now
 
 
+_OUTCOMES = {outcome.value: outcome for outcome in Outcome}  # Outcome(value) took 2/3 of the time of a sample
+
+
 def from_wire(fields: tuple) -> TxnSample:
     terminal, transaction, start, latency, outcome, attempts, error, intended = fields
-    return TxnSample(terminal, transaction, start, latency, Outcome(outcome), attempts, error, intended)
+    return TxnSample(terminal, transaction, start, latency, _OUTCOMES[outcome], attempts, error, intended)
 
 
 def result_from_wire(fields: tuple) -> DeferredResult:
     terminal, transaction, queued, completed, outcome, record = fields
-    return DeferredResult(terminal, transaction, queued, completed, Outcome(outcome), record)
+    return DeferredResult(terminal, transaction, queued, completed, _OUTCOMES[outcome], record)
 
 
 def expand_runs(runs: Iterable[tuple], origin: float) -> Iterator[tuple]:
