@@ -1,7 +1,7 @@
 """A run's transaction samples as columns, one array per field, as the read side analyses them.
 
 A storage-bound run stores about 100,000 samples a second: read back as one Python object each, a 10-second run's
-million took seconds to read and more to count, and a long run's would not fit in memory. As arrays they take 33
+million took seconds to read and more to count, and a long run's would not fit in memory. As arrays they take 37
 bytes each and are counted by numpy. Each row is still one sample of the results store, so every figure stays
 traceable to it (``Samples.rows`` gives them back as ``TxnSample``, the error texts aside: no figure reads them)."""
 
@@ -79,10 +79,11 @@ class Samples:
         return (self.start >= window.start) & (self.end <= window.end)
 
     def counts(self, mask: np.ndarray | None = None) -> dict[str, int]:
-        """How many samples (``mask``'s, or all) there are of each transaction."""
+        """How many samples (``mask``'s, or all) there are of each transaction, in the order each first started."""
         chosen = self.transaction if mask is None else self.transaction[mask]
-        tally = np.bincount(chosen, minlength=len(self.names))
-        return {name: int(tally[n]) for n, name in enumerate(self.names) if tally[n]}
+        codes, firsts, tally = np.unique(chosen, return_index=True, return_counts=True)
+        return {self.names[code]: count for _, code, count in sorted(zip(firsts.tolist(), codes.tolist(),
+                                                                         tally.tolist()))}
 
     def rows(self) -> Iterator[TxnSample]:
         """Each sample as a ``TxnSample``, in order (its error text is not kept here)."""

@@ -65,8 +65,11 @@ def per_second(samples: Samples | Sequence[TxnSample], headline: str, deferred_p
     if not done.any():
         return ()
     seconds = chosen.end[done].astype(np.int64)  # each completion's second: a truncation, as int() of each
-    all_done = np.bincount(seconds)
-    headline_done = np.bincount(seconds[chosen.named([headline])[done]], minlength=len(all_done))
+    kept = seconds >= 0  # none before the time origin, but a host's clock: counted from second 0 on
+    if not kept.any():
+        return ()
+    all_done = np.bincount(seconds[kept])
+    headline_done = np.bincount(seconds[kept & chosen.named([headline])[done]], minlength=len(all_done))
     return tuple(zip(range(len(all_done)), headline_done.tolist(), all_done.tolist()))
 
 
@@ -79,7 +82,7 @@ def run_figures(samples: Samples | Sequence[TxnSample], window: Window, transact
     run stored before them)."""
     every = samples_of(samples)
     measured = in_window(every, window)
-    recorded = histograms if histograms is not None else interval_histograms(every.rows(), window)
+    recorded = histograms if histograms is not None else interval_histograms(every, window)
     completed = measured.completed()
     minutes = window.minutes or math.nan
     periods = window.minutes * 60.0 / per_seconds or math.nan
@@ -90,8 +93,8 @@ def run_figures(samples: Samples | Sequence[TxnSample], window: Window, transact
         Outcome.ROLLED_BACK)))
     return RunFigures(
         headline=int(np.count_nonzero(headline_done) / periods) if window.minutes else 0,
-        committed=np.count_nonzero(headline_done & measured.with_outcome(Outcome.COMMITTED)) / periods,
-        tpm=np.count_nonzero(interactive) / minutes,
+        committed=int(np.count_nonzero(headline_done & measured.with_outcome(Outcome.COMMITTED))) / periods,
+        tpm=int(np.count_nonzero(interactive)) / minutes,
         outcomes=outcome_counts(measured),
         transactions=tuple(_figures(name, recorded) for name in transaction_order),
         counts=counts,

@@ -91,7 +91,7 @@ def rate_figures(spec: RunSpec, samples: Samples | Sequence[TxnSample], window: 
     last = int(math.ceil(max(window.end, float(started.max()) if len(timed) else 0.0)))
     return RateFigures(
         target=target[0], arrivals=target[1], terminals=spec.terminals,
-        achieved=np.count_nonzero(completed & timed.in_window(window)) / (window.end - window.start),
+        achieved=int(np.count_nonzero(completed & timed.in_window(window))) / (window.end - window.start),
         scheduled=int(np.count_nonzero(ours)) + unstarted, done=int(np.count_nonzero(ours & completed)),
         backlog_at_start=_backlog(intended, started, window.start),
         backlog_at_end=_backlog(intended, started, window.end) + unstarted,
@@ -129,7 +129,8 @@ def _points_at(facts: Mapping[str, int], kind: str) -> dict[int, int]:
 
 
 def _late(timed: Samples, last: int) -> tuple[tuple[int, int], ...]:
-    late = np.bincount(timed.start[timed.start - timed.intended > LATE_S].astype(np.int64), minlength=last)
+    seconds = timed.start[timed.start - timed.intended > LATE_S].astype(np.int64)
+    late = np.bincount(seconds[seconds >= 0], minlength=last)
     return tuple((second, int(late[second])) for second in range(last))
 
 

@@ -336,14 +336,21 @@ class ResultsStore:
     def sample_columns(self, run_id: int) -> Samples:
         """A run's samples as columns (``maximus.samples``): what the read side analyses. The transactions' names
         and outcomes come back as their indexes, so no row makes a Python object but numpy's."""
-        names = tuple(name for (name,) in self._db.execute(
-            "SELECT DISTINCT transaction_name FROM txn_samples WHERE run_id = ?", (run_id,)))
-        coded = " ".join(f"WHEN ? THEN {n}" for n in range(len(names))) or "WHEN NULL THEN 0"
-        outcomes = " ".join(f"WHEN '{outcome.value}' THEN {n}" for n, outcome in enumerate(OUTCOMES))
-        rows = self._db.execute(f"SELECT CASE transaction_name {coded} END, terminal, start, latency, "
-                                f"CASE outcome {outcomes} END, attempts, intended FROM txn_samples WHERE run_id = ? "
-                                "ORDER BY start", (*names, run_id))
-        table = np.fromiter(rows, dtype=_SAMPLE_COLUMNS)
+        snapshot = not self._db.in_transaction  # both reads see the same rows, while a run may be storing its own
+        if snapshot:
+            self._db.execute("BEGIN")
+        try:
+            names = tuple(name for (name,) in self._db.execute(
+                "SELECT DISTINCT transaction_name FROM txn_samples WHERE run_id = ?", (run_id,)))
+            coded = " ".join(f"WHEN ? THEN {n}" for n in range(len(names))) or "WHEN NULL THEN 0"
+            outcomes = " ".join(f"WHEN '{outcome.value}' THEN {n}" for n, outcome in enumerate(OUTCOMES))
+            rows = self._db.execute(f"SELECT CASE transaction_name {coded} END, terminal, start, latency, CASE outcome "
+                                    f"{outcomes} END, attempts, intended FROM txn_samples WHERE run_id = ? "
+                                    "ORDER BY start", (*names, run_id))
+            table = np.fromiter(rows, dtype=_SAMPLE_COLUMNS)
+        finally:
+            if snapshot:
+                self._db.execute("COMMIT")
         return Samples(names, *(table[field] for field in _SAMPLE_FIELDS))
 
     @guarded
