@@ -41,6 +41,10 @@ def _machine() -> dict[str, object]:
                                         Path("/proc/sysvipc/shm").read_text().splitlines()[1:])}
 
 
+# What only the suite's own leftovers change: others' processes (a run beside the suite) make and remove these too
+_LEFT_ONLY = ("shared memory", "System V segments")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):  # the whole run's, not each parallel worker's
         _MACHINE_AT_START.update(_machine())
@@ -62,7 +66,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput") or not _MACHINE_AT_START:
         return
     now = _machine()
-    changed = {name: (value, now[name]) for name, value in _MACHINE_AT_START.items() if now[name] != value}
+    changed = {name: (value, now[name]) for name, value in _MACHINE_AT_START.items()
+               if (now[name] != value if name not in _LEFT_ONLY else set(now[name]) - set(value))}  # type: ignore
     left = system.journal_path().exists()
     if changed or left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -237,10 +237,13 @@ def zombie(pid: int) -> bool:
 
 
 def await_reaped(pid: int, timeout_s: float = 10.0) -> None:
-    """Wait a while for a zombie to be reaped, by init when its parent is gone."""
+    """Wait a while for a zombie to be reaped: by init when its parent is gone, by this process when it is its child.
+    A killed process shows as a zombie while its threads are still ending, and cannot be reaped until they have: a
+    single look (``_reap_ours``) then left a killed MariaDB to wait out the whole timeout."""
     deadline = time.monotonic() + timeout_s
     while zombie(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+        _reap_ours([pid])
+        time.sleep(0.01)
 
 
 def _state(pid: int) -> str | None:
