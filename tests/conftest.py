@@ -67,7 +67,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     now = _machine()
     changed = {name: (value, now[name]) for name, value in _MACHINE_AT_START.items()
-               if (now[name] != value if name not in _LEFT_ONLY else set(now[name]) - set(value))}  # type: ignore
+               if (now[name] != value if name not in _LEFT_ONLY else set(now[name]) - set(value))}
     left = system.journal_path().exists()
     if changed or left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
