@@ -3,6 +3,7 @@ values flagged, and the knobs of a managed server reaching it (option file, SET 
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,24 @@ def test_a_server_left_running_by_a_killed_maximus_is_stopped_at_the_next_start(
     finally:
         second.stop()
     assert second.server_pid() is None
+
+
+def test_a_crashed_server_whose_socket_is_in_tmp_leaves_no_socket_there(server_workdir: Path) -> None:
+    """A work directory too deep for a Unix socket's path puts the server's socket in /tmp; a crash (SIGKILL) of the
+    server leaves its socket, which the crash removes: the next start takes another port, and so another name."""
+    deep = server_workdir / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    for directory in (deep.parent, deep):
+        directory.chmod(0o755)
+    engine = MariaDBEngine(deep, "scratch", {})
+    engine.start()
+    try:
+        socket = engine.server.socket
+        assert socket.parent == Path(tempfile.gettempdir()) and socket.is_socket()
+        engine.crash()
+        assert not socket.exists()
+    finally:
+        engine.stop()
 
 
 @pytest.mark.parametrize(("error", "cause"), [
