@@ -20,6 +20,11 @@ class Outcome(StrEnum):
     FAILED = "failed"  # an error, or retries exhausted: counted, never swallowed
 
 
+# An outcome by its stored value: a dictionary's lookup, where Outcome(value) took a quarter of the time of reading a
+# run's samples back and two thirds of the time of turning a run's wire samples into records
+OUTCOME_OF: Mapping[str, Outcome] = {outcome.value: outcome for outcome in Outcome}
+
+
 class RollbackByRule(Exception):
     """Raised by a transaction whose own rule demands a rollback (TPC-C 2.4.2.3); not an error."""
 
