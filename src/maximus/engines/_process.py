@@ -84,14 +84,15 @@ def alive(pid: int) -> bool:
     return state is None or state not in ("Z", "X")
 
 
-def kill_tree(pid: int, timeout_s: float = 10.0, listed: Callable[[list[Path]], list[Path]] = lambda found: []) -> None:
+def kill_tree(pid: int, timeout_s: float = 10.0, left: Callable[[list[Path]], list[Path]] = lambda mapped: []) -> None:
     """SIGKILL ``pid`` and every process under it at once, as a crash ends them, and wait until none runs: the main
     process first, so it starts no other, then the rest, found before it died (they are init's after).
 
     The shared memory they had mapped goes too (PostgreSQL's System V segment and its dynamic segments in /dev/shm):
     a crashed server's next start would remove it, but a server that is never started again would leave it on the
-    machine for good. ``listed`` gives the further files that those found name: segments that a process which has
-    ended made and no one maps any more (PostgreSQL's control segment lists them)."""
+    machine for good. ``left`` gives, from the shared memory files they map, the further files the killed processes
+    leave, removed with them: segments that a process which has ended made and no one maps any more (PostgreSQL's
+    control segment lists them), a socket outside the server's directory (MariaDB's in /tmp)."""
     _signal(pid, signal.SIGSTOP)  # held: it starts no other process, and maps no other memory, before the kill
     family = [pid, *descendants(pid)]
     for member in family[1:]:
@@ -100,7 +101,7 @@ def kill_tree(pid: int, timeout_s: float = 10.0, listed: Callable[[list[Path]], 
     # segment after its maps were read (a PostgreSQL restarting after a crash makes its control segment anew)
     await_stopped(family, timeout_s)
     files, segments = shared_memory(family)
-    further = listed(shared_memory_files(files))
+    further = left(shared_memory_files(files))
     for member in family:
         _signal(member, signal.SIGKILL)
     await_ended(family, timeout_s)

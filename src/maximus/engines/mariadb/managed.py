@@ -231,13 +231,10 @@ class ManagedServer(MariaDBServer, server.ManagedServer):
     def ours(self, pid: int) -> bool:
         return str(self.option_file) in _process.command_line(pid)
 
-    def crash(self) -> None:
-        """A killed server leaves its socket: one in /tmp (a server directory too deep for ``sun_path``) would stay
-        there after the work directory is gone, one per crash test, for the next start takes another port."""
-        socket = self.socket
-        super().crash()
-        if socket.parent == Path(tempfile.gettempdir()):
-            socket.unlink(missing_ok=True)
+    def left_by_crash(self, mapped: list[Path]) -> list[Path]:
+        """Its socket, when it is in /tmp (a server directory too deep for ``sun_path``): it would stay there after
+        the work directory is gone, one per crash test, for the next start takes another port."""
+        return [self.socket] if self.socket.parent == Path(tempfile.gettempdir()) else []
 
     def stop_process(self, pid: int) -> None:
         _terminate(pid)

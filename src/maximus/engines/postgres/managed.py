@@ -133,7 +133,7 @@ class ManagedServer(PostgresServer, server.ManagedServer):
     def ours(self, pid: int) -> bool:
         return str(self.data_dir) in _process.command_line(pid)
 
-    def shared_memory_listed(self, mapped: list[Path]) -> list[Path]:
+    def left_by_crash(self, mapped: list[Path]) -> list[Path]:
         return segments.listed(mapped)
 
     def _pg_ctl(self, *arguments: str, what: str) -> None:

@@ -135,10 +135,11 @@ class ManagedServer(ServerControl):
         pid = self.pid()
         if pid is None or not _process.alive(pid) or not self.ours(pid):
             raise EngineError(f"the {self.title} server in {self.data_dir} is not running: nothing to crash")
-        _process.kill_tree(pid, listed=self.shared_memory_listed)
+        _process.kill_tree(pid, left=self.left_by_crash)
 
-    def shared_memory_listed(self, mapped: list[Path]) -> list[Path]:
-        """The further shared memory files that the server's mapped ones name, to remove with them after a crash."""
+    def left_by_crash(self, mapped: list[Path]) -> list[Path]:
+        """Files a killed server leaves that no later start of it removes, besides the shared memory it maps
+        (``mapped``): removed with that memory after a crash."""
         return []
 
     def await_dead_server(self) -> None:
