@@ -3,12 +3,12 @@
 A storage-bound run stores about 100,000 samples a second: read back as one Python object each, a 10-second run's
 million took seconds to read and more to count, and a long run's would not fit in memory. As arrays they take 37
 bytes each and are counted by numpy. Each row is still one sample of the results store, so every figure stays
-traceable to it (``Samples.rows`` gives them back as ``TxnSample``, the error texts aside: no figure reads them)."""
+traceable to it (its error text aside: no figure reads it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterable
 
 import numpy as np
 
@@ -84,13 +84,6 @@ class Samples:
         codes, firsts, tally = np.unique(chosen, return_index=True, return_counts=True)
         return {self.names[code]: count for _, code, count in sorted(zip(firsts.tolist(), codes.tolist(),
                                                                          tally.tolist()))}
-
-    def rows(self) -> Iterator[TxnSample]:
-        """Each sample as a ``TxnSample``, in order (its error text is not kept here)."""
-        for t, n, s, lat, o, a, i in zip(self.terminal.tolist(), self.transaction.tolist(), self.start.tolist(),
-                                         self.latency.tolist(), self.outcome.tolist(), self.attempts.tolist(),
-                                         self.intended.tolist()):
-            yield TxnSample(t, self.names[n], s, lat, OUTCOMES[o], a, "", None if i != i else i)
 
 
 def samples_of(samples: Samples | Iterable[TxnSample]) -> Samples:
