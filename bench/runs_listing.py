@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from maximus.analysis.run import analyse_run, listed_runs
-from maximus.records import EMBEDDED, Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.records import EMBEDDED, Outcome, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.samples import RunEnd
 from maximus.workloads.tpcc import Tpcc
 from maximus.store import ResultsStore
 

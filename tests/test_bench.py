@@ -132,6 +132,12 @@ SMOKES = {
         r"  status complete; failed transactions 0$",
         rf"  peak client RSS: {N} MiB over \d+ Maximus processes = {N} KiB per terminal$",
         rf"  tpmC {N} against the keyed ceiling of {N} ")),
+    "run_memory.py": Smoke(prefix=f"{OWN_PREFIX}run-memory-", lines=(
+        r"A run's samples in the process that runs it: 50,000 a way, each way in a process of its own$",
+        *(rf"  {kind}\s+{way}\s+{N}\s+{N}\s+{N}$" for kind in ("runs", "tuples")
+          for way in (r"records \(before\)", r"columns \(now\)")),
+        *(rf"  ratio columns / records, {kind}: peak memory {N}, CPU in the run and at its end {N}$"
+          for kind in ("runs", "tuples")))),
     "runs_listing.py": Smoke(prefix=f"{OWN_PREFIX}runs-", lines=(
         rf"stored 20 runs of 200 samples in {N} s$",
         rf"`maximus runs` \(the command, start included\): {N} s$",

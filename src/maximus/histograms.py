@@ -15,6 +15,7 @@ same from its samples when it is read, so old and new runs read the same way.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -43,7 +44,7 @@ def interval_histograms(samples: Samples | Iterable[TxnSample], window: Window) 
 
     Each histogram records each distinct microsecond value once, with its count: a storage-bound run's million
     samples are a few thousand calls into HdrHistogram, not a million."""
-    done = samples_of(samples)
+    done = replace(samples_of(samples), error=None)  # not copied below: no histogram reads it
     done = done.where(done.completed())
     second = np.floor_divide(done.start, INTERVAL_S).astype(np.int64)
     counted = done.in_window(window)

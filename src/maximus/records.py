@@ -331,23 +331,6 @@ class RunStart:
 
 
 @dataclass(frozen=True)
-class RunEnd:
-    """A run as it ended: its status and raw samples, stored in one transaction."""
-
-    status: RunStatus
-    samples: Sequence[TxnSample] = ()
-    facts: Mapping[str, int] = field(default_factory=dict)  # the in-window counts behind the validity bands
-    errors: tuple[str, ...] = ()
-    elapsed_s: float = 0.0
-    warnings: tuple[str, ...] = ()
-    window: Window | None = None  # replaces the planned one: an interrupted run measured less than it planned
-    deferred: Sequence[DeferredResult] = ()
-    environment: Mapping[str, object] = field(default_factory=dict)  # read at the end (a memory limit's peak), over
-    # the same keys of the environment stored as the run began
-    histograms: Sequence[IntervalHistogram] = ()  # the samples' response times (``maximus.histograms``)
-
-
-@dataclass(frozen=True)
 class IntervalHistogram:
     """One transaction type's response times of one kind, of the completed transactions that started in
     [start, start + 1 s) from the time origin, as an HdrHistogram of microseconds (``maximus.histograms``);

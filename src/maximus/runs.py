@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from maximus import device, environment, limits, system
 from maximus.client_hosts import CLIENT_HOSTS
 from maximus.database import (Build, HomesLoader, LoadProgress, PreparedDatabase, check_running, default_workdir,
@@ -19,8 +21,9 @@ from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.histograms import interval_histograms
 from maximus.errors import EngineError, UserError, describe
-from maximus.records import (ARRIVALS_OPTION, EMBEDDED, MAX_FAILED_PERCENT, RATE, CheckResult, Outcome, RunEnd,
+from maximus.records import (ARRIVALS_OPTION, EMBEDDED, MAX_FAILED_PERCENT, RATE, CheckResult, Outcome, 
                              RunSpec, RunStart, RunStatus, StorageAccess, TxnSample, Window)
+from maximus.samples import RunEnd, Samples, samples_of
 from maximus.samplers.base import Sampler
 from maximus.samplers.monitor import Monitor
 from maximus.samplers.os_linux import OsSampler
@@ -441,16 +444,19 @@ def _judged(result: DriveResult, max_failed_percent: float) -> DriveResult:
     return result
 
 
-def failure_excess(samples: Sequence[TxnSample], window: Window, max_failed_percent: float) -> str | None:
+def failure_excess(samples: Samples | Sequence[TxnSample], window: Window, max_failed_percent: float) -> str | None:
     """Why the failed transactions of the measured window are too many to call the run a measurement,
     or None: they are at most ``max_failed_percent`` of all."""
-    counted = [sample for sample in samples if window.contains(sample)]
-    failed = [sample for sample in counted if sample.outcome is Outcome.FAILED]
-    if not failed or 100 * len(failed) <= max_failed_percent * len(counted):
+    columns = samples_of(samples)
+    counted = columns.in_window(window)
+    failed = np.flatnonzero(counted & columns.with_outcome(Outcome.FAILED))
+    total = int(np.count_nonzero(counted))
+    if not len(failed) or 100 * len(failed) <= max_failed_percent * total:
         return None
-    first = failed[0].error.strip().splitlines()[0] if failed[0].error.strip() else "no error text"
-    return (f"{len(failed):,} of {len(counted):,} transactions in the measured window failed "
-            f"({100 * len(failed) / len(counted):.1f} %, more than the {max_failed_percent:g} % allowed); "
+    error = str(columns.error[failed[0]]).strip() if columns.error is not None else ""
+    first = error.splitlines()[0] if error else "no error text"
+    return (f"{len(failed):,} of {total:,} transactions in the measured window failed "
+            f"({100 * len(failed) / total:.1f} %, more than the {max_failed_percent:g} % allowed); "
             f"the first: {first}")
 
 

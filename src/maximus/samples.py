@@ -1,18 +1,20 @@
-"""A run's transaction samples as columns, one array per field, as the read side analyses them.
+"""A run's transaction samples as columns, one array per field: as the run keeps them (``driver.collected``) and
+stores them, and as the read side analyses them.
 
-A storage-bound run stores about 100,000 samples a second: read back as one Python object each, a 10-second run's
-million took seconds to read and more to count, and a long run's would not fit in memory. As arrays they take 37
-bytes each and are counted by numpy. Each row is still one sample of the results store, so every figure stays
-traceable to it (its error text aside: no figure reads it)."""
+A storage-bound run records about 100,000 samples a second: as one Python object each, a 10-second run's million
+took seconds to read and more to count, and a long run's would not fit in memory. As arrays they take 37 bytes
+each (45 with the pointers to their error texts, which the run keeps to store them) and are counted by numpy. Each
+row is still one sample of the results store, so every figure stays traceable to it (its error text aside: no
+figure reads it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from maximus.records import Outcome, TxnSample, Window
+from maximus.records import DeferredResult, IntervalHistogram, Outcome, RunStatus, TxnSample, Window
 
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)  # ``Samples.outcome`` holds an index into this
 COMPLETED = (Outcome.COMMITTED, Outcome.ROLLED_BACK)
@@ -31,6 +33,8 @@ class Samples:
     outcome: np.ndarray  # int8
     attempts: np.ndarray  # int32
     intended: np.ndarray  # float64
+    # object: each sample's error text, "" for none. None where it was not read: the read side's figures need none
+    error: np.ndarray | None = None
 
     @classmethod
     def of(cls, samples: Iterable[TxnSample]) -> Samples:
@@ -43,10 +47,45 @@ class Samples:
                    np.array([s.latency for s in rows], dtype=np.float64),
                    np.array([outcomes[s.outcome] for s in rows], dtype=np.int8),
                    np.array([s.attempts for s in rows], dtype=np.int32),
-                   np.array([np.nan if s.intended is None else s.intended for s in rows], dtype=np.float64))
+                   np.array([np.nan if s.intended is None else s.intended for s in rows], dtype=np.float64),
+                   np.array([s.error for s in rows], dtype=object))
+
+    @classmethod
+    def empty(cls) -> Samples:
+        return cls.of(())
+
+    @classmethod
+    def joined(cls, parts: Sequence[Samples]) -> Samples:
+        """``parts`` as one, in the order of their starts (of equal starts, the earlier part's first): the samples of
+        several client hosts, each with its own names."""
+        names = tuple(dict.fromkeys(name for part in parts for name in part.names))
+        code = {name: n for n, name in enumerate(names)}
+        recoded = [np.array([code[name] for name in part.names] or [0], dtype=np.int32)[part.transaction]
+                   for part in parts]
+        start = np.concatenate([part.start for part in parts]) if parts else np.empty(0)
+        order = np.argsort(start, kind="stable")
+        errors = [part.error if part.error is not None else np.full(len(part), "", dtype=object) for part in parts]
+
+        def column(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+            return np.concatenate(arrays)[order] if arrays else np.empty(0, dtype=dtype)
+
+        return cls(names, column(recoded, np.int32), column([p.terminal for p in parts], np.int32), start[order],
+                   column([p.latency for p in parts], np.float64), column([p.outcome for p in parts], np.int8),
+                   column([p.attempts for p in parts], np.int32), column([p.intended for p in parts], np.float64),
+                   column(errors, object))
 
     def __len__(self) -> int:
         return len(self.start)
+
+    def __iter__(self) -> Iterator[TxnSample]:
+        """Each sample as the record it was: for a few of them (a sample's test, a short look); the figures read the
+        columns."""
+        errors = self.error.tolist() if self.error is not None else [""] * len(self)
+        for code, terminal, start, latency, outcome, attempts, intended, error in zip(
+                self.transaction.tolist(), self.terminal.tolist(), self.start.tolist(), self.latency.tolist(),
+                self.outcome.tolist(), self.attempts.tolist(), self.intended.tolist(), errors):
+            yield TxnSample(terminal, self.names[code], start, latency, OUTCOMES[outcome], attempts, error,
+                            None if intended != intended else intended)  # NaN: no intended start
 
     @property
     def end(self) -> np.ndarray:
@@ -60,7 +99,8 @@ class Samples:
     def where(self, mask: np.ndarray) -> Samples:
         """The samples ``mask`` selects, in the same order."""
         return Samples(self.names, self.transaction[mask], self.terminal[mask], self.start[mask], self.latency[mask],
-                       self.outcome[mask], self.attempts[mask], self.intended[mask])
+                       self.outcome[mask], self.attempts[mask], self.intended[mask],
+                       None if self.error is None else self.error[mask])
 
     def named(self, names: Iterable[str]) -> np.ndarray:
         """Which samples are of one of the transactions ``names``."""
@@ -89,3 +129,20 @@ class Samples:
 def samples_of(samples: Samples | Iterable[TxnSample]) -> Samples:
     """``samples`` as columns: a run's read back from the store, or a driver's in memory."""
     return samples if isinstance(samples, Samples) else Samples.of(samples)
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """A run as it ended: its status and raw samples, stored in one transaction."""
+
+    status: RunStatus
+    samples: Samples | Sequence[TxnSample] = ()  # the driver's columns, or records (a test's)
+    facts: Mapping[str, int] = field(default_factory=dict)  # the in-window counts behind the validity bands
+    errors: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+    warnings: tuple[str, ...] = ()
+    window: Window | None = None  # replaces the planned one: an interrupted run measured less than it planned
+    deferred: Sequence[DeferredResult] = ()
+    environment: Mapping[str, object] = field(default_factory=dict)  # read at the end (a memory limit's peak), over
+    # the same keys of the environment stored as the run began
+    histograms: Sequence[IntervalHistogram] = ()  # the samples' response times (``maximus.histograms``)

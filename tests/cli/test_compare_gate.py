@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 import pytest
 
-from maximus.records import ARRIVALS_OPTION, RATE, Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.records import ARRIVALS_OPTION, RATE, Outcome, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.samples import RunEnd
 from maximus.store import ResultsStore
 
 

@@ -25,12 +25,13 @@ from maximus.driver.hosts.clock import synchronise
 from maximus.driver.hosts.host import ClientHost
 from maximus.driver.hosts.merge import merged
 from maximus.driver.hosts.shares import check_shares, host_homes, host_terminals
+from maximus.driver.collected import Collected
 from maximus.driver.scheduler import DriveResult, DriveSpec
-from maximus.driver.terminal import expand_runs
 from maximus.engines import _process
 from maximus.errors import UserError
 from maximus.records import Outcome, RunStatus, TxnSample, Window
 from maximus.report.hosts import host_columns, host_rows, render_client_hosts
+from maximus.samples import Samples
 from maximus.workloads.base import Homes
 from maximus.workloads.tpcc import Tpcc
 from maximus.workloads.tpcc.emulator import TpccRunSettings
@@ -92,20 +93,21 @@ def test_the_clock_offset_comes_from_the_ping_with_the_smallest_round_trip() -> 
     assert abs(sync.host_monotonic(10.0) - (10.0 + 0.25 - 1000.0)) <= sync.reading.bound_s
 
 
-def _samples(terminals: range, seed: int, count: int) -> list[TxnSample]:
+def _samples(terminals: range, seed: int, count: int, names: tuple[str, ...] = ("new_order", "payment")) -> Samples:
     draw = random.Random(seed)
-    return sorted((TxnSample(draw.choice(terminals), draw.choice(["new_order", "payment"]), draw.uniform(0, 3),
-                             draw.expovariate(200), Outcome.COMMITTED) for _ in range(count)),
-                  key=lambda sample: sample.start)
+    return Samples.of(TxnSample(draw.choice(terminals), draw.choice(names), draw.uniform(0, 3),
+                                draw.expovariate(200), Outcome.COMMITTED) for _ in range(count))
 
 
 def test_merged_runs_keep_every_sample_and_give_the_percentiles_of_their_union() -> None:
     window = Window(0.5, 2.5)
+    # each host numbers the transactions it met: the second's numbers mean other names than the first's
     one = DriveResult(_samples(range(0, 4, 2), 1, 500), {"a": 3, "b": 1}, window, RunStatus.COMPLETE, [], 3.0)
-    two = DriveResult(_samples(range(1, 4, 2), 2, 700), {"a": 4}, Window(0.5, 2.0), RunStatus.INTERRUPTED,
-                      ["stopped"], 2.5)
+    two = DriveResult(_samples(range(1, 4, 2), 2, 700, ("order_status", "payment", "new_order")), {"a": 4},
+                      Window(0.5, 2.0), RunStatus.INTERRUPTED, ["stopped"], 2.5)
+    assert one.samples.names != two.samples.names
     run = merged([("host 1 (10.0.0.1)", one), ("host 2 (10.0.0.2)", two)], 3.2)
-    assert sorted(run.samples, key=repr) == sorted(one.samples + two.samples, key=repr)
+    assert sorted(run.samples, key=repr) == sorted([*one.samples, *two.samples], key=repr)
     assert [s.start for s in run.samples] == sorted(s.start for s in run.samples)
     assert run.facts == {"a": 7, "b": 1}
     assert run.window == Window(0.5, 2.0)  # the narrowest
@@ -113,10 +115,10 @@ def test_merged_runs_keep_every_sample_and_give_the_percentiles_of_their_union()
     assert run.errors == ["host 2 (10.0.0.2): stopped"]
     figures = run_figures(run.samples, run.window, ("new_order", "payment"), "new_order")
     # a run on one machine keeps its samples in order of start too: every figure is the union's, bit for bit
-    union = sorted(one.samples + two.samples, key=lambda sample: sample.start)
+    union = sorted([*one.samples, *two.samples], key=lambda sample: sample.start)
     assert figures == run_figures(union, run.window, ("new_order", "payment"), "new_order")
     # in any order, every percentile (an average is a sum of floats, whose last bit depends on the order)
-    unordered = run_figures(one.samples + two.samples, run.window, ("new_order", "payment"), "new_order")
+    unordered = run_figures([*one.samples, *two.samples], run.window, ("new_order", "payment"), "new_order")
     assert [(t.latency.p50, t.latency.p90, t.latency.p95, t.latency.p99, t.latency.maximum, t.histogram)
             for t in figures.transactions] == \
         [(t.latency.p50, t.latency.p90, t.latency.p95, t.latency.p99, t.latency.maximum, t.histogram)
@@ -124,13 +126,13 @@ def test_merged_runs_keep_every_sample_and_give_the_percentiles_of_their_union()
 
 
 def test_a_fault_the_coordinator_found_fails_the_merged_run_and_comes_first() -> None:
-    one = DriveResult([], {}, Window(1, 2), RunStatus.INTERRUPTED, [], 1.0)
-    two = DriveResult([], {}, Window(1, 1.5), RunStatus.FAILED, ["terminal 3 could not start"], 1.0)
+    one = DriveResult(Samples.empty(), {}, Window(1, 2), RunStatus.INTERRUPTED, [], 1.0)
+    two = DriveResult(Samples.empty(), {}, Window(1, 1.5), RunStatus.FAILED, ["terminal 3 could not start"], 1.0)
     run = merged([("host 1 (a)", one), ("host 2 (b)", two)], 2.0, fault="the server is gone")
     assert run.status is RunStatus.FAILED
     assert run.errors == ["the server is gone", "host 2 (b): terminal 3 could not start"]
     assert merged([("host 1 (a)", one)], 1.0, interrupted=True).status is RunStatus.INTERRUPTED
-    complete = DriveResult([], {}, Window(1, 2), RunStatus.COMPLETE, [], 1.0)
+    complete = DriveResult(Samples.empty(), {}, Window(1, 2), RunStatus.COMPLETE, [], 1.0)
     assert merged([("host 1 (a)", complete)], 1.0, interrupted=True).status is RunStatus.INTERRUPTED
 
 
@@ -255,10 +257,12 @@ def test_a_host_streams_what_its_terminals_record_while_they_run_each_transactio
     last = host.take()
     assert not last.samples and not last.runs  # each record is taken once
     assert not done.result.samples and not done.result.facts and not done.result.deferred
-    samples = [sample for streamed in taken
-               for sample in [*streamed.samples, *expand_runs(streamed.runs, streamed.origin)]]
+    collected = Collected()
+    for streamed in taken:
+        collected.add(streamed.samples, streamed.runs, streamed.origin)
+    samples = list(collected.samples())
     assert len(samples) == sum(sent) >= taken[-1].all_done > 0  # every transaction, once
-    assert len({sample[:3] for sample in samples}) == len(samples)  # terminal, transaction, start
+    assert len({(s.terminal, s.transaction, s.start) for s in samples}) == len(samples)
     assert sum(value for streamed in taken for key, value in streamed.facts.items() if key.endswith(".order_lines"))
     assert [streamed.results for streamed in taken if streamed.results]  # Delivery's result records
     user = [(at, value) for streamed in taken for at, name, value, _, labels in streamed.readings

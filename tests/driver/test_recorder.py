@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import chain
-
-from maximus.driver.terminal import Recorder, expand_runs, from_wire
+from maximus.driver.collected import Collected
+from maximus.driver.terminal import Recorder
 from maximus.records import Outcome, Window
 
 
@@ -31,7 +30,10 @@ def _recorded(runs: list[tuple[int, list[tuple[Counted, int]], list[float]]]) ->
     for terminal, drawn, times in runs:
         recorder.record_committed(terminal, [t.name for t, _ in drawn], [ORIGIN + t for t in times], drawn)
     recorder.flush(ORIGIN + 30)
-    samples = [from_wire(w) for m in outbox for w in chain(m[1], expand_runs(m[3], ORIGIN))]
+    collected = Collected()
+    for message in outbox:
+        collected.add(message[1], message[3], ORIGIN)
+    samples = list(collected.samples())
     facts: dict[str, int] = {}
     for message in outbox:
         for name, value in message[2].items():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
@@ -16,7 +15,8 @@ import pytest
 from maximus.driver.clock import SystemClock
 from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
-from maximus.driver.terminal import Recorder, expand_runs, from_wire, result_from_wire
+from maximus.driver.collected import Collected
+from maximus.driver.terminal import Recorder, result_from_wire
 from maximus.engines.postgres import PostgresEngine, PostgresSession
 from maximus.engines.pump import Pump
 from maximus.records import Outcome, TxnSample, Window
@@ -134,7 +134,10 @@ def _drive_counted(engine: PostgresEngine, make_pump: MakePump, seconds: float,
 
 def _samples(outbox: Outbox, origin: float) -> list[TxnSample]:
     """Every sample of the recorder's messages, as the parent makes them."""
-    return [from_wire(fields) for message in outbox for fields in chain(message[1], expand_runs(message[3], origin))]
+    collected = Collected()
+    for message in outbox:
+        collected.add(message[1], message[3], origin)
+    return list(collected.samples())
 
 
 def test_conflicts_are_retried_on_a_timer_while_the_other_terminal_goes_on(engine: PostgresEngine,

@@ -19,7 +19,8 @@ from maximus.cli.app import app
 from maximus.errors import UserError
 from maximus.experiment.loader import parse_experiment
 from maximus.experiment.model import from_data
-from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.records import Outcome, RunSpec, RunStart, RunStatus, TxnSample
+from maximus.samples import RunEnd
 from maximus.report.console import PLAIN_LISTING_ABOVE
 from maximus.store import ResultsStore
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from maximus.records import RunEnd, RunSpec, RunStart, RunStatus
+from maximus.records import RunSpec, RunStart, RunStatus
 from maximus.records import MetricSample
+from maximus.samples import RunEnd
 from maximus.store import ResultsStore
 
 SPEC = RunSpec("sqlite", {}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 2, 1.0, 4.0, 7,

@@ -16,9 +16,10 @@ from typer.testing import CliRunner
 from maximus.cli.app import app
 from maximus.errors import UserError
 from maximus.histograms import interval_histograms
-from maximus.records import Outcome, RunEnd, RunSpec, RunStart, RunStatus, TxnSample, Window
-from maximus.samples import OUTCOMES, Samples
+from maximus.records import Outcome, RunSpec, RunStart, RunStatus, TxnSample, Window
+from maximus.samples import OUTCOMES, RunEnd, Samples
 from maximus.store import ResultsStore
+from maximus.store import store as store_module
 from maximus.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 SPEC = RunSpec("sqlite", {"journal_mode": "wal"}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 2, 1.0,
@@ -73,6 +74,20 @@ def test_the_read_side_gets_a_runs_samples_as_columns_each_a_stored_sample(tmp_p
         np.testing.assert_array_equal(getattr(made, field), getattr(columns, field))
     assert columns.counts(columns.completed()) == {"new_order": 2}
     assert len(store.sample_columns(empty)) == 0 and store.sample_columns(empty).names == ()
+    store.close()
+
+
+def test_a_runs_columns_are_stored_a_slice_at_a_time_each_row_its_sample(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's columns (``Samples``, their error texts with them) are stored as the records they were, however
+    many slices of rows they are made in."""
+    monkeypatch.setattr(store_module, "ROWS_A_SLICE", 2)
+    samples = [TxnSample(n % 3, ("payment", "new_order")[n % 2], 0.5 * n, 0.001 * n, list(Outcome)[n % 4], 1 + n % 2,
+                         "deadlock" if n % 4 == 2 else "", 0.5 * n - 0.1 if n % 3 else None) for n in range(7)]
+    store = ResultsStore(tmp_path / "r.db")
+    run_id = _begin(store)
+    store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, Samples.of(samples)))
+    assert store.samples(run_id) == samples
     store.close()
 
 

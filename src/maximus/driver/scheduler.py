@@ -23,19 +23,20 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from maximus.driver.async_terminal import AsyncTerminal, run_terminals
 from maximus.driver.clock import SystemClock
+from maximus.driver.collected import Collected
 from maximus.driver.multiplexed import DeferredRunner, MultiplexedTerminal, run_multiplexed
 from maximus.driver.retry import RetryPolicy
 from maximus.driver.schedule import RateSchedule
-from maximus.driver.terminal import (Recorder, Terminal, expand_runs, from_wire, record_deferred, result_from_wire,
-                                     transaction_runner, wake_on_time, yield_to_the_server)
+from maximus.driver.terminal import (Recorder, Terminal, record_deferred, result_from_wire, transaction_runner,
+                                     wake_on_time, yield_to_the_server)
 from maximus.engines.base import Engine
 from maximus.errors import EngineError
-from maximus.records import DeferredResult, Headline, Outcome, RunStatus, TxnSample, Window
+from maximus.records import DeferredResult, Headline, Outcome, RunStatus, Window
+from maximus.samples import Samples
 from maximus import workers
 from maximus.workers import ignore_interrupts, spawning
 from maximus.workloads.base import Workload
@@ -76,7 +77,7 @@ class DriveSpec:
 
 @dataclass
 class DriveResult:
-    samples: list[TxnSample]
+    samples: Samples  # in the order of their starts
     facts: dict[str, int]
     window: Window
     status: RunStatus
@@ -289,10 +290,8 @@ class Run:
         # A workload that writes nothing has no writer for its readers to block, nor to wait for: no gate
         gated = spec.engine.capabilities.single_writer and bool(spec.workload.write_transactions())
         self.channels = _Channels(self.context, spec.terminals, gated)
-        # as they travel: a TxnSample per transaction is built after the run, not on the CPUs the run shares
-        self.wire_samples: list[tuple] = []
-        self.wire_runs: list[tuple] = []  # runs of committed transactions (Recorder.record_committed)
-        self.wire_results: list[tuple] = []  # deferred transactions' result records (Recorder.record_result)
+        self.collected = Collected()
+        self.wire_results: list[tuple] = []  # deferred transactions' result records (Recorder.record_result), few
         self.facts: dict[str, int] = {}
         self.workers_cpu_s = 0.0
         self.errors: list[str] = []
@@ -422,8 +421,7 @@ class Run:
             if self.sink is not None:
                 self.sink(message[1], message[3], message[4], message[2])
                 return message
-            self.wire_samples.extend(message[1])
-            self.wire_runs.extend(message[3])
+            self.collected.add(message[1], message[3], self.channels.origin.value)
             self.wire_results.extend(message[4])
             for name, value in message[2].items():
                 self.facts[name] = self.facts.get(name, 0) + value
@@ -464,11 +462,10 @@ class Run:
             status = RunStatus.INTERRUPTED
         else:
             status = RunStatus.COMPLETE
-        wire = chain(self.wire_samples, expand_runs(self.wire_runs, self.channels.origin.value))
-        samples = sorted(map(from_wire, wire), key=lambda s: s.start)
         deferred = sorted(map(result_from_wire, self.wire_results), key=lambda r: r.queued)
-        self.wire_samples, self.wire_runs, self.wire_results = [], [], []
-        return DriveResult(samples, self.facts, window, status, errors, elapsed, deferred, self.workers_cpu_s)
+        self.wire_results = []
+        return DriveResult(self.collected.samples(), self.facts, window, status, errors, elapsed, deferred,
+                           self.workers_cpu_s)
 
     def _measured_window(self) -> Window:
         """The planned window, cut at the stop of a run interrupted or ended by a fault: its rates are over the

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import math
 import os
@@ -15,7 +16,7 @@ import socket
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -25,10 +26,10 @@ from maximus.environment import boot_id
 from maximus.locks import unusable_directory
 from maximus.pids import start_time
 from maximus.records import (CheckResult, CrashMode, CrashTest, CrashTestRecord, DeferredResult, DeviceJob, DeviceLimit,
-                             DurabilityFindings, ExperimentRecord, IntervalHistogram, OUTCOME_OF, Outcome, RunEnd,
+                             DurabilityFindings, ExperimentRecord, IntervalHistogram, OUTCOME_OF, Outcome, 
                              RunRecord, RunSpec, RunStart, RunStatus, TxnSample, Verdict, Window, WorkloadReading)
 from maximus.records import MetricSample
-from maximus.samples import OUTCOMES, Samples
+from maximus.samples import OUTCOMES, RunEnd, Samples, samples_of
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
 from maximus.store.schema import SCHEMA_VERSION, migrate
 
@@ -46,6 +47,7 @@ NOT_FINITE = "stored with a warm-up or duration that is not a finite number of s
 # A run's samples are stored when it ends: one whose runner died stored none, so its window measured nothing
 # ("0 s of 60 s measured"), rather than the seconds it planned at a tpmC of 0.
 _NOTHING_MEASURED = "window_end = window_start"
+ROWS_A_SLICE = 65_536  # of a run's samples made Python rows at a time, as they are stored
 _SAMPLE_FIELDS = ("transaction", "terminal", "start", "latency", "outcome", "attempts", "intended")
 _SAMPLE_COLUMNS = np.dtype([("transaction", np.int32), ("terminal", np.int32), ("start", np.float64),
                             ("latency", np.float64), ("outcome", np.int8), ("attempts", np.int32),
@@ -191,9 +193,7 @@ class ResultsStore:
                                  (window.start, window.end, run_id))
             self._db.executemany(
                 "INSERT INTO txn_samples (run_id, terminal, transaction_name, start, latency, outcome, attempts, error,"
-                " intended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                ((run_id, s.terminal, s.transaction, s.start, s.latency, s.outcome.value, s.attempts, s.error,
-                  s.intended) for s in samples))
+                " intended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", _sample_rows(run_id, samples_of(samples)))
             self._db.executemany("INSERT INTO run_facts (run_id, name, value) VALUES (?, ?, ?)",
                                  ((run_id, name, value) for name, value in facts.items()))
             self._db.executemany(
@@ -531,3 +531,20 @@ def _row_id(cursor: sqlite3.Cursor) -> int:
     """The id of the row an INSERT just wrote (sqlite3 says None only where no row was inserted)."""
     assert cursor.lastrowid is not None
     return cursor.lastrowid
+
+
+def _sample_rows(run_id: int, samples: Samples) -> Iterator[tuple]:
+    """The rows of ``samples`` as the store keeps them, made a slice at a time: a long run's samples as Python rows
+    all at once would take ten times their columns' memory."""
+    names = np.array(samples.names or ("",), dtype=object)
+    outcomes = np.array([outcome.value for outcome in OUTCOMES], dtype=object)
+    errors = samples.error if samples.error is not None else np.full(len(samples), "", dtype=object)
+    for first in range(0, len(samples), ROWS_A_SLICE):
+        part = slice(first, first + ROWS_A_SLICE)
+        intended = samples.intended[part].astype(object)
+        intended[np.isnan(samples.intended[part])] = None  # a closed-loop run's: no intended start
+        yield from zip(itertools.repeat(run_id), samples.terminal[part].tolist(),
+                       names[samples.transaction[part]].tolist(), samples.start[part].tolist(),
+                       samples.latency[part].tolist(), outcomes[samples.outcome[part]].tolist(),
+                       samples.attempts[part].tolist(), errors[part].tolist(),
+                       intended.tolist())

@@ -7,11 +7,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from maximus.client_hosts import ClientHostRecord
 from maximus.driver.hosts.clock import ClockSync
 from maximus.driver.hosts.host import HostRun, Place
 from maximus.driver.scheduler import DriveResult, DriveSpec
 from maximus.records import RunStatus, Window
+from maximus.samples import Samples
 
 
 @dataclass(frozen=True)
@@ -43,14 +46,16 @@ class AssignedHost:
                window: Window) -> ClientHostRecord:
         """What it did (``result``: its run's, or a lost host's) and cost (``run``; None: it was lost); its
         transactions are counted in the merged run's ``window``."""
-        in_window = [sample for sample in result.samples if window.contains(sample)]
+        samples = result.samples
+        in_window = samples.in_window(window)
+        lag = (samples.start - samples.intended)[in_window & samples.timed]
         return ClientHostRecord(
             host=self.number, node=self.place.node, address=self.place.address, cpus=self.cpus,
             terminals=self.terminals, homes=self.homes, home_unit=self.home_unit, clock_before=self.clock.reading,
             clock_after=after.reading if after else None, late_start_s=run.late_start_s if run else 0.0,
             niceness=run.niceness if run else 0, client_cpu_s=run.client_cpu_s if run else 0.0,
-            elapsed_s=result.elapsed_s, transactions=len(in_window),
-            schedule_lag_p99_s=_p99([s.start - s.intended for s in in_window if s.intended is not None]),
+            elapsed_s=result.elapsed_s, transactions=int(np.count_nonzero(in_window)),
+            schedule_lag_p99_s=_p99(lag),
             status=result.status.value, load_s=self.load_s)
 
 
@@ -58,11 +63,11 @@ def lost(spec: DriveSpec, why: str) -> DriveResult:
     """The run of a host that handed back none (its run raised, or its actor was lost): it measured nothing, and the
     run failed. What it streamed before is kept with it (``streams``), outside its empty window."""
     nothing = Window(spec.warmup_s, spec.warmup_s)
-    return DriveResult([], {}, nothing, RunStatus.FAILED, [why], 0.0)
+    return DriveResult(Samples.empty(), {}, nothing, RunStatus.FAILED, [why], 0.0)
 
 
-def _p99(values: list[float]) -> float | None:
+def _p99(values: np.ndarray) -> float | None:
     """The 99th percentile, nearest rank; None of nothing."""
-    if not values:
+    if not len(values):
         return None
-    return sorted(values)[math.ceil(0.99 * len(values)) - 1]
+    return float(np.sort(values)[math.ceil(0.99 * len(values)) - 1])

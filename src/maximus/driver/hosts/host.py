@@ -64,11 +64,11 @@ HostReading = tuple[float, str, float, str, dict[str, str]]
 
 @dataclass(frozen=True)
 class Streamed:
-    """What a host's terminals recorded since the last ``take``, as it travels (``terminal.from_wire`` and
-    ``result_from_wire`` read it), and the host's live counts."""
+    """What a host's terminals recorded since the last ``take``, as it travels (``collected.Collected`` and
+    ``terminal.result_from_wire`` read it), and the host's live counts."""
 
     samples: list[tuple]
-    runs: list[tuple]  # runs of committed transactions, as they travel: expanded after the run (``expand_runs``)
+    runs: list[tuple]  # runs of committed transactions, as they travel
     origin: float  # the run's origin on the host's monotonic clock, which the runs are timed from
     results: list[tuple]  # deferred transactions' result records
     facts: dict[str, int]  # in-window facts, summed

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from maximus.driver.scheduler import DriveResult
 from maximus.records import RunStatus, Window
+from maximus.samples import Samples
 
 _WORST_LAST = (RunStatus.COMPLETE, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
@@ -27,7 +28,7 @@ def merged(hosts: Sequence[tuple[str, DriveResult]], elapsed_s: float, fault: st
     facts: Counter[str] = Counter()
     for result in results:
         facts.update(result.facts)
-    samples = sorted(chain.from_iterable(result.samples for result in results), key=lambda sample: sample.start)
+    samples = Samples.joined([result.samples for result in results])
     deferred = sorted(chain.from_iterable(result.deferred for result in results), key=lambda entry: entry.queued)
     status = _worst([result.status for result in results] + [RunStatus.INTERRUPTED] * interrupted
                     + [RunStatus.FAILED] * bool(fault))

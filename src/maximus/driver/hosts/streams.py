@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from itertools import chain
 from typing import Any, Sequence
 
+from maximus.driver.collected import Collected
 from maximus.driver.hosts.host import HostReading, Streamed
 from maximus.driver.scheduler import DriveResult
-from maximus.driver.terminal import expand_runs, from_wire, result_from_wire
+from maximus.driver.terminal import result_from_wire
 from maximus.records import MetricSample
 
 LAST_TAKE_TIMEOUT_S = 30.0  # after the runs: a host that cannot hand over its last records in this is lost
@@ -21,9 +21,7 @@ class HostStream:
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor
-        self.samples: list[tuple] = []
-        self.runs: list[tuple] = []  # expanded once the run is over, where it costs the run no CPU
-        self.origin = 0.0
+        self.samples = Collected()
         self.results: list[tuple] = []
         self.facts: Counter[str] = Counter()
         self.readings: list[HostReading] = []
@@ -31,9 +29,7 @@ class HostStream:
         self.pending: Any = None  # the ObjectRef of a take not answered yet
 
     def add(self, streamed: Streamed) -> None:
-        self.samples += streamed.samples
-        self.runs += streamed.runs
-        self.origin = streamed.origin
+        self.samples.add(streamed.samples, streamed.runs, streamed.origin)
         self.results += streamed.results
         self.facts.update(streamed.facts)
         self.readings += streamed.readings
@@ -41,9 +37,7 @@ class HostStream:
 
     def result(self, ended: DriveResult) -> DriveResult:
         """``ended``, the host's run as it ended (or a lost host's), with the records it streamed."""
-        wire = chain(self.samples, expand_runs(self.runs, self.origin))
-        return replace(ended, samples=sorted(map(from_wire, wire), key=lambda sample: sample.start),
-                       facts=dict(self.facts),
+        return replace(ended, samples=self.samples.samples(), facts=dict(self.facts),
                        deferred=sorted(map(result_from_wire, self.results), key=lambda entry: entry.queued))
 
     def metric_samples(self, group: str) -> list[MetricSample]:
