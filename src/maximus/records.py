@@ -10,6 +10,10 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Mapping, Sequence
 
+# A deferred transaction's completion is recorded as a transaction of its own, under this prefix to its name
+# (``deferred_delivery``): the driver names it so, and the read side tells it from the terminals' own by it
+DEFERRED_PREFIX = "deferred_"
+
 
 class Outcome(StrEnum):
     """What became of one business transaction (after any retries)."""

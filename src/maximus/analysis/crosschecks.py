@@ -9,11 +9,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from maximus.analysis.series import OS_SOURCES, Series, change, edges, find, label, one_series, series_of
-from maximus.records import Outcome, TxnSample, Window
+from maximus.records import DEFERRED_PREFIX, Outcome, TxnSample, Window
 from maximus.records import MetricSample
 from maximus.samples import Samples, samples_of
 
-DEFERRED_PREFIX = "deferred_"  # a deferred transaction's completion is recorded as deferred_<name> (the driver's)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 
 from maximus.analysis.stats import Histogram, LatencySummary, histogram_of_recorded, summarise_recorded
 from maximus.histograms import LATENCY, SERVICE, interval_histograms, window_histograms
-from maximus.records import IntervalHistogram, Outcome, TxnSample, Window
+from maximus.records import DEFERRED_PREFIX, IntervalHistogram, Outcome, TxnSample, Window
 from maximus.samples import OUTCOMES, Samples, samples_of
 
 
@@ -56,11 +56,10 @@ def outcome_counts(samples: Samples | Sequence[TxnSample]) -> dict[str, int]:
             "retried": int(np.count_nonzero(chosen.attempts > 1)), "failed": count["failed"]}
 
 
-def per_second(samples: Samples | Sequence[TxnSample], headline: str, deferred_prefix: str = "deferred_"
-               ) -> tuple[tuple[int, int, int], ...]:
+def per_second(samples: Samples | Sequence[TxnSample], headline: str) -> tuple[tuple[int, int, int], ...]:
     """Completions per second from the time origin (warm-up included: steady state shows in it)."""
     chosen = samples_of(samples)
-    interactive = [name for name in chosen.names if not name.startswith(deferred_prefix)]
+    interactive = [name for name in chosen.names if not name.startswith(DEFERRED_PREFIX)]
     done = chosen.completed() & chosen.named(interactive)
     if not done.any():
         return ()
@@ -87,7 +86,7 @@ def run_figures(samples: Samples | Sequence[TxnSample], window: Window, transact
     minutes = window.minutes or math.nan
     periods = window.minutes * 60.0 / per_seconds or math.nan
     headline_done = completed & measured.named([headline])
-    interactive = completed & measured.named([n for n in measured.names if not n.startswith("deferred_")])
+    interactive = completed & measured.named([n for n in measured.names if not n.startswith(DEFERRED_PREFIX)])
     counts = measured.counts(completed)
     counts[f"{headline}.rolled_back"] = int(np.count_nonzero(headline_done & measured.with_outcome(
         Outcome.ROLLED_BACK)))

@@ -18,7 +18,7 @@ from maximus.driver.clock import Clock
 from maximus.driver.retry import Result, RetryPolicy
 from maximus.driver.schedule import RateSchedule
 from maximus.engines.base import Engine, Session
-from maximus.records import OUTCOME_OF, DeferredResult, Outcome, Window
+from maximus.records import DEFERRED_PREFIX, OUTCOME_OF, DeferredResult, Outcome, Window
 
 _FLUSH_EVERY_S = 0.5
 _FLUSH_EVERY_SAMPLES = 2000
@@ -288,7 +288,7 @@ def record_deferred(recorder: Recorder, terminal: int, name: str, queued_at: flo
                     now: float) -> None:
     """2.7.2.2: a deferred transaction's sample, timed from its queueing to its completion; 2.7.2.3: its
     entry in the result file."""
-    recorder.record(terminal, f"deferred_{name}", queued_at, now, result, None, now)
+    recorder.record(terminal, f"{DEFERRED_PREFIX}{name}", queued_at, now, result, None, now)
     recorder.record_result(terminal, name, queued_at, now, result)
 
 

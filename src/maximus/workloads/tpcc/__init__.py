@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
 from maximus.engines.base import Dialect, Engine, Session
+from maximus.records import DEFERRED_PREFIX
 from maximus.workloads.base import (Band, CheckResult, DatabaseInfo, DurabilityFindings, Headline, Homes,
                                     LoadResult, Outcome, Presentation, Progress, Workload)
 from maximus.workloads.tpcc import consistency, durability, generate, loader
@@ -100,7 +101,7 @@ class Tpcc(Workload):
         return transactions_for(dialect, settings is not None and settings.server_side, native=settings is not None)
 
     def write_transactions(self) -> set[str]:
-        return {f"deferred_{kind.name}" if kind.deferred else kind.name for kind in TRANSACTION_TYPES
+        return {f"{DEFERRED_PREFIX}{kind.name}" if kind.deferred else kind.name for kind in TRANSACTION_TYPES
                 if not kind.read_only}
 
     def emulator(self, settings: TpccRunSettings, terminal: int, dialect: Dialect) -> TerminalEmulator:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from maximus.records import DEFERRED_PREFIX
+
 # 1.3 / 4.2.2 / 4.3.3.1: cardinalities
 ITEMS = 100_000
 DISTRICTS_PER_WAREHOUSE = 10
@@ -63,7 +65,7 @@ THINK_TIME_TRUNCATION = 10  # 5.2.5.4: think time may be truncated at 10 times i
 
 # 5.2.5.3: 90th-percentile response-time limits (seconds)
 RESPONSE_TIME_LIMIT = {"new_order": 5.0, "payment": 5.0, "order_status": 5.0, "delivery": 5.0,
-                       "stock_level": 20.0, "deferred_delivery": 80.0}
+                       "stock_level": 20.0, f"{DEFERRED_PREFIX}delivery": 80.0}
 
 # 5.5.1.5: bands the input data of a valid run must fall in (percent, or lines per order); and 2.7.4.2: a run
 # whose Deliveries skipped more than 1 % of their districts for want of an undelivered order must report it
@@ -79,6 +81,6 @@ VALIDITY_BANDS = {
 BAND_CLAUSES = {"skipped_delivery_percent": "2.7.4.2"}  # the others' is 5.5.1.5
 
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
-DEFERRED_DELIVERY = "deferred_delivery"
+DEFERRED_DELIVERY = f"{DEFERRED_PREFIX}delivery"
 TRANSACTION_LABELS = {"new_order": "New-Order", "payment": "Payment", "order_status": "Order-Status",
                       "delivery": "Delivery", DEFERRED_DELIVERY: "Deferred-Delivery", "stock_level": "Stock-Level"}
