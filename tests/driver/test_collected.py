@@ -3,6 +3,7 @@ the order of their starts, whether made columns during the run or at its end."""
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 from array import array
@@ -90,6 +91,31 @@ def test_columns_made_during_the_run_are_the_ones_made_at_its_end(monkeypatch: p
         assert keeper.waiting_bytes < 2_000 + 64 * 40 + 2 * 320
     assert pieces > 20
     _assert_same(keeper.samples(), at_the_end)
+
+
+def test_a_ctrl_c_while_columns_are_made_loses_no_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second Ctrl-C raises wherever the run's process is, and the run is stored all the same: one that lands
+    while the waiting samples are made columns leaves them waiting, to be made columns at the end."""
+    batches = _batches(seed=3, count=200)
+    monkeypatch.setattr(collected, "COMPACT_AT_BYTES", 20_000)
+    monkeypatch.setattr(collected, "_TUPLE_SLICE", 4)
+    keeper, made_tuples, slices, interrupted = Collected(), Collected._tuple_columns, [], []
+
+    def interrupted_once(self: Collected, tuples: list[tuple]) -> dict:
+        slices.append(len(tuples))
+        if len(slices) == 2:  # its second slice: the first is made
+            interrupted.append(self.waiting_bytes)
+            raise KeyboardInterrupt
+        return made_tuples(self, tuples)
+
+    monkeypatch.setattr(Collected, "_tuple_columns", interrupted_once)
+    for tuples, runs in batches:
+        try:
+            keeper.add(tuples, runs, ORIGIN)
+        except KeyboardInterrupt:
+            assert keeper.waiting_bytes == interrupted[0]  # nothing taken from the waiting samples
+    assert interrupted and gc.isenabled()
+    _assert_same(keeper.samples(), Samples.of(_expected(batches)))
 
 
 def test_the_samples_are_handed_over_once() -> None:
