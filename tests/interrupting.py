@@ -82,17 +82,23 @@ def remove_semaphores(inodes: set[int]) -> None:
             path.unlink(missing_ok=True)
 
 
+def group_members(group: int) -> list[int]:
+    """The processes of a process group."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if _stat_field(int(stat.parent.name), GROUP) == group:
+                members.append(int(stat.parent.name))
+    return members
+
+
 def kill_group(group: int) -> None:
     """SIGKILL of a process group (a Maximus command started in a session of its own), and what it leaves behind
     removed once it has ended: the named semaphores of its multiprocessing queues and events, which multiprocessing's
     resource tracker, killed in the same group, would have removed, and the shared memory of a server it ran there."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGSTOP)  # held where they are: none makes a semaphore between the look and the kill
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):  # gone meanwhile
-            if _stat_field(int(stat.parent.name), GROUP) == group:
-                members.append(int(stat.parent.name))
+    members = group_members(group)
     mapped = _process.shared_memory(members)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.synchronize
+import multiprocessing.util
 import os
 import signal
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -55,6 +58,38 @@ def start(where: BaseContext, target: Callable[..., None], args: Sequence[Any]) 
                             daemon=True)
     process.start()
     return process
+
+
+def unlink_semaphores(shared: Any) -> None:
+    """Take away the names of the semaphores behind ``shared`` (queues, events and locks, in its attributes or
+    items) once every worker given them has started: each opened them by name as it read its arguments, and what is
+    open stays usable. multiprocessing's resource tracker removes the names of those still named when this process
+    ends, but a SIGKILL of the whole process group ends the tracker with it, and /dev/shm kept each sem.mp-*. Best
+    effort: it reads multiprocessing's own attributes, and where one is missing the names stay, as before."""
+    for lock in _semaphores(shared, depth=3, seen=set()):
+        name = getattr(getattr(lock, "_semlock", None), "name", None)
+        if not name:
+            continue
+        registry = getattr(multiprocessing.util, "_finalizer_registry", {})
+        for finalizer in [f for f in registry.values() if getattr(f, "_args", None) == (name,)]:
+            finalizer.cancel()  # it would take the name again as the lock is collected
+        with suppress(FileNotFoundError):
+            multiprocessing.synchronize.sem_unlink(name)  # type: ignore[attr-defined]  # _multiprocessing's
+        resource_tracker.unregister(name, "semaphore")
+
+
+def _semaphores(shared: Any, depth: int, seen: set[int]) -> Iterator[Any]:
+    if id(shared) in seen:
+        return
+    seen.add(id(shared))
+    if isinstance(shared, multiprocessing.synchronize.SemLock):
+        yield shared
+    if not depth:
+        return
+    within = shared if isinstance(shared, (tuple, list)) else vars(shared).values() if hasattr(shared, "__dict__") \
+        else ()
+    for value in within:
+        yield from _semaphores(value, depth - 1, seen)
 
 
 def _in_environment(environment: dict[str, str], target: Callable[..., None], args: tuple) -> None:

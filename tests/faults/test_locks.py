@@ -8,9 +8,10 @@ import re
 import signal
 from pathlib import Path
 
+from maximus.engines import _process
 from maximus.records import RunStatus
 
-from interrupting import kill_group  # tests/interrupting.py
+from interrupting import group_members, kill_group  # tests/interrupting.py
 
 from .inputs_helpers import (COMPLETE, assert_left_nothing_running, experiment_file, failed_transactions, locks_in,
                              maximus, one_line_error, servers_in, start, statuses, stop, stored, wait_for)
@@ -96,6 +97,37 @@ def test_resume_refuses_an_experiment_that_is_still_running(tmp_path: Path) -> N
     assert runner.returncode == 0, stderr
     assert statuses(results) == ["complete"] * 4
     assert not locks_in(tmp_path, workdir)
+
+
+def _named_semaphores(inodes: set[int]) -> list[Path]:
+    """The named semaphores (/dev/shm/sem.*) among the shared memory files of these inodes."""
+    return [path for path in _process.shared_memory_files(inodes) if path.name.startswith("sem.")]
+
+
+def test_a_maximus_killed_with_its_whole_group_leaves_no_named_semaphore(workdir: Path, tmp_path: Path) -> None:
+    """A run's queues and events are named semaphores (/dev/shm/sem.mp-*) until its workers have them open, and then
+    lose their names: multiprocessing's resource tracker, which would have removed them, dies in the same SIGKILL."""
+    results = tmp_path / "r.db"
+    first = start(*_run(workdir, results, "60"))
+    mapped: set[int] = set()  # the inodes of every file under /dev/shm the group was seen to map
+
+    def unnamed() -> bool:
+        now = _process.shared_memory(group_members(first.pid))[0]
+        mapped.update(now)
+        return len(mapped) >= 10 and not _named_semaphores(now)
+
+    try:
+        wait_for(lambda: statuses(results) == ["running"], what="the first run to measure")
+        wait_for(unnamed, timeout=30, what="the run's semaphores to lose their names once its workers run")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # no handler runs, and the resource tracker ends too
+        first.communicate(timeout=30)
+        stop(first)
+        left = _named_semaphores(mapped)
+        for path in left:  # removed before a failure is reported: the suite leaves nothing behind
+            path.unlink()
+    assert not left
+    assert len(mapped) >= 10  # its outbox's, deliveries', go's and stop's semaphores (3, 3, 4 and 4)
 
 
 def test_two_experiments_of_one_name_never_run_on_each_others_step_databases(tmp_path: Path) -> None:

@@ -95,6 +95,7 @@ class CrashLoad:
                 self.kill()
                 raise EngineError(answer)
             waiting -= 1
+        workers.unlink_semaphores((ready, go, gate))  # every terminal has them open (``workers``)
         go.set()
         self.released_at = time.monotonic()
 

@@ -387,6 +387,7 @@ class Run:
                 self._found(self.watch())  # a server that died as the terminals started is the cause, not them
                 raise EngineError(self.fault or (self.errors[0] if self.errors else "a worker process failed to "
                                                  "start"))
+        workers.unlink_semaphores(self.channels)  # every worker has them open: a group's SIGKILL leaves no name
         self.channels.origin.value = self.release() if self.release else time.monotonic() + 0.05
         if self.monitor:  # its first reading comes before any transaction starts
             self.monitor.start(self.channels.origin.value, [p.pid for p in processes])

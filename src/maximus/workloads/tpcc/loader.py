@@ -209,11 +209,16 @@ def _parallel(engine: Engine, seed: int, c_load: int, since: str, shares: list[l
 
 
 def _await(workers: int, reports: Any, tally: Progress) -> list[str]:
-    """The workers' progress as it comes, until each is done; their failures."""
-    finished, failures = 0, []
+    """The workers' progress as it comes, until each is done; their failures. Once each has started, the queue's
+    semaphores are unnamed (``worker_processes.unlink_semaphores``)."""
+    started, finished, failures = 0, 0, []
     while finished < workers:
         kind, *payload = reports.get()
-        if kind == "rows":
+        if kind == "started":
+            started += 1
+            if started == workers:
+                worker_processes.unlink_semaphores(reports)
+        elif kind == "rows":
             tally(*payload)
         else:
             finished += 1
@@ -223,6 +228,7 @@ def _await(workers: int, reports: Any, tally: Progress) -> list[str]:
 
 def _load_share(engine: Engine, seed: int, c_load: int, since: str, w_ids: list[int], reports: Any) -> None:
     ignore_interrupts()
+    reports.put(("started",))  # it has the queue open
     try:
         session = engine.connect()
         try:
