@@ -44,8 +44,9 @@ def interval_histograms(samples: Samples | Iterable[TxnSample], window: Window) 
 
     Each histogram records each distinct microsecond value once, with its count: a storage-bound run's million
     samples are a few thousand calls into HdrHistogram, not a million."""
-    done = replace(samples_of(samples), error=None)  # not copied below: no histogram reads it
-    done = done.where(done.completed())
+    every = replace(samples_of(samples), error=None)  # not copied below: no histogram reads it
+    completed = every.completed()
+    done = every if completed.all() else every.where(completed)  # a copy of a long run's columns only if it must
     second = np.floor_divide(done.start, INTERVAL_S).astype(np.int64)
     counted = done.in_window(window)
     latency = np.where(done.timed, done.end - done.intended, done.latency)  # from the intended start, if any

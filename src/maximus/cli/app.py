@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, Sequence
 
 import typer
 from rich.markup import escape
@@ -271,8 +271,10 @@ def _run_and_show(options: api.BenchmarkOptions) -> None:
         outcome = api.run(options, countdown, LoadBars(out))
     finally:
         countdown.stop()
-    _show(api.report_of_run(options.results, outcome.run_id), histograms=False, environment=False)
-    _exit_for(outcome)
+    run_id, status, errors, consistency = outcome.run_id, outcome.status, outcome.result.errors, outcome.consistency
+    del outcome  # and the run's samples with it: `show` reads them back, and a long run's would add to its peak
+    _show(api.report_of_run(options.results, run_id), histograms=False, environment=False)
+    _exit_for(run_id, status, errors, consistency)
 
 
 def _show(report: api.RunReport, histograms: bool, environment: bool, just_stored: bool = True) -> None:
@@ -299,13 +301,12 @@ def _show(report: api.RunReport, histograms: bool, environment: bool, just_store
         out.print(f"Stored as run {record.id}: `maximus show {record.id}` prints it again.")
 
 
-def _exit_for(outcome: api.RunOutcome) -> None:
-    if outcome.status is RunStatus.INTERRUPTED:
+def _exit_for(run_id: int, status: RunStatus, errors: Sequence[str], consistency: Sequence[api.CheckResult]) -> None:
+    if status is RunStatus.INTERRUPTED:
         raise typer.Exit(130)
-    if outcome.status is RunStatus.FAILED:
-        raise EngineError(f"{cause(outcome.result.errors)} (run {outcome.run_id} is stored as failed: "
-                          f"`maximus show {outcome.run_id}`)")
-    failed = [r.clause for r in outcome.consistency if r.passed is False]
+    if status is RunStatus.FAILED:
+        raise EngineError(f"{cause(errors)} (run {run_id} is stored as failed: `maximus show {run_id}`)")
+    failed = [r.clause for r in consistency if r.passed is False]
     if failed:
         raise ConsistencyError(f"consistency condition(s) failed after the run: {', '.join(failed)}")
 
