@@ -69,15 +69,13 @@ class Collected:
         made, self._made = [*self._made[0], *self._made[1]], ([], [])
         columns = {name: [chunk.pop(name) for chunk in made] for name in _FIELDS}
         del made
-        start = np.concatenate(columns.pop("start")) if columns["transaction"] else np.empty(0)
+        start = _joined(columns.pop("start"), np.float64)
         order = np.argsort(start, kind="stable")
         ordered = {"start": start[order]}
         del start
         for name, kind in zip(_FIELDS, _TYPES):
             if name != "start":
-                parts = columns.pop(name)
-                ordered[name] = np.concatenate(parts)[order] if parts else np.empty(0, dtype=kind)
-                del parts
+                ordered[name] = _joined(columns.pop(name), kind)[order]
         names, self._names = tuple(self._names), {}
         return Samples(names, **ordered)
 
@@ -134,3 +132,11 @@ class Collected:
                 "start": started - self._origin, "latency": finished - started,
                 "outcome": np.full(count, _COMMITTED, dtype=np.int8), "attempts": np.ones(count, dtype=np.int32),
                 "intended": np.full(count, math.nan), "error": np.full(count, "", dtype=object)}
+
+
+def _joined(parts: list[np.ndarray], kind: type) -> np.ndarray:
+    """One column of its parts: the part itself when it is the only one (a run that made its columns at its end),
+    not a copy of it."""
+    if len(parts) == 1:
+        return parts.pop()
+    return np.concatenate(parts) if parts else np.empty(0, dtype=kind)
