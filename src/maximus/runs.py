@@ -21,7 +21,7 @@ from maximus.driver.scheduler import DriveResult, DriveSpec, Observer, drive
 from maximus.engines import Engine, engine_class, runnable_engine
 from maximus.histograms import interval_histograms
 from maximus.errors import EngineError, UserError, describe
-from maximus.records import (ARRIVALS_OPTION, EMBEDDED, MAX_FAILED_PERCENT, RATE, CheckResult, Outcome, 
+from maximus.records import (ARRIVALS_OPTION, EMBEDDED, MAX_FAILED_PERCENT, RATE, CheckResult, Outcome,
                              RunSpec, RunStart, RunStatus, StorageAccess, TxnSample, Window)
 from maximus.samples import RunEnd, Samples, samples_of
 from maximus.samplers.base import Sampler

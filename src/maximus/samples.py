@@ -17,7 +17,14 @@ import numpy as np
 from maximus.records import DeferredResult, IntervalHistogram, Outcome, RunStatus, TxnSample, Window
 
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)  # ``Samples.outcome`` holds an index into this
+CODE_OF_OUTCOME: Mapping[str, int] = {outcome.value: n for n, outcome in enumerate(OUTCOMES)}  # by value or Outcome
 COMPLETED = (Outcome.COMMITTED, Outcome.ROLLED_BACK)
+# The columns of ``Samples`` in its order, each with its type: the error texts' (object) aside, which the read side
+# does not read
+COLUMN_TYPES: Mapping[str, type] = {"transaction": np.int32, "terminal": np.int32, "start": np.float64,
+                                    "latency": np.float64, "outcome": np.int8, "attempts": np.int32,
+                                    "intended": np.float64}
+WITH_ERRORS: Mapping[str, type] = {**COLUMN_TYPES, "error": object}  # the run's, which keeps them to store them
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,12 +47,12 @@ class Samples:
     def of(cls, samples: Iterable[TxnSample]) -> Samples:
         rows = sorted(samples, key=lambda sample: sample.start)
         names = tuple(dict.fromkeys(sample.transaction for sample in rows))
-        index, outcomes = {name: n for n, name in enumerate(names)}, {o: n for n, o in enumerate(OUTCOMES)}
+        index = {name: n for n, name in enumerate(names)}
         return cls(names, np.array([index[s.transaction] for s in rows], dtype=np.int32),
                    np.array([s.terminal for s in rows], dtype=np.int32),
                    np.array([s.start for s in rows], dtype=np.float64),
                    np.array([s.latency for s in rows], dtype=np.float64),
-                   np.array([outcomes[s.outcome] for s in rows], dtype=np.int8),
+                   np.array([CODE_OF_OUTCOME[s.outcome] for s in rows], dtype=np.int8),
                    np.array([s.attempts for s in rows], dtype=np.int32),
                    np.array([np.nan if s.intended is None else s.intended for s in rows], dtype=np.float64),
                    np.array([s.error for s in rows], dtype=object))
@@ -60,19 +67,15 @@ class Samples:
         several client hosts, each with its own names."""
         names = tuple(dict.fromkeys(name for part in parts for name in part.names))
         code = {name: n for n, name in enumerate(names)}
-        recoded = [np.array([code[name] for name in part.names] or [0], dtype=np.int32)[part.transaction]
-                   for part in parts]
-        start = np.concatenate([part.start for part in parts]) if parts else np.empty(0)
-        order = np.argsort(start, kind="stable")
-        errors = [part.error if part.error is not None else np.full(len(part), "", dtype=object) for part in parts]
-
-        def column(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
-            return np.concatenate(arrays)[order] if arrays else np.empty(0, dtype=dtype)
-
-        return cls(names, column(recoded, np.int32), column([p.terminal for p in parts], np.int32), start[order],
-                   column([p.latency for p in parts], np.float64), column([p.outcome for p in parts], np.int8),
-                   column([p.attempts for p in parts], np.int32), column([p.intended for p in parts], np.float64),
-                   column(errors, object))
+        columns = {name: [getattr(part, name) for part in parts] for name in COLUMN_TYPES}
+        columns["transaction"] = [np.array([code[name] for name in part.names] or [0], dtype=np.int32)[
+            part.transaction] for part in parts]
+        columns["error"] = [part.error if part.error is not None else np.full(len(part), "", dtype=object)
+                            for part in parts]
+        start = concatenated(columns["start"], np.float64)
+        order, columns["start"] = np.argsort(start, kind="stable"), [start]
+        return cls(names, **{name: concatenated(columns[name], kind)[order]
+                             for name, kind in WITH_ERRORS.items()})
 
     def __len__(self) -> int:
         return len(self.start)
@@ -124,6 +127,13 @@ class Samples:
         codes, firsts, tally = np.unique(chosen, return_index=True, return_counts=True)
         return {self.names[code]: count for _, code, count in sorted(zip(firsts.tolist(), codes.tolist(),
                                                                          tally.tolist()))}
+
+
+def concatenated(parts: Sequence[np.ndarray], kind: type) -> np.ndarray:
+    """One column of its parts: the part itself when it is the only one, not a copy of it."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=kind)
 
 
 def samples_of(samples: Samples | Iterable[TxnSample]) -> Samples:

@@ -14,7 +14,6 @@ from maximus.records import MetricSample
 from maximus.samples import Samples, samples_of
 
 
-
 @dataclass(frozen=True)
 class Tolerance:
     """How far two counts may differ before a cross-check fails.

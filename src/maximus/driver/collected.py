@@ -18,17 +18,14 @@ from typing import Iterable
 import numpy as np
 
 from maximus.records import Outcome
-from maximus.samples import OUTCOMES, Samples
+from maximus.samples import CODE_OF_OUTCOME, OUTCOMES, WITH_ERRORS, Samples, concatenated
 
 COMPACT_AT_BYTES = 256 << 20  # of samples waiting as they travelled, about: made columns then, during the run
 # What a sample waiting as it travelled takes, about (bench/run_memory.py): a tuple of its own, or a name and two
 # times of a run
 _TUPLE_BYTES, _RUN_SAMPLE_BYTES = 320, 40
 _TUPLE_SLICE = 65_536
-_CODE_OF_OUTCOME = {outcome.value: n for n, outcome in enumerate(OUTCOMES)}
 _COMMITTED = OUTCOMES.index(Outcome.COMMITTED)
-_FIELDS = ("transaction", "terminal", "start", "latency", "outcome", "attempts", "intended", "error")
-_TYPES = (np.int32, np.int32, np.float64, np.float64, np.int8, np.int32, np.float64, object)
 
 
 class Collected:
@@ -67,15 +64,15 @@ class Collected:
         collector is empty again. Column by column, so that the peak is the columns and one more."""
         self._compact()
         made, self._made = [*self._made[0], *self._made[1]], ([], [])
-        columns = {name: [chunk.pop(name) for chunk in made] for name in _FIELDS}
+        columns = {name: [chunk.pop(name) for chunk in made] for name in WITH_ERRORS}
         del made
-        start = _joined(columns.pop("start"), np.float64)
+        start = concatenated(columns.pop("start"), np.float64)
         order = np.argsort(start, kind="stable")
         ordered = {"start": start[order]}
         del start
-        for name, kind in zip(_FIELDS, _TYPES):
+        for name, kind in WITH_ERRORS.items():
             if name != "start":
-                ordered[name] = _joined(columns.pop(name), kind)[order]
+                ordered[name] = concatenated(columns.pop(name), kind)[order]
         names, self._names = tuple(self._names), {}
         return Samples(names, **ordered)
 
@@ -115,7 +112,7 @@ class Collected:
         return {"transaction": self._codes(transaction, len(transaction)),
                 "terminal": np.array(terminal, dtype=np.int32), "start": np.array(start, dtype=np.float64),
                 "latency": np.array(latency, dtype=np.float64),
-                "outcome": np.fromiter(map(_CODE_OF_OUTCOME.__getitem__, outcome), np.int8, len(outcome)),
+                "outcome": np.fromiter(map(CODE_OF_OUTCOME.__getitem__, outcome), np.int8, len(outcome)),
                 "attempts": np.array(attempts, dtype=np.int32),
                 "intended": np.array([math.nan if at is None else at for at in intended], dtype=np.float64),
                 "error": np.array(error, dtype=object)}
@@ -132,11 +129,3 @@ class Collected:
                 "start": started - self._origin, "latency": finished - started,
                 "outcome": np.full(count, _COMMITTED, dtype=np.int8), "attempts": np.ones(count, dtype=np.int32),
                 "intended": np.full(count, math.nan), "error": np.full(count, "", dtype=object)}
-
-
-def _joined(parts: list[np.ndarray], kind: type) -> np.ndarray:
-    """One column of its parts: the part itself when it is the only one (a run that made its columns at its end),
-    not a copy of it."""
-    if len(parts) == 1:
-        return parts.pop()
-    return np.concatenate(parts) if parts else np.empty(0, dtype=kind)

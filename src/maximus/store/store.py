@@ -26,10 +26,10 @@ from maximus.environment import boot_id
 from maximus.locks import unusable_directory
 from maximus.pids import start_time
 from maximus.records import (CheckResult, CrashMode, CrashTest, CrashTestRecord, DeferredResult, DeviceJob, DeviceLimit,
-                             DurabilityFindings, ExperimentRecord, IntervalHistogram, OUTCOME_OF, Outcome, 
+                             DurabilityFindings, ExperimentRecord, IntervalHistogram, OUTCOME_OF, Outcome,
                              RunRecord, RunSpec, RunStart, RunStatus, TxnSample, Verdict, Window, WorkloadReading)
 from maximus.records import MetricSample
-from maximus.samples import OUTCOMES, RunEnd, Samples, samples_of
+from maximus.samples import COLUMN_TYPES, OUTCOMES, RunEnd, Samples, samples_of
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
 from maximus.store.schema import SCHEMA_VERSION, migrate
 
@@ -48,10 +48,7 @@ NOT_FINITE = "stored with a warm-up or duration that is not a finite number of s
 # ("0 s of 60 s measured"), rather than the seconds it planned at a tpmC of 0.
 _NOTHING_MEASURED = "window_end = window_start"
 ROWS_A_SLICE = 65_536  # of a run's samples made Python rows at a time, as they are stored
-_SAMPLE_FIELDS = ("transaction", "terminal", "start", "latency", "outcome", "attempts", "intended")
-_SAMPLE_COLUMNS = np.dtype([("transaction", np.int32), ("terminal", np.int32), ("start", np.float64),
-                            ("latency", np.float64), ("outcome", np.int8), ("attempts", np.int32),
-                            ("intended", np.float64)])  # a NULL intended start (a closed loop's) reads as NaN
+_SAMPLE_COLUMNS = np.dtype(list(COLUMN_TYPES.items()))  # a NULL intended start (a closed loop's) reads as NaN
 
 
 def _this_runner() -> str | None:
@@ -349,7 +346,7 @@ class ResultsStore:
         finally:
             if snapshot:
                 self._db.execute("COMMIT")
-        return Samples(names, *(table[field] for field in _SAMPLE_FIELDS))
+        return Samples(names, *(table[field] for field in COLUMN_TYPES))
 
     @guarded
     def latency_histograms(self, run_id: int) -> list[IntervalHistogram] | None:
