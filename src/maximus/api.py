@@ -19,7 +19,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 
 from maximus import engines as engine_registry
 from maximus import export as exporting
@@ -285,6 +285,21 @@ def export(experiment_id: int | None = None, run_id: int | None = None, output_f
     if output is not None:
         _write(output, text)
     return text
+
+
+def export_samples(out: TextIO, experiment_id: int | None = None, run_id: int | None = None,
+                   results: Path | None = None) -> None:
+    """The raw samples of a run, or of every run of an experiment (the newest by default), as CSV into ``out``
+    (``export.write_samples``): a run's samples read at a time, its rows written a slice at a time."""
+    if run_id is not None and experiment_id is not None:
+        raise UserError("give an experiment number or --run N, not both")
+    with _results(results) as store:
+        if run_id is not None:
+            ids = [store.run(run_id).id]
+        else:
+            experiment = store.experiment(experiment_id if experiment_id is not None else _newest(store))
+            ids = [run.id for run in store.runs(experiment.id)]
+        exporting.write_samples(out, ((run, store.sample_columns(run, with_errors=True)) for run in ids))
 
 
 def _gathered(results: Path | None, experiment_id: int | None, run_id: int | None) -> ExperimentData | RunData:

@@ -16,11 +16,14 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import itertools
 import json
 import math
 from dataclasses import fields, is_dataclass
 from enum import Enum
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+
+import numpy as np
 
 from maximus.analysis.compare import Estimate, Ratio
 from maximus.analysis.bundle import ExperimentData, RunData
@@ -29,6 +32,7 @@ from maximus.analysis.durability import Durability, failed_checks
 from maximus.analysis.metrics import TransactionFigures
 from maximus.analysis.rate import RateFigures
 from maximus.records import CrashTestRecord, Headline
+from maximus.samples import OUTCOMES, Samples
 
 SCHEMA = 2  # 2: the workload names its settings and figures (spec.settings, headline)
 
@@ -418,6 +422,31 @@ def result_file_table(runs: Sequence[RunData]) -> tuple[list[str], list[list[Any
             rows.append([run.id, result.terminal, result.queued, result.completed, result.outcome.value,
                          record.get("w_id"), record.get("carrier_id"), *orders])
     return RESULT_FILE_COLUMNS, rows
+
+
+SAMPLE_COLUMNS = ["run_id", "terminal", "transaction", "start_s", "latency_s", "outcome", "attempts", "error",
+                  "intended_s"]
+SAMPLES_A_SLICE = 65_536  # of a run's samples made CSV rows at a time: a long run's would not fit as Python rows
+
+
+def write_samples(out: TextIO, runs: Iterable[tuple[int, Samples]]) -> None:
+    """The raw samples every figure is computed from, a row per business transaction, each run's in the order of
+    their starts: its terminal, transaction, start and latency (seconds, the start from the run's time origin), outcome,
+    attempts, error text, and in a fixed-rate run its intended start (else empty). Written a slice at a time."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(SAMPLE_COLUMNS)
+    outcomes = np.array([outcome.value for outcome in OUTCOMES], dtype=object)
+    for run_id, samples in runs:
+        names = np.array(samples.names or ("",), dtype=object)
+        errors = samples.error if samples.error is not None else np.full(len(samples), "", dtype=object)
+        for first in range(0, len(samples), SAMPLES_A_SLICE):
+            part = slice(first, first + SAMPLES_A_SLICE)
+            intended = samples.intended[part].astype(object)
+            intended[np.isnan(samples.intended[part])] = ""  # a closed-loop run's: no intended start
+            writer.writerows(zip(itertools.repeat(run_id), samples.terminal[part].tolist(),
+                                 names[samples.transaction[part]].tolist(), samples.start[part].tolist(),
+                                 samples.latency[part].tolist(), outcomes[samples.outcome[part]].tolist(),
+                                 samples.attempts[part].tolist(), errors[part].tolist(), intended.tolist()))
 
 
 SERIES_COLUMNS = ["run_id", "time_s", "source", "name", "labels", "value", "unit"]

@@ -3,9 +3,8 @@ stores them, and as the read side analyses them.
 
 A storage-bound run records about 100,000 samples a second: as one Python object each, a 10-second run's million
 took seconds to read and more to count, and a long run's would not fit in memory. As arrays they take 37 bytes
-each (45 with the pointers to their error texts, which the run keeps to store them) and are counted by numpy. Each
-row is still one sample of the results store, so every figure stays traceable to it (its error text aside: no
-figure reads it)."""
+each (45 with the pointers to their error texts, which the run keeps to store them) and are counted by numpy. The
+results store keeps these same columns (``sample_columns``), so every figure stays traceable to its samples."""
 
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from interrupting import default_dispositions  # tests/interrupting.py
 
+from maximus.store import ResultsStore
+
 
 def _status(results: Path) -> tuple[str, int] | None:
     if not results.exists():
@@ -51,10 +53,12 @@ def test_interrupted_run_is_stored_as_interrupted_with_its_samples(workdir: Path
     status, run_id = _status(results)
     assert status == "interrupted"
     with sqlite3.connect(results) as db:
-        samples = db.execute("SELECT COUNT(*) FROM txn_samples WHERE run_id = ?", (run_id,)).fetchone()[0]
         finished, start, end = db.execute("SELECT finished_at, window_start, window_end FROM runs WHERE id = ?",
                                           (run_id,)).fetchone()
-        last_end = db.execute("SELECT MAX(start + latency) FROM txn_samples WHERE run_id = ?", (run_id,)).fetchone()[0]
+    store = ResultsStore(results)
+    stored = store.sample_columns(run_id)
+    store.close()
+    samples, last_end = len(stored), float(stored.end.max())
     assert samples > 50 and finished
     # the rates are over the seconds measured: the window ends at the stop, not at the planned 61 s
     assert start == 1.0 and start < end < 15.0

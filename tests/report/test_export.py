@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from maximus import api
 from maximus.cli.app import app
 from maximus.errors import UserError
-from maximus.export import RESULT_FILE_COLUMNS, SERIES_COLUMNS, plain
+from maximus.export import RESULT_FILE_COLUMNS, SAMPLE_COLUMNS, SERIES_COLUMNS, plain
+from maximus.records import Outcome, TxnSample
 
 
 def _export(results: Path, *args: str) -> str:
@@ -142,12 +143,43 @@ def test_a_single_run_exports_alone(finished_experiment, tmp_path: Path) -> None
     assert [int(r["run_id"]) for r in rows] == [run_id]
 
 
+def test_the_samples_csv_has_every_stored_sample_of_each_run_as_its_record(finished_experiment,
+                                                                           tmp_path: Path) -> None:
+    """``--samples``: the raw samples every figure is computed from, a row each, written to a file or streamed."""
+    results, experiment_id = finished_experiment
+    rows = list(csv.DictReader(io.StringIO(_export(results, str(experiment_id), "--format", "csv", "--samples"))))
+    assert list(rows[0]) == SAMPLE_COLUMNS
+    store = api.open_results(results)
+    try:
+        runs = [run.id for run in store.runs(experiment_id)]
+        assert sorted({int(row["run_id"]) for row in rows}) == runs
+        first = runs[0]
+        stored = store.samples(first)
+    finally:
+        store.close()
+    exported = [TxnSample(int(r["terminal"]), r["transaction"], float(r["start_s"]), float(r["latency_s"]),
+                          Outcome(r["outcome"]), int(r["attempts"]), r["error"],
+                          float(r["intended_s"]) if r["intended_s"] else None)
+                for r in rows if int(r["run_id"]) == first]
+    assert len(stored) > 100 and exported == stored
+    written = tmp_path / "out" / "samples.csv"
+    _export(results, "--run", str(first), "--format", "csv", "--samples", "-o", str(written))
+    assert list(csv.DictReader(written.open())) == [row for row in rows if int(row["run_id"]) == first]
+    missing = tmp_path / "missing.csv"
+    result = CliRunner().invoke(app, ["export", "--run", "999", "--format", "csv", "--samples", "-o", str(missing),
+                                      "--results", str(results)])
+    assert isinstance(result.exception, UserError) and "no run 999" in str(result.exception)
+    assert not missing.exists()
+
+
 def test_bad_export_options_are_one_line_errors(finished_experiment) -> None:
     results, _ = finished_experiment
     for args, message in ((["--series"], "add --format csv"),
                           (["--run", "1", "--format", "csv", "--cells"], "--cells needs an experiment"),
                           (["1", "--run", "1"], "not both"),
-                          (["--format", "csv", "--series", "--result-file"], "choose one CSV table")):
+                          (["--format", "csv", "--series", "--result-file"], "choose one CSV table"),
+                          (["--samples"], "add --format csv"),
+                          (["--format", "csv", "--samples", "--series"], "choose one CSV table")):
         result = CliRunner().invoke(app, ["export", *args, "--results", str(results)])
         assert isinstance(result.exception, UserError) and message in str(result.exception)
     done = subprocess.run([sys.executable, "-m", "maximus", "export", "--format", "xml", "--results", str(results)],

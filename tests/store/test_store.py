@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 import multiprocessing
@@ -77,17 +78,71 @@ def test_the_read_side_gets_a_runs_samples_as_columns_each_a_stored_sample(tmp_p
     store.close()
 
 
-def test_a_runs_columns_are_stored_a_slice_at_a_time_each_row_its_sample(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def _mixed_samples(count: int) -> list[TxnSample]:
+    """Samples of every outcome, some with an error text or an intended start, some starting together."""
+    return [TxnSample(n % 3, ("payment", "new_order", "delivery")[n % 5 % 3], 0.5 * (n - n % 2), 0.001 * n,
+                      list(Outcome)[n % 4], 1 + n % 2, "deadlock" if n % 4 == 2 else "",
+                      0.5 * n - 0.1 if n % 3 else None) for n in range(count)]
+
+
+def test_a_runs_columns_are_stored_a_part_at_a_time_each_its_samples(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver's columns (``Samples``, their error texts with them) are stored as the records they were, however
-    many slices of rows they are made in."""
-    monkeypatch.setattr(store_module, "ROWS_A_SLICE", 2)
-    samples = [TxnSample(n % 3, ("payment", "new_order")[n % 2], 0.5 * n, 0.001 * n, list(Outcome)[n % 4], 1 + n % 2,
-                         "deadlock" if n % 4 == 2 else "", 0.5 * n - 0.1 if n % 3 else None) for n in range(7)]
+    many parts of sample_columns they take; only the transactions they have are named, in the order of their names
+    (as a run stored in rows reads back)."""
+    monkeypatch.setattr(store_module, "SAMPLES_A_PART", 2)
+    samples = _mixed_samples(7)
     store = ResultsStore(tmp_path / "r.db")
     run_id = _begin(store)
-    store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, Samples.of(samples)))
+    made = Samples.of(samples)
+    store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, dataclasses.replace(made, names=(*made.names, "unused"))))
     assert store.samples(run_id) == samples
+    columns = store.sample_columns(run_id)
+    assert columns.names == ("delivery", "new_order", "payment") and columns.error is None
+    assert [columns.names[code] for code in columns.transaction] == [sample.transaction for sample in samples]
+    with sqlite3.connect(tmp_path / "r.db") as db:
+        assert db.execute("SELECT part, samples FROM sample_columns WHERE run_id = ? ORDER BY part",
+                          (run_id,)).fetchall() == [(0, 2), (1, 2), (2, 2), (3, 1)]
+        assert db.execute("SELECT sample, error FROM sample_errors ORDER BY sample").fetchall() == [
+            (2, "deadlock"), (6, "deadlock")]
+        assert db.execute("SELECT COUNT(*) FROM txn_samples").fetchone() == (0,)
+    store.close()
+
+
+def _stored_as_rows(db: sqlite3.Connection, run_id: int, samples: list[TxnSample]) -> None:
+    """A run's samples as Maximus stored them before version 12: one txn_samples row each."""
+    db.executemany("INSERT INTO txn_samples (run_id, terminal, transaction_name, start, latency, outcome, attempts,"
+                   " error, intended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   [(run_id, s.terminal, s.transaction, s.start, s.latency, s.outcome.value, s.attempts, s.error,
+                     s.intended) for s in samples])
+
+
+def test_a_run_stored_in_rows_before_columns_reads_as_one_stored_in_columns(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A results database's older runs keep their txn_samples rows: their columns, records and headline counts are
+    those of the same samples stored as columns, read a part at a time."""
+    monkeypatch.setattr(store_module, "SAMPLES_A_PART", 3)
+    # each start its own: rows read back ordered by start alone, so samples starting together could come in any order
+    samples = [dataclasses.replace(sample, start=0.5 * n) for n, sample in enumerate(_mixed_samples(40))]
+    store = ResultsStore(tmp_path / "r.db")
+    in_columns, in_rows, empty = _begin(store), _begin(store), _begin(store)
+    store.finish_run(in_columns, RunEnd(RunStatus.COMPLETE, samples, window=Window(2.0, 15.0)))
+    store.finish_run(in_rows, RunEnd(RunStatus.COMPLETE, [], window=Window(2.0, 15.0)))
+    store.finish_run(empty, RunEnd(RunStatus.COMPLETE, [], window=Window(2.0, 15.0)))
+    with sqlite3.connect(tmp_path / "r.db") as db:
+        _stored_as_rows(db, in_rows, samples)
+        db.execute("UPDATE runs SET reading = json_object('presentation', json_object('headline',"
+                   " json_object('transaction', 'new_order')))")
+    new, old = store.sample_columns(in_columns), store.sample_columns(in_rows)
+    assert new.names == old.names == ("delivery", "new_order", "payment")
+    for field in ("transaction", "terminal", "start", "latency", "outcome", "attempts", "intended"):
+        np.testing.assert_array_equal(getattr(new, field), getattr(old, field))
+        assert getattr(new, field).dtype == getattr(old, field).dtype and getattr(new, field).flags.writeable
+    assert store.samples(in_columns) == store.samples(in_rows) == samples
+    expected = sum(s.transaction == "new_order" and s.outcome in (Outcome.COMMITTED, Outcome.ROLLED_BACK)
+                   and Window(2.0, 15.0).contains(s) for s in samples)
+    assert expected > 0
+    assert store.completions_in_window() == {in_columns: expected, in_rows: expected, empty: 0}
     store.close()
 
 

@@ -58,24 +58,48 @@ def export(experiment: Experiment = None, run: Run = None,
            result_file: Annotated[bool, typer.Option(
                "--result-file", help="CSV only: the Delivery result file (2.7.2.3) instead: one row per Delivery, "
                "each district's order or 'skipped'.")] = False,
+           samples: Annotated[bool, typer.Option(
+               "--samples", help="CSV only: the raw samples instead: one row per transaction of each run (terminal, "
+               "transaction, start, latency, outcome, attempts, error, intended start).")] = False,
            output: Annotated[Optional[Path], typer.Option(
                "--output", "-o", metavar="PATH", help="Write to PATH instead of standard output.")] = None,
            results: Results = None) -> None:
     """Export every figure of an experiment or a run, and the raw time series, as JSON or CSV."""
-    _check_export_options(output_format, series, cells, result_file, run)
+    _check_export_options(output_format, series, cells, result_file, samples, run)
+    if samples:
+        _export_samples(experiment, run, output, results)
+        return
     table = "series" if series else "cells" if cells else "result_file" if result_file else "runs"
     text = api.export(experiment, run, output_format, table, output, results)
     if output is None:
         sys.stdout.write(text)
 
 
-def _check_export_options(output_format: str, series: bool, cells: bool, result_file: bool, run: int | None) -> None:
+def _export_samples(experiment: int | None, run: int | None, output: Path | None, results: Path | None) -> None:
+    """A run's samples may be millions of rows: written as they are made, to standard output or to ``output``."""
+    if output is None:
+        api.export_samples(sys.stdout, experiment, run, results)
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8", newline="") as out:
+            api.export_samples(out, experiment, run, results)
+    except OSError as error:
+        output.unlink(missing_ok=True)
+        raise UserError(f"cannot write {output}: {error.strerror or error}") from None
+    except BaseException:  # no run of that number, an interruption: no file that looks like a whole export
+        output.unlink(missing_ok=True)
+        raise
+
+
+def _check_export_options(output_format: str, series: bool, cells: bool, result_file: bool, samples: bool,
+                          run: int | None) -> None:
     if output_format not in FORMATS:
         raise UserError(f"--format must be json or csv, got {output_format!r}")
-    if (series or cells or result_file) and output_format != "csv":
-        raise UserError("--series, --cells and --result-file choose a CSV table: add --format csv (JSON always has "
-                        "everything)")
-    if series + cells + result_file > 1:
-        raise UserError("choose one CSV table: --series, --cells or --result-file")
+    if (series or cells or result_file or samples) and output_format != "csv":
+        raise UserError("--series, --cells, --result-file and --samples choose a CSV table: add --format csv (JSON "
+                        "always has every figure)")
+    if series + cells + result_file + samples > 1:
+        raise UserError("choose one CSV table: --series, --cells, --result-file or --samples")
     if cells and run is not None:
         raise UserError("--cells needs an experiment: a single run has no steps or repeats")

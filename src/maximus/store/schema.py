@@ -104,6 +104,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             start REAL NOT NULL, counted INTEGER NOT NULL, histogram TEXT NOT NULL)""",
         "CREATE INDEX latency_histograms_by_run ON latency_histograms (run_id)",
     ),
+    (  # version 12: a run's samples as columns (``maximus.samples.Samples``), a part of up to 4 Mi samples a row, in
+        # the order of their starts, each column one little-endian array; the transactions' and outcomes' names
+        # (JSON) that their codes index; the few error texts beside them, by sample. Runs stored before keep their
+        # rows in txn_samples, which are read as they were.
+        """CREATE TABLE sample_columns (
+            run_id INTEGER NOT NULL REFERENCES runs(id), part INTEGER NOT NULL, samples INTEGER NOT NULL,
+            transaction_names TEXT NOT NULL, outcome_names TEXT NOT NULL, transaction_code BLOB NOT NULL,
+            terminal BLOB NOT NULL, start BLOB NOT NULL, latency BLOB NOT NULL, outcome_code BLOB NOT NULL,
+            attempts BLOB NOT NULL, intended BLOB NOT NULL, PRIMARY KEY (run_id, part))""",
+        """CREATE TABLE sample_errors (
+            run_id INTEGER NOT NULL REFERENCES runs(id), sample INTEGER NOT NULL, error TEXT NOT NULL,
+            PRIMARY KEY (run_id, sample))""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

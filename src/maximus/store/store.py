@@ -29,7 +29,8 @@ from maximus.records import (CheckResult, CrashMode, CrashTest, CrashTestRecord,
                              DurabilityFindings, ExperimentRecord, IntervalHistogram, OUTCOME_OF, Outcome,
                              RunRecord, RunSpec, RunStart, RunStatus, TxnSample, Verdict, Window, WorkloadReading)
 from maximus.records import MetricSample
-from maximus.samples import COLUMN_TYPES, OUTCOMES, RunEnd, Samples, samples_of
+from maximus.samples import (CODE_OF_OUTCOME, COLUMN_TYPES, COMPLETED, OUTCOMES, RunEnd, Samples, concatenated,
+                             samples_of)
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
 from maximus.store.schema import SCHEMA_VERSION, migrate
 
@@ -47,7 +48,16 @@ NOT_FINITE = "stored with a warm-up or duration that is not a finite number of s
 # A run's samples are stored when it ends: one whose runner died stored none, so its window measured nothing
 # ("0 s of 60 s measured"), rather than the seconds it planned at a tpmC of 0.
 _NOTHING_MEASURED = "window_end = window_start"
-ROWS_A_SLICE = 65_536  # of a run's samples made Python rows at a time, as they are stored
+# Of a run's samples in one row of sample_columns: a float column's part is 32 MiB, far below SQLite's 1 GB a value
+SAMPLES_A_PART = 1 << 22
+# Each column of ``Samples`` as sample_columns stores it: its SQL column and its type, little-endian on any machine,
+# so that a results database read elsewhere reads the same
+_STORED_COLUMN: Mapping[str, str] = {"transaction": "transaction_code", "terminal": "terminal", "start": "start",
+                                     "latency": "latency", "outcome": "outcome_code", "attempts": "attempts",
+                                     "intended": "intended"}
+_STORED_TYPE: Mapping[str, np.dtype] = {field: np.dtype(kind).newbyteorder("<") for field, kind in COLUMN_TYPES.items()}
+_SELECT_PARTS = (f"SELECT samples, transaction_names, outcome_names, {', '.join(_STORED_COLUMN.values())} "
+                 "FROM sample_columns WHERE run_id = ? ORDER BY part")
 _SAMPLE_COLUMNS = np.dtype(list(COLUMN_TYPES.items()))  # a NULL intended start (a closed loop's) reads as NaN
 
 
@@ -188,9 +198,13 @@ class ResultsStore:
             if window is not None:
                 self._db.execute("UPDATE runs SET window_start = ?, window_end = ? WHERE id = ?",
                                  (window.start, window.end, run_id))
+            columns = _named_as_stored(samples_of(samples))
             self._db.executemany(
-                "INSERT INTO txn_samples (run_id, terminal, transaction_name, start, latency, outcome, attempts, error,"
-                " intended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", _sample_rows(run_id, samples_of(samples)))
+                f"INSERT INTO sample_columns (run_id, part, samples, transaction_names, outcome_names, "
+                f"{', '.join(_STORED_COLUMN.values())}) VALUES ({', '.join('?' * (5 + len(_STORED_COLUMN)))})",
+                _sample_parts(run_id, columns))
+            self._db.executemany("INSERT INTO sample_errors (run_id, sample, error) VALUES (?, ?, ?)",
+                                 _sample_errors(run_id, columns))
             self._db.executemany("INSERT INTO run_facts (run_id, name, value) VALUES (?, ?, ?)",
                                  ((run_id, name, value) for name, value in facts.items()))
             self._db.executemany(
@@ -323,14 +337,38 @@ class ResultsStore:
 
     @guarded
     def samples(self, run_id: int) -> list[TxnSample]:
-        rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error, intended"
-                                " FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
-        return [TxnSample(t, name, s, lat, OUTCOME_OF[o], a, e, i) for t, name, s, lat, o, a, e, i in rows]
+        """A run's samples as records, in the order of their starts, each with its error text: for a short look; the
+        figures read ``sample_columns``."""
+        columns = self._stored_columns(run_id)
+        if columns is None:  # a run stored before its samples were kept as columns
+            rows = self._db.execute("SELECT terminal, transaction_name, start, latency, outcome, attempts, error,"
+                                    " intended FROM txn_samples WHERE run_id = ? ORDER BY start", (run_id,))
+            return [TxnSample(t, name, s, lat, OUTCOME_OF[o], a, e, i) for t, name, s, lat, o, a, e, i in rows]
+        return list(self._with_errors(run_id, columns))
 
     @guarded
-    def sample_columns(self, run_id: int) -> Samples:
-        """A run's samples as columns (``maximus.samples``): what the read side analyses. The transactions' names
-        and outcomes come back as their indexes, so no row makes a Python object but numpy's."""
+    def sample_columns(self, run_id: int, with_errors: bool = False) -> Samples:
+        """A run's samples as columns (``maximus.samples``): what the read side analyses, and, ``with_errors``, each
+        sample's error text, which no figure reads. Stored so, they are read in a few blobs; a run stored before that
+        has rows, whose transactions' names and outcomes come back as their indexes, so that no row makes a Python
+        object but numpy's."""
+        columns = self._stored_columns(run_id)
+        if columns is None:
+            return Samples.of(self.samples(run_id)) if with_errors else self._columns_of_rows(run_id)
+        return self._with_errors(run_id, columns) if with_errors else columns
+
+    def _with_errors(self, run_id: int, columns: Samples) -> Samples:
+        errors = np.full(len(columns), "", dtype=object)
+        for sample, error in self._db.execute("SELECT sample, error FROM sample_errors WHERE run_id = ?", (run_id,)):
+            errors[sample] = error
+        return dataclasses.replace(columns, error=errors)
+
+    def _stored_columns(self, run_id: int) -> Samples | None:
+        """The run's samples from sample_columns; None for a run that has none there (stored before them)."""
+        parts = self._db.execute(_SELECT_PARTS, (run_id,)).fetchall()
+        return _columns_of_parts(parts) if parts else None
+
+    def _columns_of_rows(self, run_id: int) -> Samples:
         snapshot = not self._db.in_transaction  # both reads see the same rows, while a run may be storing its own
         if snapshot:
             self._db.execute("BEGIN")
@@ -359,14 +397,22 @@ class ResultsStore:
     @guarded
     def completions_in_window(self) -> dict[int, int]:
         """Per run, its completed (committed or rolled back) transactions of its headline's (as its stored reading
-        names it), whose whole response time lies inside its window (``Window.holds``): one query for every run,
-        where ``samples`` would read each run's samples whole. A run without a stored reading counts none."""
-        rows = self._db.execute(
+        names it), whose whole response time lies inside its window (``Window.holds``), where ``sample_columns``
+        would read each run's samples whole: a few of each run's columns, and one query over the rows of the runs
+        stored before them. A run without a stored reading counts none."""
+        done: dict[int, int] = dict(self._db.execute(
             "SELECT r.id, count(s.run_id) FROM runs AS r LEFT JOIN txn_samples AS s ON s.run_id = r.id"
             " AND s.transaction_name = json_extract(r.reading, '$.presentation.headline.transaction')"
             " AND s.outcome IN (?, ?) AND s.start >= r.window_start AND s.start + s.latency <= r.window_end"
-            " GROUP BY r.id", (Outcome.COMMITTED.value, Outcome.ROLLED_BACK.value))
-        return dict(rows)
+            " GROUP BY r.id", (Outcome.COMMITTED.value, Outcome.ROLLED_BACK.value)))
+        parts = self._db.execute(
+            "SELECT c.run_id, json_extract(r.reading, '$.presentation.headline.transaction'), r.window_start,"
+            " r.window_end, c.transaction_names, c.outcome_names, c.transaction_code, c.start, c.latency,"
+            " c.outcome_code FROM sample_columns AS c JOIN runs AS r ON r.id = c.run_id")
+        for run_id, headline, window_start, window_end, names, outcomes, *columns in parts:
+            done[run_id] += _completions_in_part(headline, Window(window_start, window_end), json.loads(names),
+                                                 json.loads(outcomes), *columns)
+        return done
 
     @guarded
     def deferred_results(self, run_id: int) -> list[DeferredResult]:
@@ -530,18 +576,64 @@ def _row_id(cursor: sqlite3.Cursor) -> int:
     return cursor.lastrowid
 
 
-def _sample_rows(run_id: int, samples: Samples) -> Iterator[tuple]:
-    """The rows of ``samples`` as the store keeps them, made a slice at a time: a long run's samples as Python rows
-    all at once would take ten times their columns' memory."""
-    names = np.array(samples.names or ("",), dtype=object)
-    outcomes = np.array([outcome.value for outcome in OUTCOMES], dtype=object)
-    errors = samples.error if samples.error is not None else np.full(len(samples), "", dtype=object)
-    for first in range(0, len(samples), ROWS_A_SLICE):
-        part = slice(first, first + ROWS_A_SLICE)
-        intended = samples.intended[part].astype(object)
-        intended[np.isnan(samples.intended[part])] = None  # a closed-loop run's: no intended start
-        yield from zip(itertools.repeat(run_id), samples.terminal[part].tolist(),
-                       names[samples.transaction[part]].tolist(), samples.start[part].tolist(),
-                       samples.latency[part].tolist(), outcomes[samples.outcome[part]].tolist(),
-                       samples.attempts[part].tolist(), errors[part].tolist(),
-                       intended.tolist())
+def _named_as_stored(samples: Samples) -> Samples:
+    """``samples`` naming only the transactions they have, in the order of their names: as a run stored before its
+    samples were columns reads back (``ResultsStore._columns_of_rows``), so that both read the same."""
+    used = np.flatnonzero(np.bincount(samples.transaction, minlength=len(samples.names))).tolist()
+    names = tuple(sorted(samples.names[code] for code in used))
+    if names == samples.names:
+        return samples
+    recoded = np.zeros(len(samples.names), dtype=np.int32)
+    recoded[used] = [names.index(samples.names[code]) for code in used]
+    return dataclasses.replace(samples, names=names, transaction=recoded[samples.transaction])
+
+
+def _sample_parts(run_id: int, samples: Samples) -> Iterator[tuple]:
+    """The rows of sample_columns that hold ``samples``, each column's part handed to SQLite as the array's own
+    bytes (a little-endian machine's need no copy)."""
+    names, outcomes = json.dumps(samples.names), json.dumps([outcome.value for outcome in OUTCOMES])
+    for part, first in enumerate(range(0, len(samples), SAMPLES_A_PART)):
+        piece = slice(first, first + SAMPLES_A_PART)
+        columns = (np.ascontiguousarray(getattr(samples, field)[piece], dtype=kind).data
+                   for field, kind in _STORED_TYPE.items())
+        yield run_id, part, len(samples.start[piece]), names, outcomes, *columns
+
+
+def _sample_errors(run_id: int, samples: Samples) -> Iterator[tuple]:
+    """The rows of sample_errors: each sample with an error text, by its place in the run's samples."""
+    if samples.error is None:
+        return
+    erred = np.flatnonzero(samples.error != "")
+    yield from zip(itertools.repeat(run_id), erred.tolist(), samples.error[erred].tolist())
+
+
+def _column(blob: bytes, field: str) -> np.ndarray:
+    """One stored column's part as this machine's array of its type (writable, as the run's own were)."""
+    return np.frombuffer(blob, dtype=_STORED_TYPE[field]).astype(COLUMN_TYPES[field])
+
+
+def _outcome_codes(stored: Sequence[str]) -> np.ndarray:
+    """This Maximus's code (``OUTCOMES``) of each outcome code a run was stored with."""
+    return np.array([CODE_OF_OUTCOME[name] for name in stored], dtype=np.int8)
+
+
+def _columns_of_parts(parts: Sequence[tuple]) -> Samples:
+    names, outcomes = tuple(json.loads(parts[0][1])), _outcome_codes(json.loads(parts[0][2]))
+    columns = {field: concatenated([_column(part[3 + n], field) for part in parts], COLUMN_TYPES[field])
+               for n, field in enumerate(_STORED_COLUMN)}
+    if len(outcomes):
+        columns["outcome"] = outcomes[columns["outcome"]]
+    return Samples(names, **columns)
+
+
+def _completions_in_part(headline: str | None, window: Window, names: Sequence[str], outcomes: Sequence[str],
+                         transaction: bytes, start: bytes, latency: bytes, outcome: bytes) -> int:
+    """How many of a part's samples are completed transactions of ``headline`` inside ``window``."""
+    if headline not in names:
+        return 0
+    starts = _column(start, "start")
+    completed = [code for code, name in enumerate(outcomes) if OUTCOME_OF[name] in COMPLETED]
+    counted = ((_column(transaction, "transaction") == names.index(headline))
+               & np.isin(_column(outcome, "outcome"), completed)
+               & (starts >= window.start) & (starts + _column(latency, "latency") <= window.end))
+    return int(np.count_nonzero(counted))
