@@ -40,7 +40,7 @@ def main() -> None:
         listing = _timed(lambda: _listed(results))
         analysed = _timed(lambda: _analysed(results))
     print(f"`maximus runs` (the command, start included): {command:.3f} s")
-    print(f"listed_runs (one query):                      {listing:.3f} s")
+    print(f"listed_runs (the store counts):              {listing:.3f} s")
     print(f"analyse_run of every run (before):            {analysed:.3f} s")
     print(f"ratio before/now (in-process): {analysed / listing:.1f}x; target: the command under 1 s "
           f"({'met' if command < 1.0 else 'not met'})")

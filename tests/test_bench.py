@@ -138,10 +138,15 @@ SMOKES = {
           for way in (r"records \(before\)", r"columns \(now\)")),
         *(rf"  ratio columns / records, {kind}: peak memory {N}, CPU in the run and at its end {N}$"
           for kind in ("runs", "tuples")))),
+    "stored_samples.py": Smoke(prefix=f"{OWN_PREFIX}stored-", lines=(
+        r"A run's 20,000 samples in the results store, each way in a database of its own$",
+        r"  way\s+store s\s+read s\s+store ns/sample\s+read ns/sample\s+bytes/sample$",
+        *(rf"  {way}\s+{N}\s+{N}\s+{N}\s+{N}\s+{N}$" for way in (r"rows \(before\)", r"columns \(now\)")),
+        rf"  ratio columns / rows: store {N}, read {N}, size {N}$")),
     "runs_listing.py": Smoke(prefix=f"{OWN_PREFIX}runs-", lines=(
         rf"stored 20 runs of 200 samples in {N} s$",
         rf"`maximus runs` \(the command, start included\): {N} s$",
-        rf"listed_runs \(one query\):\s+{N} s$",
+        rf"listed_runs \(the store counts\):\s+{N} s$",
         rf"analyse_run of every run \(before\):\s+{N} s$",
         rf"ratio before/now \(in-process\): {N}x; target: the command under 1 s \((met|not met)\)$")),
     "postgres_tpcc.py": Smoke(prefix=f"{OWN_PREFIX}pg-", lines=(
