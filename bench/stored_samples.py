@@ -17,7 +17,7 @@ import sqlite3
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -71,7 +71,8 @@ def _samples(count: int) -> Samples:
     return Samples(("read_row",), **{name: columns[name].astype(kind) for name, kind in WITH_ERRORS.items()})
 
 
-def _measured(path: Path, samples: Samples, store_them) -> tuple[float, float, int]:
+def _measured(path: Path, samples: Samples, store_them: Callable[[ResultsStore, Path, int, Samples], None]
+              ) -> tuple[float, float, int]:
     store = ResultsStore(path)
     try:
         run_id = store.begin_run(RunStart(SPEC, effective_knobs={}, engine_settings={}, load_seconds=1.0,

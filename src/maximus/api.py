@@ -287,24 +287,31 @@ def export(experiment_id: int | None = None, run_id: int | None = None, output_f
     return text
 
 
-def export_samples(out: TextIO, experiment_id: int | None = None, run_id: int | None = None,
-                   results: Path | None = None) -> None:
-    """The raw samples of a run, or of every run of an experiment (the newest by default), as CSV into ``out``
-    (``export.write_samples``): a run's samples read at a time, its rows written a slice at a time."""
-    if run_id is not None and experiment_id is not None:
-        raise UserError("give an experiment number or --run N, not both")
+def exported_runs(experiment_id: int | None = None, run_id: int | None = None,
+                  results: Path | None = None) -> list[int]:
+    """The runs an export names: run ``run_id``, or every run of an experiment (the newest by default)."""
+    _one_target(experiment_id, run_id)
     with _results(results) as store:
         if run_id is not None:
-            ids = [store.run(run_id).id]
-        else:
-            experiment = store.experiment(experiment_id if experiment_id is not None else _newest(store))
-            ids = [run.id for run in store.runs(experiment.id)]
-        exporting.write_samples(out, ((run, store.sample_columns(run, with_errors=True)) for run in ids))
+            return [store.run(run_id).id]
+        experiment = store.experiment(experiment_id if experiment_id is not None else _newest(store))
+        return [run.id for run in store.runs(experiment.id)]
+
+
+def export_samples(out: TextIO, run_ids: Sequence[int], results: Path | None = None) -> None:
+    """The raw samples of the runs ``run_ids`` as CSV into ``out`` (``export.write_samples``): a run's samples read
+    at a time, its rows written a slice at a time."""
+    with _results(results) as store:
+        exporting.write_samples(out, ((run, store.sample_columns(run, with_errors=True)) for run in run_ids))
+
+
+def _one_target(experiment_id: int | None, run_id: int | None) -> None:
+    if run_id is not None and experiment_id is not None:
+        raise UserError("give an experiment number or --run N, not both")
 
 
 def _gathered(results: Path | None, experiment_id: int | None, run_id: int | None) -> ExperimentData | RunData:
-    if run_id is not None and experiment_id is not None:
-        raise UserError("give an experiment number or --run N, not both")
+    _one_target(experiment_id, run_id)
     with _results(results) as store:
         if run_id is not None:
             return gather_run(store, run_id)

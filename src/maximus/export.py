@@ -433,7 +433,9 @@ def write_samples(out: TextIO, runs: Iterable[tuple[int, Samples]]) -> None:
     """The raw samples every figure is computed from, a row per business transaction, each run's in the order of
     their starts: its terminal, transaction, start and latency (seconds, the start from the run's time origin), outcome,
     attempts, error text, and in a fixed-rate run its intended start (else empty). Written a slice at a time."""
-    writer = csv.writer(out, lineterminator="\n")
+    # every text quoted: an error text is the database's own, and a carriage return alone in it would otherwise end
+    # the row (the csv module quotes only what the line terminator holds)
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(SAMPLE_COLUMNS)
     outcomes = np.array([outcome.value for outcome in OUTCOMES], dtype=object)
     for run_id, samples in runs:

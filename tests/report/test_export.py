@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from maximus import api
 from maximus.cli.app import app
 from maximus.errors import UserError
-from maximus.export import RESULT_FILE_COLUMNS, SAMPLE_COLUMNS, SERIES_COLUMNS, plain
+from maximus.export import RESULT_FILE_COLUMNS, SAMPLE_COLUMNS, SERIES_COLUMNS, plain, write_samples
 from maximus.records import Outcome, TxnSample
+from maximus.samples import Samples
 
 
 def _export(results: Path, *args: str) -> str:
@@ -166,10 +167,30 @@ def test_the_samples_csv_has_every_stored_sample_of_each_run_as_its_record(finis
     _export(results, "--run", str(first), "--format", "csv", "--samples", "-o", str(written))
     assert list(csv.DictReader(written.open())) == [row for row in rows if int(row["run_id"]) == first]
     missing = tmp_path / "missing.csv"
-    result = CliRunner().invoke(app, ["export", "--run", "999", "--format", "csv", "--samples", "-o", str(missing),
-                                      "--results", str(results)])
-    assert isinstance(result.exception, UserError) and "no run 999" in str(result.exception)
-    assert not missing.exists()
+    kept = tmp_path / "kept.csv"
+    kept.write_text("what was there\n")
+    for target in (missing, kept):
+        result = CliRunner().invoke(app, ["export", "--run", "999", "--format", "csv", "--samples", "-o",
+                                          str(target), "--results", str(results)])
+        assert isinstance(result.exception, UserError) and "no run 999" in str(result.exception)
+    assert not missing.exists() and kept.read_text() == "what was there\n"
+    result = CliRunner().invoke(app, ["export", "--run", str(first), "--format", "csv", "--samples", "-o",
+                                      str(tmp_path), "--results", str(results)])
+    assert isinstance(result.exception, UserError) and f"cannot write {tmp_path}" in str(result.exception)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["kept.csv", "out"]  # no partial file left
+
+
+def test_the_samples_csv_keeps_any_error_text_in_its_row() -> None:
+    """A database's error text is free text: commas, quotes, line ends and a carriage return alone stay in its
+    field."""
+    texts = ["", "a, b", 'say "no"', "two\nlines", "server said\rgoodbye", "crlf\r\nend"]
+    samples = Samples.of([TxnSample(n, "read_row", 0.5 * n, 0.001, Outcome.FAILED if text else Outcome.COMMITTED,
+                                    1, text, 0.25 * n if n % 2 else None) for n, text in enumerate(texts)])
+    out = io.StringIO(newline="")
+    write_samples(out, [(7, samples)])
+    rows = list(csv.DictReader(io.StringIO(out.getvalue(), newline="")))
+    assert [row["error"] for row in rows] == texts and {row["run_id"] for row in rows} == {"7"}
+    assert [row["intended_s"] for row in rows] == ["", "0.25", "", "0.75", "", "1.25"]
 
 
 def test_bad_export_options_are_one_line_errors(finished_experiment) -> None:

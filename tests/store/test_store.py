@@ -21,6 +21,7 @@ from maximus.records import Outcome, RunSpec, RunStart, RunStatus, TxnSample, Wi
 from maximus.samples import OUTCOMES, RunEnd, Samples
 from maximus.store import ResultsStore
 from maximus.store import store as store_module
+from maximus.store.failures import ResultsUnavailable
 from maximus.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 SPEC = RunSpec("sqlite", {"journal_mode": "wal"}, "tpcc", {"warehouses": 1, "keying": False, "mix": "deck"}, 2, 1.0,
@@ -197,6 +198,66 @@ def _version_5_database(path: Path) -> None:
                       'tpcc', 2, 3, 0.0, 60.0, 7, 1, 'deck', '{}', '{}', '{}', 'tpcc-2wh', 2.5, 1, 7, '{}',
                       '{}', 0.0, 60.0, 60.0, '{}')""")
         db.execute("INSERT INTO txn_samples VALUES (4, 0, 'new_order', 1.0, 0.01, 'committed', 1, '')")
+
+
+def _version_11_database(path: Path, samples: list[TxnSample]) -> None:
+    """A results database as Maximus wrote it before samples were columns: run 1's samples in txn_samples rows."""
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        for statements in MIGRATIONS[:11]:
+            for statement in statements:
+                db.execute(statement)
+        db.execute("INSERT INTO schema_version VALUES (11)")
+    store = ResultsStore.__new__(ResultsStore)  # the runs row as this Maximus writes it, in the old schema
+    store.path, store._db = path, sqlite3.connect(path)
+    run_id = _begin(store)
+    with store._db as db:
+        db.execute("UPDATE runs SET status = 'complete', window_start = 0, window_end = 100, reading ="
+                   " json_object('presentation', json_object('headline', json_object('transaction', 'new_order')))")
+        _stored_as_rows(db, run_id, samples)
+    store.close()
+
+
+def _read_only_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every results database opened read-only, as a file its user may not write (root may write any file)."""
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda path, **options: connect(f"file:{path}?mode=ro", uri=True,
+                                                                            **options))
+
+
+def test_a_read_only_database_of_the_version_before_columns_is_read_as_it_is(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """An archive of runs stored in rows, which this Maximus cannot migrate, reads as a writable one does once
+    migrated: the version after it only added tables. An older one still needs its migration, in one line."""
+    samples = [dataclasses.replace(sample, start=0.5 * n) for n, sample in enumerate(_mixed_samples(30))]
+    _version_11_database(tmp_path / "old.db", samples)
+    _version_5_database(tmp_path / "older.db")
+    _read_only_connections(monkeypatch)
+    store = ResultsStore(tmp_path / "old.db")
+    assert store.samples(1) == samples and len(store.sample_columns(1)) == 30
+    expected = sum(s.transaction == "new_order" and s.outcome in (Outcome.COMMITTED, Outcome.ROLLED_BACK)
+                   for s in samples)
+    assert store.completions_in_window() == {1: expected}
+    store.close()
+    with pytest.raises(ResultsUnavailable, match="cannot be written"):
+        ResultsStore(tmp_path / "older.db")
+    monkeypatch.undo()
+    with sqlite3.connect(tmp_path / "old.db") as db:
+        assert db.execute("SELECT version FROM schema_version").fetchone() == (11,)
+
+
+def test_an_outcome_this_maximus_does_not_know_is_one_line_where_a_sample_has_it(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path / "r.db")
+    run_id = _begin(store)
+    store.finish_run(run_id, RunEnd(RunStatus.COMPLETE, [TxnSample(0, "new_order", 1.0, 0.01, Outcome.COMMITTED)]))
+    with sqlite3.connect(tmp_path / "r.db") as db:  # as a later Maximus might store them: one more, unused
+        db.execute("UPDATE sample_columns SET outcome_names = json_insert(outcome_names, '$[#]', 'timed_out')")
+    assert [sample.outcome for sample in store.samples(run_id)] == [Outcome.COMMITTED]
+    with sqlite3.connect(tmp_path / "r.db") as db:  # and used by the sample
+        db.execute("UPDATE sample_columns SET outcome_names = json_set(outcome_names, '$[0]', 'timed_out')")
+    with pytest.raises(UserError, match=r"run 1 was stored with outcomes this Maximus does not know \(timed_out\)"):
+        store.sample_columns(run_id)
+    store.close()
 
 
 def test_a_version_5_database_is_upgraded_with_its_runs_workload_settings(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ Both take an experiment number, or a single run with ``--run``; the newest exper
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -76,19 +77,32 @@ def export(experiment: Experiment = None, run: Run = None,
 
 
 def _export_samples(experiment: int | None, run: int | None, output: Path | None, results: Path | None) -> None:
-    """A run's samples may be millions of rows: written as they are made, to standard output or to ``output``."""
+    """A run's samples may be millions of rows: written as they are made, to standard output, or to a file beside
+    ``output`` that replaces it once whole (a failed export leaves ``output`` as it was)."""
+    runs = api.exported_runs(experiment, run, results)  # an unknown run fails here, before any file is touched
     if output is None:
-        api.export_samples(sys.stdout, experiment, run, results)
+        api.export_samples(sys.stdout, runs, results)
         return
+    partial = output.parent / f".{output.name}.{os.getpid()}.partial"
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("w", encoding="utf-8", newline="") as out:
-            api.export_samples(out, experiment, run, results)
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w", encoding="utf-8",
+                       newline="") as out:  # made as the file itself would be, under the umask
+            try:
+                api.export_samples(out, runs, results)
+            except BaseException:
+                partial.unlink()
+                raise
+        _replace(partial, output)
     except OSError as error:
-        output.unlink(missing_ok=True)
         raise UserError(f"cannot write {output}: {error.strerror or error}") from None
-    except BaseException:  # no run of that number, an interruption: no file that looks like a whole export
-        output.unlink(missing_ok=True)
+
+
+def _replace(written: Path, output: Path) -> None:
+    try:
+        os.replace(written, output)
+    except OSError:
+        written.unlink()
         raise
 
 

@@ -104,7 +104,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             start REAL NOT NULL, counted INTEGER NOT NULL, histogram TEXT NOT NULL)""",
         "CREATE INDEX latency_histograms_by_run ON latency_histograms (run_id)",
     ),
-    (  # version 12: a run's samples as columns (``maximus.samples.Samples``), a part of up to 4 Mi samples a row, in
+    (  # version 12: a run's samples as columns (``maximus.samples.Samples``), a part of up to 1 Mi samples a row, in
         # the order of their starts, each column one little-endian array; the transactions' and outcomes' names
         # (JSON) that their codes index; the few error texts beside them, by sample. Runs stored before keep their
         # rows in txn_samples, which are read as they were.
@@ -120,6 +120,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+# The oldest version read as it is where it cannot be migrated (a read-only archive): what the versions after it
+# add are tables that the runs it stored do not need (sample_columns, sample_errors)
+READABLE_UNMIGRATED = 11
 
 
 def migrate(connection: sqlite3.Connection) -> int:

@@ -29,10 +29,9 @@ from maximus.records import (CheckResult, CrashMode, CrashTest, CrashTestRecord,
                              DurabilityFindings, ExperimentRecord, IntervalHistogram, OUTCOME_OF, Outcome,
                              RunRecord, RunSpec, RunStart, RunStatus, TxnSample, Verdict, Window, WorkloadReading)
 from maximus.records import MetricSample
-from maximus.samples import (CODE_OF_OUTCOME, COLUMN_TYPES, COMPLETED, OUTCOMES, RunEnd, Samples, concatenated,
-                             samples_of)
+from maximus.samples import (CODE_OF_OUTCOME, COLUMN_TYPES, COMPLETED, OUTCOMES, RunEnd, Samples, samples_of)
 from maximus.store.failures import ResultsUnavailable, guarded, results_timeout
-from maximus.store.schema import SCHEMA_VERSION, migrate
+from maximus.store.schema import READABLE_UNMIGRATED, SCHEMA_VERSION, migrate
 
 
 def default_results_path() -> Path:
@@ -48,17 +47,17 @@ NOT_FINITE = "stored with a warm-up or duration that is not a finite number of s
 # A run's samples are stored when it ends: one whose runner died stored none, so its window measured nothing
 # ("0 s of 60 s measured"), rather than the seconds it planned at a tpmC of 0.
 _NOTHING_MEASURED = "window_end = window_start"
-# Of a run's samples in one row of sample_columns: a float column's part is 32 MiB, far below SQLite's 1 GB a value
-SAMPLES_A_PART = 1 << 22
+# Of a run's samples in one row of sample_columns: SQLite makes a row's whole record in memory as it stores it, 37 MiB
+# for a part of this many (a float column's 8 MiB)
+SAMPLES_A_PART = 1 << 20
 # Each column of ``Samples`` as sample_columns stores it: its SQL column and its type, little-endian on any machine,
 # so that a results database read elsewhere reads the same
 _STORED_COLUMN: Mapping[str, str] = {"transaction": "transaction_code", "terminal": "terminal", "start": "start",
                                      "latency": "latency", "outcome": "outcome_code", "attempts": "attempts",
                                      "intended": "intended"}
 _STORED_TYPE: Mapping[str, np.dtype] = {field: np.dtype(kind).newbyteorder("<") for field, kind in COLUMN_TYPES.items()}
-_SELECT_PARTS = (f"SELECT samples, transaction_names, outcome_names, {', '.join(_STORED_COLUMN.values())} "
-                 "FROM sample_columns WHERE run_id = ? ORDER BY part")
 _SAMPLE_COLUMNS = np.dtype(list(COLUMN_TYPES.items()))  # a NULL intended start (a closed loop's) reads as NaN
+_COMPLETED_NAMES = frozenset(outcome.value for outcome in COMPLETED)
 
 
 def _this_runner() -> str | None:
@@ -113,8 +112,15 @@ class ResultsStore:
     @guarded
     def _open(self) -> None:
         self._recognise()
-        if self._version() != SCHEMA_VERSION:  # a store up to date is not written to: it may be read-only
-            migrate(self._db)
+        self._columns = True  # whether it has sample_columns: a read-only store of READABLE_UNMIGRATED has not
+        version = self._version()
+        if version != SCHEMA_VERSION:  # a store up to date is not written to: it may be read-only
+            try:
+                migrate(self._db)
+            except sqlite3.OperationalError as error:
+                if not _read_only(error) or version is None or not READABLE_UNMIGRATED <= version < SCHEMA_VERSION:
+                    raise
+                self._columns = False  # read as it is: its runs are in txn_samples, and nothing is stored in it
         self._close_orphans()
 
     def _recognise(self) -> None:
@@ -354,7 +360,7 @@ class ResultsStore:
         object but numpy's."""
         columns = self._stored_columns(run_id)
         if columns is None:
-            return Samples.of(self.samples(run_id)) if with_errors else self._columns_of_rows(run_id)
+            return _named_as_stored(Samples.of(self.samples(run_id))) if with_errors else self._columns_of_rows(run_id)
         return self._with_errors(run_id, columns) if with_errors else columns
 
     def _with_errors(self, run_id: int, columns: Samples) -> Samples:
@@ -364,9 +370,37 @@ class ResultsStore:
         return dataclasses.replace(columns, error=errors)
 
     def _stored_columns(self, run_id: int) -> Samples | None:
-        """The run's samples from sample_columns; None for a run that has none there (stored before them)."""
-        parts = self._db.execute(_SELECT_PARTS, (run_id,)).fetchall()
-        return _columns_of_parts(parts) if parts else None
+        """The run's samples from sample_columns; None for a run that has none there (stored before them). A column
+        at a time, each part copied into it as it is read: the peak is the columns and one part's blob."""
+        if not self._columns:
+            return None
+        snapshot = not self._db.in_transaction  # every column of the same parts, while a run may be storing its own
+        if snapshot:
+            self._db.execute("BEGIN")
+        try:
+            parts = self._db.execute("SELECT samples, transaction_names, outcome_names FROM sample_columns"
+                                     " WHERE run_id = ? ORDER BY part", (run_id,)).fetchall()
+            if not parts:
+                return None
+            names, stored_outcomes = tuple(json.loads(parts[0][1])), json.loads(parts[0][2])
+            counts = [count for count, _, _ in parts]
+            columns = {field: self._column(run_id, field, counts) for field in _STORED_COLUMN}
+        finally:
+            if snapshot:
+                self._db.execute("COMMIT")
+        columns["outcome"] = _outcomes(stored_outcomes, columns["outcome"], run_id)
+        return Samples(names, **columns)
+
+    def _column(self, run_id: int, field: str, counts: Sequence[int]) -> np.ndarray:
+        """One of a run's columns, its parts (of ``counts`` samples each) read one after the other."""
+        column: np.ndarray = np.empty(sum(counts), dtype=COLUMN_TYPES[field])
+        first = 0
+        parts = self._db.execute(f"SELECT {_STORED_COLUMN[field]} FROM sample_columns WHERE run_id = ? ORDER BY part",
+                                 (run_id,))
+        for (blob,), count in zip(parts, counts):
+            column[first:first + count] = np.frombuffer(blob, dtype=_STORED_TYPE[field], count=count)
+            first += count
+        return column
 
     def _columns_of_rows(self, run_id: int) -> Samples:
         snapshot = not self._db.in_transaction  # both reads see the same rows, while a run may be storing its own
@@ -400,18 +434,25 @@ class ResultsStore:
         names it), whose whole response time lies inside its window (``Window.holds``), where ``sample_columns``
         would read each run's samples whole: a few of each run's columns, and one query over the rows of the runs
         stored before them. A run without a stored reading counts none."""
-        done: dict[int, int] = dict(self._db.execute(
-            "SELECT r.id, count(s.run_id) FROM runs AS r LEFT JOIN txn_samples AS s ON s.run_id = r.id"
-            " AND s.transaction_name = json_extract(r.reading, '$.presentation.headline.transaction')"
-            " AND s.outcome IN (?, ?) AND s.start >= r.window_start AND s.start + s.latency <= r.window_end"
-            " GROUP BY r.id", (Outcome.COMMITTED.value, Outcome.ROLLED_BACK.value)))
-        parts = self._db.execute(
-            "SELECT c.run_id, json_extract(r.reading, '$.presentation.headline.transaction'), r.window_start,"
-            " r.window_end, c.transaction_names, c.outcome_names, c.transaction_code, c.start, c.latency,"
-            " c.outcome_code FROM sample_columns AS c JOIN runs AS r ON r.id = c.run_id")
-        for run_id, headline, window_start, window_end, names, outcomes, *columns in parts:
-            done[run_id] += _completions_in_part(headline, Window(window_start, window_end), json.loads(names),
-                                                 json.loads(outcomes), *columns)
+        snapshot = not self._db.in_transaction  # both queries see the same runs, while a run may be storing its own
+        if snapshot:
+            self._db.execute("BEGIN")
+        try:
+            done: dict[int, int] = dict(self._db.execute(
+                "SELECT r.id, count(s.run_id) FROM runs AS r LEFT JOIN txn_samples AS s ON s.run_id = r.id"
+                " AND s.transaction_name = json_extract(r.reading, '$.presentation.headline.transaction')"
+                " AND s.outcome IN (?, ?) AND s.start >= r.window_start AND s.start + s.latency <= r.window_end"
+                " GROUP BY r.id", (Outcome.COMMITTED.value, Outcome.ROLLED_BACK.value)))
+            parts = self._db.execute(
+                "SELECT c.run_id, json_extract(r.reading, '$.presentation.headline.transaction'), r.window_start,"
+                " r.window_end, c.transaction_names, c.outcome_names, c.transaction_code, c.start, c.latency,"
+                " c.outcome_code FROM sample_columns AS c JOIN runs AS r ON r.id = c.run_id") if self._columns else ()
+            for run_id, headline, window_start, window_end, names, outcomes, *columns in parts:
+                done[run_id] = done.get(run_id, 0) + _completions_in_part(
+                    headline, Window(window_start, window_end), json.loads(names), json.loads(outcomes), *columns)
+        finally:
+            if snapshot:
+                self._db.execute("COMMIT")
         return done
 
     @guarded
@@ -590,12 +631,12 @@ def _named_as_stored(samples: Samples) -> Samples:
 
 def _sample_parts(run_id: int, samples: Samples) -> Iterator[tuple]:
     """The rows of sample_columns that hold ``samples``, each column's part handed to SQLite as the array's own
-    bytes (a little-endian machine's need no copy)."""
+    bytes (a little-endian machine's need no copy), in ``_STORED_COLUMN``'s order, as the INSERT names them."""
     names, outcomes = json.dumps(samples.names), json.dumps([outcome.value for outcome in OUTCOMES])
     for part, first in enumerate(range(0, len(samples), SAMPLES_A_PART)):
         piece = slice(first, first + SAMPLES_A_PART)
-        columns = (np.ascontiguousarray(getattr(samples, field)[piece], dtype=kind).data
-                   for field, kind in _STORED_TYPE.items())
+        columns = (np.ascontiguousarray(getattr(samples, field)[piece], dtype=_STORED_TYPE[field]).data
+                   for field in _STORED_COLUMN)
         yield run_id, part, len(samples.start[piece]), names, outcomes, *columns
 
 
@@ -607,23 +648,19 @@ def _sample_errors(run_id: int, samples: Samples) -> Iterator[tuple]:
     yield from zip(itertools.repeat(run_id), erred.tolist(), samples.error[erred].tolist())
 
 
-def _column(blob: bytes, field: str) -> np.ndarray:
-    """One stored column's part as this machine's array of its type (writable, as the run's own were)."""
-    return np.frombuffer(blob, dtype=_STORED_TYPE[field]).astype(COLUMN_TYPES[field])
+def _read_only(error: sqlite3.Error) -> bool:
+    return (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_READONLY
 
 
-def _outcome_codes(stored: Sequence[str]) -> np.ndarray:
-    """This Maximus's code (``OUTCOMES``) of each outcome code a run was stored with."""
-    return np.array([CODE_OF_OUTCOME[name] for name in stored], dtype=np.int8)
-
-
-def _columns_of_parts(parts: Sequence[tuple]) -> Samples:
-    names, outcomes = tuple(json.loads(parts[0][1])), _outcome_codes(json.loads(parts[0][2]))
-    columns = {field: concatenated([_column(part[3 + n], field) for part in parts], COLUMN_TYPES[field])
-               for n, field in enumerate(_STORED_COLUMN)}
-    if len(outcomes):
-        columns["outcome"] = outcomes[columns["outcome"]]
-    return Samples(names, **columns)
+def _outcomes(stored: Sequence[str], codes: np.ndarray, run_id: int) -> np.ndarray:
+    """A run's outcome codes as stored (indexes into ``stored``, its outcomes' names) as this Maximus's
+    (``OUTCOMES``): a name it does not know is an error only where a sample has it."""
+    mapped = np.array([CODE_OF_OUTCOME.get(name, -1) for name in stored], dtype=np.int8)[codes]
+    if (mapped < 0).any():
+        unknown = sorted({stored[code] for code in np.unique(codes[mapped < 0]).tolist()})
+        raise UserError(f"run {run_id} was stored with outcomes this Maximus does not know ({', '.join(unknown)}): "
+                        "read it with the Maximus that stored it")
+    return mapped
 
 
 def _completions_in_part(headline: str | None, window: Window, names: Sequence[str], outcomes: Sequence[str],
@@ -632,8 +669,12 @@ def _completions_in_part(headline: str | None, window: Window, names: Sequence[s
     if headline not in names:
         return 0
     starts = _column(start, "start")
-    completed = [code for code, name in enumerate(outcomes) if OUTCOME_OF[name] in COMPLETED]
+    completed = [code for code, name in enumerate(outcomes) if name in _COMPLETED_NAMES]
     counted = ((_column(transaction, "transaction") == names.index(headline))
                & np.isin(_column(outcome, "outcome"), completed)
                & (starts >= window.start) & (starts + _column(latency, "latency") <= window.end))
     return int(np.count_nonzero(counted))
+
+
+def _column(blob: bytes, field: str) -> np.ndarray:
+    return np.frombuffer(blob, dtype=_STORED_TYPE[field])
