@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from types import SimpleNamespace
+
 from maximus.driver.collected import Collected
-from maximus.driver.terminal import Recorder
+from maximus.driver.retry import Result
+from maximus.driver.terminal import Recorder, Terminal, finish
 from maximus.records import Outcome, Window
 
 
@@ -76,3 +80,38 @@ def test_runs_are_flushed_when_enough_transactions_are_waiting() -> None:
         recorder.record_committed(0, ["a"] * 64, [ORIGIN + 12 + n * 0.001] * 128, [(a, 1)] * 64)
     assert outbox and all(sum(len(r[1]) for r in m[3]) >= 2000 for m in outbox)
     assert sum(len(r[1]) for m in outbox for r in m[3]) + recorder.recorded == 40 * 64
+
+
+def _busy_batch(record_one_each: bool) -> tuple[list, dict[str, int], list[int]]:
+    """A busy terminal's batch (``Terminal._finish_batch``): committed at the first attempt, retried, rolled back,
+    failed, across the window's start and its end; the samples, facts and live counters it leaves, each transaction
+    recorded as a sample of its own (``finish``, as before) or as the terminal records them."""
+    a, b = Counted("a"), Counted("b")
+    outcomes = [(Outcome.COMMITTED, 1), (Outcome.COMMITTED, 2), (Outcome.ROLLED_BACK, 1), (Outcome.FAILED, 3)]
+    done = [((a, b)[n % 2], n + 1, ORIGIN + 9.0 + 0.5 * n, ORIGIN + 9.4 + 0.5 * n,
+             Result(*outcomes[n % 7 % 4], "gone" if n % 7 % 4 == 3 else "")) for n in range(26)]
+    outbox: list = []
+    terminal = SimpleNamespace(index=2, emulator=SimpleNamespace(headline="a"), counters=[0] * 6,
+                               recorder=Recorder(type("Outbox", (), {"put": staticmethod(outbox.append)})(),
+                                                 WINDOW, ORIGIN))
+    if record_one_each:
+        for transaction, inputs, started, finished, result in done:
+            finish(terminal, transaction, inputs, started, finished, result)
+    else:
+        Terminal._finish_batch(terminal, done)  # type: ignore[arg-type]  # what it reads of a terminal
+    terminal.recorder.flush(ORIGIN + 30)
+    collected, facts = Collected(), Counter[str]()
+    for message in outbox:
+        collected.add(message[1], message[3], ORIGIN)
+        facts.update(message[2])
+    return list(collected.samples()), dict(facts), terminal.counters
+
+
+def test_a_busy_batch_records_what_a_sample_each_would() -> None:
+    """Its transactions committed at the first attempt travel as one run, the others as samples of their own: the
+    same samples (in the order of their starts), facts and counters either way."""
+    samples, facts, counters = _busy_batch(record_one_each=False)
+    assert (samples, facts, counters) == _busy_batch(record_one_each=True)
+    assert len(samples) == 26 and {s.outcome for s in samples} == {Outcome.COMMITTED, Outcome.ROLLED_BACK,
+                                                                    Outcome.FAILED}
+    assert facts["a.transactions"] > 0 and facts["b.lines"] > 0 and counters[4:] == [11, 22]
