@@ -122,7 +122,7 @@ def _batch_p90s_ms(store: ResultsStore, report: RunReport) -> list[float]:
     run_id, window = report.record.id, report.record.window
     recorded = store.latency_histograms(run_id)
     if recorded is None:  # a run stored before its histograms: made from its samples, as analyse_run makes them
-        recorded = interval_histograms(store.samples(run_id), window)
+        recorded = interval_histograms(store.sample_columns(run_id), window)
     named = report.presentation.headline.transaction
     by_second: dict[float, list[IntervalHistogram]] = defaultdict(list)
     for histogram in recorded:
