@@ -156,7 +156,8 @@ def test_a_runs_response_time_histograms_are_stored_and_read_back(tmp_path: Path
     store.finish_run(stored, RunEnd(RunStatus.COMPLETE, samples, window=Window(1.0, 5.0), histograms=histograms))
     store.finish_run(without, RunEnd(RunStatus.COMPLETE, samples, window=Window(1.0, 5.0)))  # as runs stored before
     assert store.latency_histograms(stored) == histograms and len(histograms) == 4  # 2 seconds x latency, service
-    assert store.latency_histograms(without) is None  # its figures come from its samples
+    assert store.latency_histograms(without) is None  # its figures come from its samples, read as columns
+    assert interval_histograms(store.sample_columns(without), Window(1.0, 5.0)) == histograms
     store.close()
 
 
