@@ -182,15 +182,20 @@ def test_unknown_run_is_a_user_error(tmp_path: Path) -> None:
         ResultsStore(tmp_path / "r.db").run(9)
 
 
+def _schema_of_version(db: sqlite3.Connection, version: int) -> None:
+    """The tables of a results database of schema ``version``, as the Maximus of that version made them."""
+    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    for statements in MIGRATIONS[:version]:
+        for statement in statements:
+            db.execute(statement)
+    db.execute("INSERT INTO schema_version VALUES (?)", (version,))
+
+
 def _version_5_database(path: Path) -> None:
     """A results database as Maximus wrote it before workload settings were stored generically: TPC-C's
     warehouses, keying and mix in columns of their own, one keyed run of 2 warehouses with one New-Order."""
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-        for statements in MIGRATIONS[:5]:
-            for statement in statements:
-                db.execute(statement)
-        db.execute("INSERT INTO schema_version VALUES (5)")
+        _schema_of_version(db, 5)
         db.execute("""INSERT INTO runs (id, started_at, finished_at, status, engine, workload, warehouses, terminals,
                       warmup_s, duration_s, seed, keying_and_think, mix, knobs, effective_knobs, engine_settings,
                       database, load_seconds, loaded_in_run, load_seed, constants, environment, window_start,
@@ -204,11 +209,7 @@ def _version_5_database(path: Path) -> None:
 def _version_11_database(path: Path, samples: list[TxnSample]) -> None:
     """A results database as Maximus wrote it before samples were columns: run 1's samples in txn_samples rows."""
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-        for statements in MIGRATIONS[:11]:
-            for statement in statements:
-                db.execute(statement)
-        db.execute("INSERT INTO schema_version VALUES (11)")
+        _schema_of_version(db, 11)
     store = ResultsStore.__new__(ResultsStore)  # the runs row as this Maximus writes it, in the old schema
     store.path, store._db = path, sqlite3.connect(path)
     run_id = _begin(store)
