@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import itertools
 import os
 import re
 import signal
@@ -154,6 +155,18 @@ def test_a_killed_experiment_resumes_and_stores_every_run_exactly_once(tmp_path:
     assert "Summary:" in resumed.stdout
 
 
+def _headings(output: str, marker: str) -> list[str]:
+    """The headings of the first table whose heading holds ``marker``, each read across the lines it wraps over (a
+    table is 120 characters wide off a terminal, so wide figures wrap its headings)."""
+    lines = output.splitlines()
+    first = next(n for n, line in enumerate(lines) if marker in line)
+    while first > 0 and lines[first - 1].startswith("┃"):
+        first -= 1
+    rows = [line.strip("┃").split("┃") for line in itertools.takewhile(lambda line: line.startswith("┃"),
+                                                                         lines[first:])]
+    return [" ".join(part.strip() for part in column if part.strip()) for column in zip(*rows)]
+
+
 def test_show_gives_each_step_a_verdict_against_the_baseline_and_the_reports_warnings(tmp_path: Path) -> None:
     """A step that turns durability off is marked in the terminal, not only in the HTML report, and its gain
     over the baseline has an interval and a verdict of its own, not the verdict against the step before."""
@@ -166,8 +179,7 @@ def test_show_gives_each_step_a_verdict_against_the_baseline_and_the_reports_war
                             str(results)], capture_output=True, text=True, timeout=120,
                            env={**os.environ, "COLUMNS": "220"})
     assert shown.returncode == 0, shown.stderr
-    header = next(line for line in shown.stdout.splitlines() if "vs previous" in line)
-    assert "vs baseline (95 % CI)" in header
+    assert "vs baseline (95 % CI)" in _headings(shown.stdout, "vs previous")
     sync_off = shown.stdout.split("Step 2: sync off")[1].split("warning")[0]
     assert len(re.findall(r"\([+-]\d+ … [+-]\d+\)", sync_off)) == 2, sync_off  # both gains with their interval
     assert len(re.findall(r"faster|slower|within noise|needs repeats", sync_off)) == 2, sync_off
