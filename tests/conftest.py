@@ -21,6 +21,10 @@ from maximus.engines.base import Engine
 from maximus.engines.pump import Pump, PythonPump
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
+# Test files run side by side (pytest -n), and many take the machine's knobs and storage (a memory cgroup, a mount, a
+# sysctl) through its one journal: each Maximus they start waits for another's to finish (``system.machine_wait``),
+# as a user would, where it would stop at once
+os.environ.setdefault("MAXIMUS_MACHINE_WAIT", "180")
 _MACHINE_AT_START: dict[str, object] = {}
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -21,24 +22,28 @@ from typing import Iterator
 from maximus.errors import UserError
 
 
+_WAIT_STEP_S = 0.2  # between two looks at a lock held by another process, while waiting for it
+
+
 class Busy(UserError):
     """Another live Maximus process holds the lock: the second command is the one to wait or change."""
 
 
 @contextmanager
-def held(path: Path, what: str, advice: str) -> Iterator[None]:
+def held(path: Path, what: str, advice: str, wait_s: float = 0.0) -> Iterator[None]:
     """Hold the lock of ``path`` for the block; ``Busy`` names ``what`` it guards, the holder's pid and
-    the ``advice``. A directory that cannot hold the file is a one-line ``UserError``."""
+    the ``advice``, once ``wait_s`` seconds have passed with another process holding it. A directory that cannot
+    hold the file is a one-line ``UserError``."""
     path = Path(path)
     made = [directory for directory in (path.parent, *path.parent.parents) if not os.path.lexists(directory)]
-    descriptor = _acquire(path, what, advice)
+    descriptor = _acquire(path, what, advice, time.monotonic() + wait_s)
     try:
         yield
     finally:
         _release(path, descriptor, made)
 
 
-def _acquire(path: Path, what: str, advice: str) -> int:
+def _acquire(path: Path, what: str, advice: str, deadline: float) -> int:
     while True:
         descriptor = _open(path)
         try:
@@ -46,6 +51,9 @@ def _acquire(path: Path, what: str, advice: str) -> int:
         except BlockingIOError:
             holder = _holder(descriptor)
             os.close(descriptor)
+            if time.monotonic() < deadline:
+                time.sleep(_WAIT_STEP_S)
+                continue
             raise Busy(f"{what} is in use by Maximus process {holder}: {advice}") from None
         if _still_named(path, descriptor):
             break

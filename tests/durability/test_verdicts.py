@@ -17,13 +17,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pytest
 
-from maximus import api, locks, system
+from maximus import api, system
 from maximus.durability.mount import FSNAME, mounted
 from maximus.records import CrashTest, Verdict
 
@@ -181,20 +180,6 @@ def test_postgres_without_fsync_loses_or_is_inconsistent_after_a_power_cut(base:
     assert "fsync=off" in tests[0].window
 
 
-def _once_the_machine_is_free(work: Callable[[], list[CrashTest]], timeout_s: float = 200.0) -> list[CrashTest]:
-    """``work``, started again while another test file's run holds the machine's journal (its memory cgroup, its
-    mounts: those files take the journal without the knobs' lock) and Maximus says so (``Busy``), before it changed
-    anything, as a user told to wait for it would."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return work()
-        except locks.Busy:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 def test_aggressive_dirty_page_settings_lose_nothing_while_postgres_syncs_at_commit(base: Path, monkeypatch,
                                                                                      machine_knobs: None) -> None:
     """The layer is the worst case of any dirty-page setting (the kernel may have written nothing back), so the
@@ -203,10 +188,10 @@ def test_aggressive_dirty_page_settings_lose_nothing_while_postgres_syncs_at_com
              "vm.dirty_writeback_centisecs")
     before = {name: Path("/proc/sys", *name.split(".")).read_text() for name in names}
     monkeypatch.delenv("MAXIMUS_SYSTEM_JOURNAL")  # the machine's own journal: its lock keeps other changes out
-    tests = _once_the_machine_is_free(lambda: crash(
-        base, "postgres", POWER, {"vm.dirty_ratio": "90", "vm.dirty_background_ratio": "80",
-                                  "vm.dirty_expire_centisecs": "60000", "vm.dirty_writeback_centisecs": "0"},
-        weights=DROP_ALL, system_changes=True))
+    tests = crash(base, "postgres", POWER, {"vm.dirty_ratio": "90", "vm.dirty_background_ratio": "80",
+                                            "vm.dirty_expire_centisecs": "60000",
+                                            "vm.dirty_writeback_centisecs": "0"},
+                  weights=DROP_ALL, system_changes=True)
     assert_durable(tests)
     assert tests[0].knobs["vm.dirty_ratio"] == "90"
     assert {name: Path("/proc/sys", *name.split(".")).read_text() for name in names} == before

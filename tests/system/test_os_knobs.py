@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from maximus import api, system
+from maximus import api, locks, system
 from maximus.cli.app import app
 from maximus.errors import UserError
 from maximus.records import RunStatus
-from maximus.system.journal import JOURNAL_VARIABLE
+from maximus.system.journal import JOURNAL_VARIABLE, Hold
 
 from interrupting import kill_group  # tests/interrupting.py
 
@@ -247,3 +247,34 @@ def test_a_build_takes_the_machine_and_process_knobs_a_run_takes(journal: Path, 
     assert loaded.returncode == 0, loaded.stderr
     assert "Loaded 1 warehouse(s)" in loaded.stdout
     assert system.current_values(tmp_path) == before and not journal.exists()
+
+
+def test_a_command_that_changes_the_machine_waits_for_another_as_long_as_it_is_told(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch
+                                                                                   ) -> None:
+    """Another Maximus holds the machine's knobs and storage (its journal): a command stops at once, naming it and
+    how to wait, or waits up to ``$MAXIMUS_MACHINE_WAIT`` seconds for it; a value that is not a number of seconds is
+    one line."""
+    monkeypatch.setenv(JOURNAL_VARIABLE, str(tmp_path / "system-journal.json"))
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom maximus.system.journal import Hold\n"
+                               "with Hold().journal():\n    print('held', flush=True)\n    time.sleep(1.5)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setenv("MAXIMUS_MACHINE_WAIT", "0")
+        with pytest.raises(locks.Busy, match=rf"in use by Maximus process {holder.pid}: wait for it to finish, or "
+                                             r"have this command wait for it with \$MAXIMUS_MACHINE_WAIT=SECONDS"):
+            with Hold().journal():
+                pass
+        monkeypatch.setenv("MAXIMUS_MACHINE_WAIT", "60")
+        started = time.monotonic()
+        with Hold().journal():
+            waited = time.monotonic() - started
+            assert holder.poll() is not None or waited > 0  # taken once the holder let go
+    finally:
+        holder.wait(timeout=30)
+    assert 0.5 < waited < 30
+    monkeypatch.setenv("MAXIMUS_MACHINE_WAIT", "soon")
+    with pytest.raises(UserError, match=r"\$MAXIMUS_MACHINE_WAIT must be"):
+        with Hold().journal():
+            pass

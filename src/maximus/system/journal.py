@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -28,7 +29,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable, ClassVar, Iterator
 
-from maximus import environment, locks
+from maximus import environment, limits, locks
 from maximus.errors import EngineError, MaximusError
 from maximus.pids import start_time
 
@@ -38,8 +39,24 @@ DEFAULT_JOURNAL = Path("/var/lib/maximus/system-journal.json")
 _BUSY_WAIT_S = 15.0  # a server's processes, asked to stop, let go of a mount within this
 
 
+WAIT_VARIABLE = "MAXIMUS_MACHINE_WAIT"
+WAIT = limits.Limit(0, limits.DAY_S, limits.SECONDS)
+
+
 def journal_path() -> Path:
     return Path(os.environ.get(JOURNAL_VARIABLE) or DEFAULT_JOURNAL)
+
+
+def machine_wait() -> float:
+    """``$MAXIMUS_MACHINE_WAIT``: seconds a command that changes the machine waits for another Maximus that holds its
+    knobs and storage, before it says so and stops (0: it stops at once)."""
+    text = os.environ.get(WAIT_VARIABLE, "").strip()
+    try:
+        value = float(text) if text else 0.0
+    except ValueError:
+        value = math.nan
+    limits.check(f"${WAIT_VARIABLE}", value, WAIT)
+    return value
 
 
 class Entry:
@@ -361,7 +378,8 @@ class Hold:
             return
         path = journal_path()
         with locks.held(_lock_path(path), "the operating system's knobs and storage",
-                        "wait for it to finish; its changes are put back when it ends"):
+                        f"wait for it to finish, or have this command wait for it with ${WAIT_VARIABLE}=SECONDS; its "
+                        "changes are put back when it ends", machine_wait()):
             undo_leftovers(path)
             self._journal = Journal(path)
             try:
