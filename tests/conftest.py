@@ -21,10 +21,13 @@ from maximus.engines.base import Engine
 from maximus.engines.pump import Pump, PythonPump
 
 ONE_WAREHOUSE = api.Build.of("tpcc", {"warehouses": 1})
-# Test files run side by side (pytest -n), and many take the machine's knobs and storage (a memory cgroup, a mount, a
-# sysctl) through its one journal: each Maximus they start waits for another's to finish (``system.machine_wait``),
-# as a user would, where it would stop at once
-os.environ.setdefault("MAXIMUS_MACHINE_WAIT", "180")
+# Test files run side by side (pytest -n), and many change the machine (a memory cgroup, a mount, the power-cut
+# layer): through one journal, whose lock one command holds at a time, the second would stop (or wait) for the first.
+# Each worker keeps a journal of its own instead, checked at the suite's end as the machine's is; the knobs every
+# process shares (sysctls, the I/O scheduler) are serialized by ``machine_knobs``
+JOURNALS = Path("/var/tmp/maximus-suite-journals")
+os.environ.setdefault("MAXIMUS_SYSTEM_JOURNAL",
+                      str(JOURNALS / os.environ.get("PYTEST_XDIST_WORKER", "main") / "system-journal.json"))
 _MACHINE_AT_START: dict[str, object] = {}
 
 
@@ -76,13 +79,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     now = _machine()
     changed = {name: (value, now[name]) for name, value in _MACHINE_AT_START.items()
                if (now[name] != value if name not in _LEFT_ONLY else set(now[name]) - set(value))}
-    left = system.journal_path().exists()
+    journals = [system.journal.DEFAULT_JOURNAL, *JOURNALS.glob("*/system-journal.json")]
+    left = [str(path) for path in journals if path.exists()]
+    if not left:
+        shutil.rmtree(JOURNALS, ignore_errors=True)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if said := {name: changed.pop(name) for name in _SAID_ONLY if name in changed}:
         reporter.write_line(f"NOTE: the suite left {said}", yellow=True)
     if changed or left:
         reporter.write_line(f"FAILED: the suite left the machine changed: {changed or ''} "
-                            f"{'journal ' + str(system.journal_path()) if left else ''}", red=True)
+                            f"{'journals ' + ', '.join(left) if left else ''}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
